@@ -1,0 +1,21 @@
+//! Wire types of warren's public API: the JSON-RPC 2.0 envelope, method names,
+//! error codes and the objects results carry. Only this crate's types go on the
+//! wire; the node's stored records are separate types.
+
+pub mod error;
+pub mod methods;
+pub mod objects;
+pub mod rpc;
+
+pub use error::{ErrorCode, RpcError};
+pub use objects::*;
+pub use rpc::{Id, Notification, Request, Response};
+
+/// Moves on every breaking change of the wire protocol.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// WebSocket path of the API.
+pub const WS_PATH: &str = "/v1/ws";
+
+/// Default WebSocket subprotocol.
+pub const SUBPROTOCOL_JSON: &str = "warren.v1.json";

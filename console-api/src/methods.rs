@@ -1,0 +1,56 @@
+//! Method names of the API. Names are stable: consoles, monitors and outside
+//! checks depend on them.
+
+pub const SESSION_AUTHENTICATE: &str = "session.authenticate";
+pub const NODE_INFO: &str = "node.info";
+
+pub const AGENT_CREATE: &str = "agent.create";
+pub const AGENT_GET: &str = "agent.get";
+pub const AGENT_LIST: &str = "agent.list";
+pub const AGENT_UPDATE: &str = "agent.update";
+pub const AGENT_ARCHIVE: &str = "agent.archive";
+
+pub const CONVERSATION_START: &str = "conversation.start";
+pub const CONVERSATION_CONTINUE: &str = "conversation.continue";
+pub const CONVERSATION_PAUSE: &str = "conversation.pause";
+pub const CONVERSATION_TERMINATE: &str = "conversation.terminate";
+pub const CONVERSATION_GET: &str = "conversation.get";
+pub const CONVERSATION_LIST: &str = "conversation.list";
+pub const CONVERSATION_SCREEN: &str = "conversation.screen";
+pub const CONVERSATION_SEND_MESSAGE: &str = "conversation.sendMessage";
+pub const CONVERSATION_SEND_KEYS: &str = "conversation.sendKeys";
+pub const CONVERSATION_RESIZE: &str = "conversation.resize";
+
+pub const TRANSCRIPT_READ: &str = "transcript.read";
+pub const TRANSCRIPT_SUBSCRIBE: &str = "transcript.subscribe";
+pub const TERMINAL_SUBSCRIBE: &str = "terminal.subscribe";
+pub const SUBSCRIPTION_CANCEL: &str = "subscription.cancel";
+
+/// Server notifications.
+pub const NOTIFY_TRANSCRIPT_EVENT: &str = "transcript.event";
+pub const NOTIFY_TERMINAL_DATA: &str = "terminal.data";
+
+/// Every method this node answers.
+pub const ALL: &[&str] = &[
+    SESSION_AUTHENTICATE,
+    NODE_INFO,
+    AGENT_CREATE,
+    AGENT_GET,
+    AGENT_LIST,
+    AGENT_UPDATE,
+    AGENT_ARCHIVE,
+    CONVERSATION_START,
+    CONVERSATION_CONTINUE,
+    CONVERSATION_PAUSE,
+    CONVERSATION_TERMINATE,
+    CONVERSATION_GET,
+    CONVERSATION_LIST,
+    CONVERSATION_SCREEN,
+    CONVERSATION_SEND_MESSAGE,
+    CONVERSATION_SEND_KEYS,
+    CONVERSATION_RESIZE,
+    TRANSCRIPT_READ,
+    TRANSCRIPT_SUBSCRIBE,
+    TERMINAL_SUBSCRIBE,
+    SUBSCRIPTION_CANCEL,
+];

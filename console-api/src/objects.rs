@@ -1,0 +1,251 @@
+//! Objects carried in params and results: agents, conversations, transcript
+//! events, screens. Params structs refuse unknown fields so a typo is an error
+//! that names the field rather than a silently ignored option.
+
+use serde::{Deserialize, Serialize};
+
+/// What an agent may do (grants). Enforcement grows with the capabilities issue.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grants {
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// `"all"` or a list of agent names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peers: Option<serde_json::Value>,
+    #[serde(default)]
+    pub recall: bool,
+    #[serde(default)]
+    pub egress: Vec<String>,
+}
+
+/// One rule of a fake-harness script: a regex over the submitted message and
+/// the actions the fake CLI takes (see the fake CLI's rules file).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FakeRule {
+    #[serde(rename = "match")]
+    pub pattern: String,
+    pub actions: Vec<serde_json::Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Agent {
+    pub name: String,
+    pub harness: String,
+    pub persona: Option<String>,
+    pub model: Option<String>,
+    pub grants: Grants,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<FakeRule>,
+    pub created_at: u64,
+    pub updated_at: u64,
+    pub archived: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentCreate {
+    pub name: String,
+    pub harness: String,
+    #[serde(default)]
+    pub persona: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub grants: Option<Grants>,
+    /// Scripted behaviour for the `fake` harness.
+    #[serde(default)]
+    pub rules: Option<Vec<FakeRule>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentUpdate {
+    pub agent: String,
+    #[serde(default)]
+    pub persona: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub grants: Option<Grants>,
+    #[serde(default)]
+    pub rules: Option<Vec<FakeRule>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentRef {
+    pub agent: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConversationState {
+    Starting,
+    Active,
+    Paused,
+    Archived,
+}
+
+impl ConversationState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConversationState::Starting => "starting",
+            ConversationState::Active => "active",
+            ConversationState::Paused => "paused",
+            ConversationState::Archived => "archived",
+        }
+    }
+
+    /// Live = has (or is getting) a running CLI.
+    pub fn is_live(self) -> bool {
+        matches!(self, ConversationState::Starting | ConversationState::Active)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Status {
+    Busy,
+    Idle,
+    Dialog,
+    Exited,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conversation {
+    pub id: String,
+    pub agent: String,
+    pub state: ConversationState,
+    pub status: Status,
+    pub created_at: u64,
+    pub updated_at: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_ref: Option<String>,
+    /// Why it was last paused (e.g. "node restarted", "cli exited").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_reason: Option<String>,
+    /// How many times the CLI was launched for this conversation.
+    pub launches: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationRef {
+    pub conversation: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationList {
+    #[serde(default)]
+    pub agent: Option<String>,
+    #[serde(default)]
+    pub state: Option<ConversationState>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendMessage {
+    pub conversation: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SendMessageResult {
+    pub message_id: String,
+    pub delivered_at: u64,
+    /// Seq of the transcript event that records the delivery.
+    pub seq: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendKeys {
+    pub conversation: String,
+    /// Raw keystrokes, sent as they are (UTF-8; control characters allowed).
+    pub keys: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Resize {
+    pub conversation: String,
+    pub rows: u16,
+    pub cols: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Screen {
+    pub rows: u16,
+    pub cols: u16,
+    pub lines: Vec<String>,
+    /// `[row, col]`.
+    pub cursor: (u16, u16),
+    pub status: Status,
+}
+
+/// One attributed transcript event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TranscriptEvent {
+    pub conversation: String,
+    pub seq: u64,
+    pub ts: u64,
+    /// `human` | `agent` | `tool` | `system` | `monitor:<agent>`.
+    pub speaker: String,
+    /// e.g. `message`, `reply`, `tool_output`, `lifecycle`, `terminal_input`.
+    pub kind: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TranscriptRead {
+    pub conversation: String,
+    /// Return events with seq > after_seq (default 0).
+    #[serde(default)]
+    pub after_seq: Option<u64>,
+    /// Alternatively: return events with seq >= from_seq.
+    #[serde(default)]
+    pub from_seq: Option<u64>,
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TranscriptPage {
+    pub events: Vec<TranscriptEvent>,
+    /// The seq the next read should start from (`from_seq`), i.e. last + 1.
+    pub next_seq: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TranscriptSubscribe {
+    #[serde(default)]
+    pub conversation: Option<String>,
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// Deliver stored events from this seq (inclusive) before live ones.
+    /// Only with `conversation`. Absent: live events only.
+    #[serde(default)]
+    pub from_seq: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubscriptionRef {
+    pub subscription: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub node_id: String,
+    pub peer_id: Option<String>,
+    pub version: String,
+    pub protocol_version: u32,
+    pub endpoint: String,
+    pub runtime: String,
+    pub started_at: u64,
+    pub root_public_key: String,
+}

@@ -1,0 +1,204 @@
+//! The `--rules` file: regex rules that script replies, parsed and matched against messages.
+
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+use serde::Deserialize;
+
+use crate::directive::{Action, parse_ask, valid_busy};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RulesFile {
+    rules: Vec<RawRule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    #[serde(rename = "match")]
+    pattern: String,
+    actions: Vec<RawAction>,
+}
+
+/// One action object of a rule, e.g. `{"say": "hi"}` or `{"busy": 1.5}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum RawAction {
+    Say(String),
+    Shell(String),
+    ToolBash(String),
+    Edit(String),
+    Ask(String),
+    Busy(f64),
+    Limit(bool),
+    Exit(bool),
+}
+
+#[derive(Debug)]
+struct Rule {
+    regex: Regex,
+    actions: Vec<RawAction>,
+}
+
+/// A parsed, validated rules file.
+#[derive(Debug)]
+pub(crate) struct Rules {
+    rules: Vec<Rule>,
+}
+
+/// Why a rules file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RulesError {
+    #[error("cannot read rules file {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("invalid rules file {}: {message}", path.display())]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// Reads and parses a rules file.
+pub(crate) fn load_rules(path: &Path) -> Result<Rules, RulesError> {
+    let text = std::fs::read_to_string(path).map_err(|source| RulesError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_rules(&text).map_err(|message| RulesError::Invalid {
+        path: path.to_path_buf(),
+        message,
+    })
+}
+
+/// Parses rules JSON, compiling every regex and checking every action.
+pub(crate) fn parse_rules(json: &str) -> Result<Rules, String> {
+    let file: RulesFile = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    let mut rules = Vec::with_capacity(file.rules.len());
+    for (i, raw) in file.rules.into_iter().enumerate() {
+        let regex = Regex::new(&raw.pattern).map_err(|e| format!("rule {i}: bad match regex: {e}"))?;
+        for action in &raw.actions {
+            match action {
+                RawAction::Ask(spec) if parse_ask(spec).is_none() => {
+                    return Err(format!("rule {i}: ask needs \"QUESTION | OPTION | ...\", got {spec:?}"));
+                }
+                RawAction::Busy(secs) if !valid_busy(*secs) => {
+                    return Err(format!(
+                        "rule {i}: busy must be between 0 and 86400 seconds, got {secs}"
+                    ));
+                }
+                _ => {}
+            }
+        }
+        rules.push(Rule {
+            regex,
+            actions: raw.actions,
+        });
+    }
+    Ok(Rules { rules })
+}
+
+impl Rules {
+    /// The actions of the first rule whose regex matches anywhere in `message`.
+    pub(crate) fn actions_for(&self, message: &str) -> Option<Vec<Action>> {
+        self.rules.iter().find_map(|rule| {
+            let caps = rule.regex.captures(message)?;
+            Some(rule.actions.iter().filter_map(|a| to_action(a, &caps)).collect())
+        })
+    }
+}
+
+fn to_action(raw: &RawAction, caps: &regex::Captures<'_>) -> Option<Action> {
+    Some(match raw {
+        RawAction::Say(text) => {
+            let mut out = String::new();
+            caps.expand(text, &mut out);
+            Action::Say(out)
+        }
+        RawAction::Shell(cmd) => Action::Shell(cmd.clone()),
+        RawAction::ToolBash(cmd) => Action::ToolBash(cmd.clone()),
+        RawAction::Edit(path) => Action::Edit(path.clone()),
+        RawAction::Ask(spec) => parse_ask(spec)?,
+        RawAction::Busy(secs) => Action::Busy {
+            secs: *secs,
+            label: secs.to_string(),
+        },
+        RawAction::Limit(on) => on.then_some(Action::Limit)?,
+        RawAction::Exit(on) => on.then_some(Action::Exit)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_matching_rule_wins_with_captures() {
+        let rules = parse_rules(
+            r#"{"rules":[
+                {"match":"^deploy (\\w+) to (\\w+)","actions":[{"say":"deploying $1 to ${2}!"},{"tool_bash":"echo deploy"}]},
+                {"match":"deploy","actions":[{"say":"second"}]},
+                {"match":"wait","actions":[{"busy":2},{"limit":true},{"exit":false},{"shell":"ls"},{"edit":"a.txt"},{"ask":"Q | A | B"},{"exit":true}]}
+            ]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            rules.actions_for("deploy web to prod now"),
+            Some(vec![
+                Action::Say("deploying web to prod!".into()),
+                Action::ToolBash("echo deploy".into()),
+            ])
+        );
+        assert_eq!(
+            rules.actions_for("please deploy"),
+            Some(vec![Action::Say("second".into())])
+        );
+        assert_eq!(
+            rules.actions_for("x wait x"),
+            Some(vec![
+                Action::Busy {
+                    secs: 2.0,
+                    label: "2".into()
+                },
+                Action::Limit,
+                Action::Shell("ls".into()),
+                Action::Edit("a.txt".into()),
+                Action::Ask {
+                    question: "Q".into(),
+                    options: vec!["A".into(), "B".into()]
+                },
+                Action::Exit,
+            ])
+        );
+        assert_eq!(rules.actions_for("nothing here"), None);
+    }
+
+    #[test]
+    fn missing_capture_expands_to_empty() {
+        let rules = parse_rules(r#"{"rules":[{"match":"(a)|(b)","actions":[{"say":"[$1][$2]"}]}]}"#).unwrap();
+        assert_eq!(rules.actions_for("b"), Some(vec![Action::Say("[][b]".into())]));
+    }
+
+    #[test]
+    fn invalid_files_are_rejected() {
+        assert!(parse_rules("not json").is_err());
+        assert!(
+            parse_rules(r#"{"rules":[{"match":"(","actions":[]}]}"#)
+                .unwrap_err()
+                .contains("regex")
+        );
+        assert!(parse_rules(r#"{"rules":[{"match":"a","actions":[{"dance":1}]}]}"#).is_err());
+        assert!(parse_rules(r#"{"rules":[{"match":"a","actions":[{"busy":-1}]}]}"#).is_err());
+        assert!(parse_rules(r#"{"rules":[{"match":"a","actions":[{"ask":"no options"}]}]}"#).is_err());
+        assert!(parse_rules(r#"{"rules":[{"match":"a"}]}"#).is_err());
+        assert!(parse_rules(r#"{"rulez":[]}"#).is_err());
+    }
+
+    #[test]
+    fn load_names_the_file() {
+        let err = load_rules(Path::new("/nonexistent/rules.json")).err().unwrap();
+        assert!(err.to_string().contains("/nonexistent/rules.json"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bad.json");
+        std::fs::write(&path, "{").unwrap();
+        let err = load_rules(&path).err().unwrap();
+        assert!(err.to_string().contains("bad.json"), "{err}");
+    }
+}

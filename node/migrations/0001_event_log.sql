@@ -1,0 +1,25 @@
+-- The append-only event log: the single source of truth. Global sequence = seq.
+CREATE TABLE events (
+    seq          INTEGER PRIMARY KEY,
+    ts           INTEGER NOT NULL,
+    kind         TEXT    NOT NULL,
+    conversation TEXT,
+    body         TEXT    NOT NULL
+);
+
+-- Start-up folds only the catalog events (agents, conversations); this partial
+-- index lets it skip the transcript deltas, which are the bulk of the log.
+CREATE INDEX events_catalog ON events (seq) WHERE kind <> 'transcript';
+
+-- Projection of the transcript events, keyed for ranged reads per conversation.
+-- Rebuildable from `events` (warren admin rebuild).
+CREATE TABLE transcript (
+    conversation TEXT    NOT NULL,
+    seq          INTEGER NOT NULL,
+    ts           INTEGER NOT NULL,
+    speaker      TEXT    NOT NULL,
+    kind         TEXT    NOT NULL,
+    text         TEXT    NOT NULL,
+    event_seq    INTEGER NOT NULL,
+    PRIMARY KEY (conversation, seq)
+) WITHOUT ROWID;

@@ -1,0 +1,347 @@
+//! One client connection's state: authentication, its bounded outbound queue,
+//! and its subscriptions. Notifications are offered with `try_send`: a client
+//! whose queue is full is cut off with a close reason, so a slow reader never
+//! slows the node or other clients.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine;
+use console_api::{ErrorCode, Notification, RpcError, methods as m};
+use serde_json::json;
+use tokio::sync::{broadcast, mpsc, watch};
+use tokio::task::AbortHandle;
+
+use super::App;
+use crate::runtime::Session;
+use crate::transcript::as_transcript;
+
+/// Why the server closes a connection.
+pub const CLOSE_SLOW: &str = "subscriber too slow: outbound queue full";
+
+pub struct Conn {
+    transport: &'static str,
+    authed: AtomicBool,
+    out: mpsc::Sender<String>,
+    kill: watch::Sender<Option<String>>,
+    subs: Mutex<HashMap<String, AbortHandle>>,
+    next_sub: AtomicU64,
+    max_subs: usize,
+    /// Subscriptions wait on these until their `{subscription}` answer is queued.
+    gates: Mutex<Vec<tokio::sync::oneshot::Sender<()>>>,
+}
+
+impl Conn {
+    /// A new connection; the caller owns the receiving end of `out` and
+    /// watches the returned kill receiver.
+    pub fn new(
+        transport: &'static str,
+        authed: bool,
+        queue: usize,
+        max_subs: usize,
+    ) -> (Arc<Conn>, mpsc::Receiver<String>, watch::Receiver<Option<String>>) {
+        let (out, rx) = mpsc::channel(queue);
+        let (kill, kill_rx) = watch::channel(None);
+        let conn = Arc::new(Conn {
+            transport,
+            authed: AtomicBool::new(authed),
+            out,
+            kill,
+            subs: Mutex::new(HashMap::new()),
+            next_sub: AtomicU64::new(1),
+            max_subs,
+            gates: Mutex::new(Vec::new()),
+        });
+        (conn, rx, kill_rx)
+    }
+
+    pub fn transport(&self) -> &'static str {
+        self.transport
+    }
+
+    /// Who a message sent on this connection is attributed to.
+    pub fn speaker(&self) -> &'static str {
+        "human"
+    }
+
+    pub fn authenticate(&self, root: &capabilities::PublicKey, token: &str) -> Result<(), RpcError> {
+        capabilities::verify(token, root)
+            .map_err(|e| RpcError::new(ErrorCode::Unauthenticated, format!("token refused: {e}")))?;
+        self.authed.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    pub fn check_auth(&self) -> Result<(), RpcError> {
+        if self.authed.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err(RpcError::new(
+                ErrorCode::Unauthenticated,
+                "unauthenticated: send `Authorization: Bearer <token>` on the upgrade or call session.authenticate first",
+            ))
+        }
+    }
+
+    /// Queues a response, waiting for room (responses are bounded by the
+    /// number of requests in flight), then lets new subscriptions start.
+    pub async fn respond(&self, text: String) {
+        let _ = self.out.send(text).await;
+        let gates: Vec<_> = self.gates.lock().map(|mut g| g.drain(..).collect()).unwrap_or_default();
+        for g in gates {
+            let _ = g.send(());
+        }
+    }
+
+    fn gate(&self) -> tokio::sync::oneshot::Receiver<()> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if let Ok(mut g) = self.gates.lock() {
+            g.push(tx);
+        }
+        rx
+    }
+
+    /// Offers a notification; a full queue cuts the client off.
+    fn notify(&self, method: &str, params: serde_json::Value) -> bool {
+        let text = match serde_json::to_string(&Notification::new(method, params)) {
+            Ok(t) => t,
+            Err(_) => return true,
+        };
+        match self.out.try_send(text) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                self.cut_off(CLOSE_SLOW);
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        }
+    }
+
+    pub fn cut_off(&self, reason: &str) {
+        tracing::warn!(transport = self.transport, reason, "closing client connection");
+        self.kill.send_replace(Some(reason.to_string()));
+    }
+
+    fn add_sub(&self, task: tokio::task::JoinHandle<()>, id: String) -> Result<String, RpcError> {
+        let mut subs = self
+            .subs
+            .lock()
+            .map_err(|_| RpcError::new(ErrorCode::Internal, "internal error"))?;
+        subs.insert(id.clone(), task.abort_handle());
+        Ok(id)
+    }
+
+    fn reserve_sub(&self) -> Result<String, RpcError> {
+        let subs = self
+            .subs
+            .lock()
+            .map_err(|_| RpcError::new(ErrorCode::Internal, "internal error"))?;
+        if subs.len() >= self.max_subs {
+            return Err(RpcError::new(
+                ErrorCode::Busy,
+                format!(
+                    "this connection already has {} subscriptions (the limit)",
+                    self.max_subs
+                ),
+            )
+            .with_data(json!({ "retry_after_ms": 1000 })));
+        }
+        Ok(format!("s-{}", self.next_sub.fetch_add(1, Ordering::SeqCst)))
+    }
+
+    pub fn cancel(&self, id: &str) -> Result<(), RpcError> {
+        let handle = self.subs.lock().ok().and_then(|mut s| s.remove(id));
+        match handle {
+            Some(h) => {
+                h.abort();
+                Ok(())
+            }
+            None => Err(RpcError::new(
+                ErrorCode::NotFound,
+                format!("subscription {id:?} not found"),
+            )),
+        }
+    }
+
+    /// Ends every subscription (the connection is closing).
+    pub fn close_all(&self) {
+        if let Ok(mut subs) = self.subs.lock() {
+            for (_, h) in subs.drain() {
+                h.abort();
+            }
+        }
+    }
+
+    /// Stored events from `from_seq` first, then live ones, with no gap and no
+    /// duplicate at the seam: the live receiver is opened before the stored
+    /// read, and live events at or below the last delivered seq are skipped.
+    pub fn subscribe_transcript(
+        self: &Arc<Self>,
+        app: &Arc<App>,
+        p: console_api::TranscriptSubscribe,
+    ) -> Result<String, RpcError> {
+        let id = self.reserve_sub()?;
+        let mut live = app.node.store().subscribe();
+        let conn = self.clone();
+        let app = app.clone();
+        let sub = id.clone();
+        let gate = self.gate();
+        let task = tokio::spawn(async move {
+            let _ = gate.await;
+            let mut filter = Filter::new(p.conversation.clone(), p.agent.clone());
+            // last delivered seq per conversation
+            let mut last: HashMap<String, u64> = HashMap::new();
+            if let (Some(conv), Some(from)) = (&p.conversation, p.from_seq) {
+                let start = from.max(1);
+                last.insert(conv.clone(), start - 1);
+                if !catch_up(&app, &conn, &sub, conv, &mut last).await {
+                    return;
+                }
+            }
+            loop {
+                match live.recv().await {
+                    Ok(e) => {
+                        let Some(ev) = as_transcript(&e) else { continue };
+                        if !filter.matches(&app, &ev.conversation).await {
+                            continue;
+                        }
+                        let seen = last.get(&ev.conversation).copied();
+                        if seen.is_some_and(|s| ev.seq <= s) {
+                            continue;
+                        }
+                        if let Some(s) = seen
+                            && ev.seq > s + 1
+                        {
+                            // Should not happen (commits are in seq order); fill from the store.
+                            if !catch_up(&app, &conn, &sub, &ev.conversation, &mut last).await {
+                                return;
+                            }
+                            continue;
+                        }
+                        last.insert(ev.conversation.clone(), ev.seq);
+                        if !conn.notify(m::NOTIFY_TRANSCRIPT_EVENT, json!({ "subscription": sub, "event": ev })) {
+                            return;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        // We fell behind the in-process feed: re-read what we missed.
+                        let convs: Vec<String> = last.keys().cloned().collect();
+                        for conv in convs {
+                            if !catch_up(&app, &conn, &sub, &conv, &mut last).await {
+                                return;
+                            }
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+        self.add_sub(task, id)
+    }
+
+    pub fn subscribe_terminal(self: &Arc<Self>, session: Arc<dyn Session>) -> Result<String, RpcError> {
+        let id = self.reserve_sub()?;
+        let mut rx = session.subscribe();
+        let conn = self.clone();
+        let sub = id.clone();
+        let gate = self.gate();
+        let task = tokio::spawn(async move {
+            let _ = gate.await;
+            let b64 = base64::engine::general_purpose::STANDARD;
+            loop {
+                match rx.recv().await {
+                    Ok(chunk) => {
+                        let data = b64.encode(&chunk[..]);
+                        if !conn.notify(m::NOTIFY_TERMINAL_DATA, json!({ "subscription": sub, "data": data })) {
+                            return;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        conn.cut_off(&format!("terminal subscriber too slow: {n} output chunks dropped"));
+                        return;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+        self.add_sub(task, id)
+    }
+}
+
+/// Sends stored events of `conv` after `last[conv]`, page by page. Catch-up
+/// waits for queue room (bounded by 10 s) instead of dropping.
+async fn catch_up(app: &Arc<App>, conn: &Arc<Conn>, sub: &str, conv: &str, last: &mut HashMap<String, u64>) -> bool {
+    loop {
+        let after = last.get(conv).copied().unwrap_or(0);
+        let page = match app.node.store().transcript_from(conv, after + 1, 500).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(error = %e, "catch-up read failed");
+                conn.cut_off("internal error while reading the transcript");
+                return false;
+            }
+        };
+        if page.is_empty() {
+            return true;
+        }
+        for ev in page {
+            last.insert(conv.to_string(), ev.seq);
+            let text = match serde_json::to_string(&Notification::new(
+                m::NOTIFY_TRANSCRIPT_EVENT,
+                json!({ "subscription": sub, "event": ev }),
+            )) {
+                Ok(t) => t,
+                Err(_) => continue,
+            };
+            match tokio::time::timeout(Duration::from_secs(10), conn.out.send(text)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return false,
+                Err(_) => {
+                    conn.cut_off(CLOSE_SLOW);
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+/// Which conversations a subscription wants.
+struct Filter {
+    conversation: Option<String>,
+    agent: Option<String>,
+    mine: HashSet<String>,
+    others: HashSet<String>,
+}
+
+impl Filter {
+    fn new(conversation: Option<String>, agent: Option<String>) -> Filter {
+        Filter {
+            conversation,
+            agent,
+            mine: HashSet::new(),
+            others: HashSet::new(),
+        }
+    }
+
+    async fn matches(&mut self, app: &Arc<App>, conv: &str) -> bool {
+        if let Some(c) = &self.conversation {
+            return c == conv;
+        }
+        let Some(agent) = &self.agent else { return false };
+        if self.mine.contains(conv) {
+            return true;
+        }
+        if self.others.contains(conv) {
+            return false;
+        }
+        let owner = app.node.conversation_agent(conv).await;
+        let is_mine = owner.as_deref() == Some(agent.as_str());
+        if is_mine {
+            self.mine.insert(conv.to_string());
+        } else if self.others.len() < 10_000 {
+            self.others.insert(conv.to_string());
+        }
+        is_mine
+    }
+}

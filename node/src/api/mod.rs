@@ -1,0 +1,265 @@
+//! The JSON-RPC API: one dispatcher shared by the WebSocket and the Unix socket.
+//! Each request is parsed, authenticated, routed to the node core, and answered
+//! with a result or an error whose code and message say what was wrong.
+
+pub mod conn;
+pub mod unix;
+pub mod ws;
+
+use std::sync::Arc;
+
+use console_api::{ErrorCode, Id, Request, Response, RpcError, methods as m};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::service::{Node, NodeError};
+use conn::Conn;
+
+/// What the server knows about itself, for `node.info`.
+pub struct NodeIdentity {
+    pub node_id: String,
+    pub endpoint: String,
+    pub started_at: u64,
+    pub root_public_key: String,
+}
+
+/// Shared by every connection.
+pub struct App {
+    pub node: Arc<Node>,
+    pub identity: NodeIdentity,
+    pub root_public: capabilities::PublicKey,
+    pub limits: crate::config::Limits,
+    pub connections: Arc<tokio::sync::Semaphore>,
+}
+
+/// Parses `params` into `T`; the error names the offending field.
+pub fn params<T: DeserializeOwned>(params: Option<Value>) -> Result<T, RpcError> {
+    let value = match params {
+        None | Some(Value::Null) => json!({}),
+        Some(v @ Value::Object(_)) => v,
+        Some(_) => return Err(RpcError::new(ErrorCode::InvalidParams, "params must be an object")),
+    };
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        let msg = if path == "." || path.is_empty() {
+            format!("invalid params: {inner}")
+        } else {
+            format!("invalid params: {path}: {inner}")
+        };
+        RpcError::new(ErrorCode::InvalidParams, msg)
+    })
+}
+
+impl From<NodeError> for RpcError {
+    fn from(e: NodeError) -> RpcError {
+        match e {
+            NodeError::Invalid(m) => RpcError::new(ErrorCode::InvalidParams, m),
+            NodeError::NotFound(m) => RpcError::new(ErrorCode::NotFound, m),
+            NodeError::Conflict(m) => RpcError::new(ErrorCode::Conflict, m),
+            NodeError::Busy {
+                message,
+                retry_after_ms,
+            } => RpcError::new(ErrorCode::Busy, message).with_data(json!({ "retry_after_ms": retry_after_ms })),
+            NodeError::Internal(m) => RpcError::new(ErrorCode::Internal, m),
+        }
+    }
+}
+
+/// The answer to a request over the size limit.
+pub fn too_large(len: usize, limit: usize) -> Response {
+    Response::err(
+        None,
+        RpcError::new(
+            ErrorCode::InvalidRequest,
+            format!("request of {len} bytes is over the limit of {limit} bytes"),
+        ),
+    )
+}
+
+/// Parses one text frame or line and answers it. `None` for notifications.
+pub async fn handle_text(app: &Arc<App>, conn: &Arc<Conn>, text: &str) -> Option<Response> {
+    if text.len() > app.limits.max_frame_bytes {
+        return Some(too_large(text.len(), app.limits.max_frame_bytes));
+    }
+    let value: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(Response::err(
+                None,
+                RpcError::new(ErrorCode::Parse, format!("parse error: {e}")),
+            ));
+        }
+    };
+    if value.is_array() {
+        return Some(Response::err(
+            None,
+            RpcError::new(ErrorCode::InvalidRequest, "batch requests are not supported"),
+        ));
+    }
+    let id = value
+        .get("id")
+        .and_then(|v| serde_json::from_value::<Id>(v.clone()).ok());
+    let req: Request = match serde_json::from_value(value) {
+        Ok(r) => r,
+        Err(e) => {
+            return Some(Response::err(
+                id,
+                RpcError::new(ErrorCode::InvalidRequest, format!("invalid request: {e}")),
+            ));
+        }
+    };
+    if req.jsonrpc != "2.0" {
+        return Some(Response::err(
+            req.id,
+            RpcError::new(ErrorCode::InvalidRequest, "jsonrpc must be \"2.0\""),
+        ));
+    }
+    let started = std::time::Instant::now();
+    let method = req.method.clone();
+    let result = call(app, conn, &req.method, req.params).await;
+    tracing::debug!(
+        method = %method,
+        transport = conn.transport(),
+        ok = result.is_ok(),
+        code = result.as_ref().err().map(|e| e.code),
+        micros = started.elapsed().as_micros() as u64,
+        "request"
+    );
+    let id = req.id?;
+    Some(match result {
+        Ok(v) => Response::ok(Some(id), v),
+        Err(e) => Response::err(Some(id), e),
+    })
+}
+
+async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) -> Result<Value, RpcError> {
+    if method == m::SESSION_AUTHENTICATE {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Auth {
+            token: String,
+        }
+        let a: Auth = params(p)?;
+        conn.authenticate(&app.root_public, &a.token)?;
+        return Ok(json!({ "authenticated": true }));
+    }
+    conn.check_auth()?;
+    let node = &app.node;
+    let v = match method {
+        m::NODE_INFO => serde_json::to_value(console_api::NodeInfo {
+            node_id: app.identity.node_id.clone(),
+            peer_id: None,
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            protocol_version: console_api::PROTOCOL_VERSION,
+            endpoint: app.identity.endpoint.clone(),
+            runtime: node.runtime_name().to_string(),
+            started_at: app.identity.started_at,
+            root_public_key: app.identity.root_public_key.clone(),
+        })
+        .map_err(internal)?,
+        m::AGENT_CREATE => json!({ "agent": node.agent_create(params(p)?).await? }),
+        m::AGENT_GET => json!({ "agent": node.agent_get(&params::<console_api::AgentRef>(p)?.agent).await? }),
+        m::AGENT_LIST => {
+            no_params(p)?;
+            json!({ "agents": node.agent_list().await })
+        }
+        m::AGENT_UPDATE => json!({ "agent": node.agent_update(params(p)?).await? }),
+        m::AGENT_ARCHIVE => {
+            json!({ "agent": node.agent_archive(&params::<console_api::AgentRef>(p)?.agent).await? })
+        }
+        m::CONVERSATION_START => {
+            json!({ "conversation": node.conversation_start(&params::<console_api::AgentRef>(p)?.agent).await? })
+        }
+        m::CONVERSATION_CONTINUE => json!({ "conversation": node.conversation_continue(&conv_ref(p)?).await? }),
+        m::CONVERSATION_PAUSE => json!({ "conversation": node.conversation_pause(&conv_ref(p)?).await? }),
+        m::CONVERSATION_TERMINATE => json!({ "conversation": node.conversation_terminate(&conv_ref(p)?).await? }),
+        m::CONVERSATION_GET => json!({ "conversation": node.conversation_get(&conv_ref(p)?).await? }),
+        m::CONVERSATION_LIST => json!({ "conversations": node.conversation_list(params(p)?).await? }),
+        m::CONVERSATION_SCREEN => serde_json::to_value(node.screen(&conv_ref(p)?).await?).map_err(internal)?,
+        m::CONVERSATION_SEND_MESSAGE => {
+            serde_json::to_value(node.send_message(params(p)?, conn.speaker()).await?).map_err(internal)?
+        }
+        m::CONVERSATION_SEND_KEYS => {
+            node.send_keys(params(p)?).await?;
+            json!({ "sent": true })
+        }
+        m::CONVERSATION_RESIZE => {
+            node.resize(params(p)?).await?;
+            json!({ "resized": true })
+        }
+        m::TRANSCRIPT_READ => serde_json::to_value(node.transcript_read(params(p)?).await?).map_err(internal)?,
+        m::TRANSCRIPT_SUBSCRIBE => {
+            let sp: console_api::TranscriptSubscribe = params(p)?;
+            node.check_subscribe_target(&sp).await?;
+            json!({ "subscription": conn.subscribe_transcript(app, sp)? })
+        }
+        m::TERMINAL_SUBSCRIBE => {
+            let id = conv_ref(p)?;
+            let session = node.live_session(&id).await?;
+            json!({ "subscription": conn.subscribe_terminal(session)? })
+        }
+        m::SUBSCRIPTION_CANCEL => {
+            let s: console_api::SubscriptionRef = params(p)?;
+            conn.cancel(&s.subscription)?;
+            json!({ "cancelled": true })
+        }
+        other => {
+            return Err(RpcError::new(
+                ErrorCode::MethodNotFound,
+                format!("unknown method {other:?}"),
+            ));
+        }
+    };
+    Ok(v)
+}
+
+fn conv_ref(p: Option<Value>) -> Result<String, RpcError> {
+    Ok(params::<console_api::ConversationRef>(p)?.conversation)
+}
+
+fn no_params(p: Option<Value>) -> Result<(), RpcError> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Empty {}
+    params::<Empty>(p).map(|_| ())
+}
+
+fn internal(e: impl std::fmt::Display) -> RpcError {
+    tracing::error!(error = %e, "internal error");
+    RpcError::new(ErrorCode::Internal, "internal error")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_errors_name_the_field() {
+        let err = params::<console_api::SendMessage>(Some(json!({"conversation": "c", "text": 5}))).expect_err("type");
+        assert_eq!(err.code, -32602);
+        assert!(err.message.contains("text"), "{}", err.message);
+        let err = params::<console_api::SendMessage>(Some(json!({"conversation": "c"}))).expect_err("missing");
+        assert!(err.message.contains("text"), "{}", err.message);
+        let err = params::<console_api::AgentRef>(Some(json!({"agent": "a", "agnet": 1}))).expect_err("unknown");
+        assert!(err.message.contains("agnet"), "{}", err.message);
+        let err = params::<console_api::AgentRef>(Some(json!([1]))).expect_err("array");
+        assert!(err.message.contains("object"));
+    }
+
+    #[test]
+    fn every_listed_method_is_routed() {
+        // The router's match arms and the public list must agree.
+        let src = include_str!("mod.rs");
+        for method in m::ALL {
+            let konst = method.replace(['.'], "_").to_uppercase();
+            let konst = konst
+                .replace("SENDMESSAGE", "SEND_MESSAGE")
+                .replace("SENDKEYS", "SEND_KEYS");
+            assert!(
+                src.contains(&format!("m::{konst}")),
+                "method {method} ({konst}) is not routed"
+            );
+        }
+    }
+}

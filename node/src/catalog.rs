@@ -1,0 +1,549 @@
+//! The catalog projection: agents and conversations folded from the event log,
+//! and the pure decisions that turn a request into events (validation, the
+//! one-live-conversation rule, lifecycle transitions). No IO here.
+
+use std::collections::BTreeMap;
+
+use console_api::{ConversationState, Status};
+
+use crate::events::{AgentRecord, Event, GrantsRecord, RuleRecord, StoredEvent};
+use crate::lifecycle::{self, Transition};
+use crate::validate::{self, Invalid};
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CatalogError {
+    #[error("{0}")]
+    Invalid(#[from] Invalid),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentEntry {
+    pub record: AgentRecord,
+    pub created_at: u64,
+    pub updated_at: u64,
+    pub archived: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConvEntry {
+    pub id: String,
+    pub agent: String,
+    pub state: ConversationState,
+    pub created_at: u64,
+    pub updated_at: u64,
+    pub resume_ref: Option<String>,
+    pub pause_reason: Option<String>,
+    pub launches: u32,
+}
+
+/// Agents and conversations as of some point of the log.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Catalog {
+    pub agents: BTreeMap<String, AgentEntry>,
+    pub conversations: BTreeMap<String, ConvEntry>,
+    /// Seq of the last event applied.
+    pub applied_seq: u64,
+}
+
+impl Catalog {
+    pub fn fold<'a>(events: impl IntoIterator<Item = &'a StoredEvent>) -> Catalog {
+        let mut c = Catalog::default();
+        for e in events {
+            c.apply(e);
+        }
+        c
+    }
+
+    /// Folds one event in. Events that do not apply (which the decisions never
+    /// produce) are ignored rather than panicking, so a replay always completes.
+    pub fn apply(&mut self, e: &StoredEvent) {
+        self.applied_seq = self.applied_seq.max(e.seq);
+        let ts = e.ts;
+        match &e.event {
+            Event::AgentCreated { agent } => {
+                self.agents.insert(
+                    agent.name.clone(),
+                    AgentEntry {
+                        record: agent.clone(),
+                        created_at: ts,
+                        updated_at: ts,
+                        archived: false,
+                    },
+                );
+            }
+            Event::AgentUpdated { agent } => {
+                if let Some(a) = self.agents.get_mut(&agent.name) {
+                    a.record = agent.clone();
+                    a.updated_at = ts;
+                }
+            }
+            Event::AgentArchived { name } => {
+                if let Some(a) = self.agents.get_mut(name) {
+                    a.archived = true;
+                    a.updated_at = ts;
+                }
+            }
+            Event::ConversationCreated { id, agent, resume_ref } => {
+                self.conversations.insert(
+                    id.clone(),
+                    ConvEntry {
+                        id: id.clone(),
+                        agent: agent.clone(),
+                        state: ConversationState::Starting,
+                        created_at: ts,
+                        updated_at: ts,
+                        resume_ref: resume_ref.clone(),
+                        pause_reason: None,
+                        launches: 0,
+                    },
+                );
+            }
+            Event::ConversationLaunched { id, .. } => self.set_state(id, ts, ConversationState::Active, None, 1),
+            Event::ConversationPaused { id, reason, .. } => {
+                self.set_state(id, ts, ConversationState::Paused, Some(reason.clone()), 0)
+            }
+            Event::ConversationContinued { id } => self.set_state(id, ts, ConversationState::Starting, None, 0),
+            Event::ConversationArchived { id, .. } => self.set_state(id, ts, ConversationState::Archived, None, 0),
+            Event::Transcript { .. } => {}
+        }
+    }
+
+    fn set_state(&mut self, id: &str, ts: u64, state: ConversationState, reason: Option<String>, launches: u32) {
+        if let Some(c) = self.conversations.get_mut(id) {
+            c.state = state;
+            c.updated_at = ts;
+            c.launches += launches;
+            if state == ConversationState::Paused {
+                c.pause_reason = reason;
+            } else if state != ConversationState::Archived {
+                c.pause_reason = None;
+            }
+        }
+    }
+
+    pub fn agent(&self, name: &str) -> Result<&AgentEntry, CatalogError> {
+        self.agents
+            .get(name)
+            .ok_or_else(|| CatalogError::NotFound(format!("agent {name:?} not found")))
+    }
+
+    pub fn conversation(&self, id: &str) -> Result<&ConvEntry, CatalogError> {
+        self.conversations
+            .get(id)
+            .ok_or_else(|| CatalogError::NotFound(format!("conversation {id:?} not found")))
+    }
+
+    /// The agent's live (starting or active) conversation, if any.
+    pub fn live_conversation_of(&self, agent: &str) -> Option<&ConvEntry> {
+        self.conversations
+            .values()
+            .find(|c| c.agent == agent && c.state.is_live())
+    }
+
+    /// Conversations recorded as live: after a restart these have no process.
+    pub fn live_conversations(&self) -> impl Iterator<Item = &ConvEntry> {
+        self.conversations.values().filter(|c| c.state.is_live())
+    }
+
+    pub fn decide_create_agent(&self, p: console_api::AgentCreate) -> Result<Event, CatalogError> {
+        validate::agent_name(&p.name)?;
+        validate::harness(&p.harness)?;
+        if self.agents.contains_key(&p.name) {
+            return Err(CatalogError::Conflict(format!("agent {:?} already exists", p.name)));
+        }
+        let agent = AgentRecord {
+            name: p.name,
+            harness: p.harness,
+            persona: p.persona,
+            model: p.model,
+            grants: grants_record(p.grants.unwrap_or_default()),
+            rules: rules_record(p.rules.unwrap_or_default()),
+        };
+        check_record(&agent)?;
+        Ok(Event::AgentCreated { agent })
+    }
+
+    pub fn decide_update_agent(&self, p: console_api::AgentUpdate) -> Result<Event, CatalogError> {
+        let current = self.agent(&p.agent)?;
+        if current.archived {
+            return Err(CatalogError::Conflict(format!("agent {:?} is archived", p.agent)));
+        }
+        let mut agent = current.record.clone();
+        if let Some(persona) = p.persona {
+            agent.persona = Some(persona);
+        }
+        if let Some(model) = p.model {
+            agent.model = Some(model);
+        }
+        if let Some(grants) = p.grants {
+            agent.grants = grants_record(grants);
+        }
+        if let Some(rules) = p.rules {
+            agent.rules = rules_record(rules);
+        }
+        check_record(&agent)?;
+        Ok(Event::AgentUpdated { agent })
+    }
+
+    pub fn decide_archive_agent(&self, name: &str) -> Result<Event, CatalogError> {
+        let a = self.agent(name)?;
+        if a.archived {
+            return Err(CatalogError::Conflict(format!("agent {name:?} is already archived")));
+        }
+        if let Some(live) = self.live_conversation_of(name) {
+            return Err(CatalogError::Conflict(format!(
+                "agent {name:?} has a live conversation {}: pause or terminate it first",
+                live.id
+            )));
+        }
+        Ok(Event::AgentArchived { name: name.to_string() })
+    }
+
+    /// Checks that `agent` may get a new conversation.
+    pub fn check_can_start(&self, agent: &str) -> Result<&AgentEntry, CatalogError> {
+        let a = self.agent(agent)?;
+        if a.archived {
+            return Err(CatalogError::Conflict(format!("agent {agent:?} is archived")));
+        }
+        Ok(a)
+    }
+
+    /// The event that moves conversation `id` along `t`, or why it cannot move.
+    pub fn decide_transition(&self, id: &str, t: Transition, reason: &str) -> Result<Event, CatalogError> {
+        let c = self.conversation(id)?;
+        lifecycle::next(c.state, t).map_err(|e| CatalogError::Conflict(format!("conversation {id}: {e}")))?;
+        if t == Transition::Continue {
+            if let Some(live) = self.live_conversation_of(&c.agent) {
+                return Err(CatalogError::Conflict(format!(
+                    "agent {:?} already has a live conversation {}",
+                    c.agent, live.id
+                )));
+            }
+            if self.agents.get(&c.agent).is_some_and(|a| a.archived) {
+                return Err(CatalogError::Conflict(format!("agent {:?} is archived", c.agent)));
+            }
+        }
+        let id = id.to_string();
+        Ok(match t {
+            Transition::Launched => Event::ConversationLaunched {
+                id,
+                resumed: c.launches > 0,
+            },
+            Transition::Pause => Event::ConversationPaused {
+                id,
+                planned: reason == PLANNED_PAUSE,
+                reason: reason.to_string(),
+            },
+            Transition::Continue => Event::ConversationContinued { id },
+            Transition::Terminate => Event::ConversationArchived {
+                id,
+                reason: reason.to_string(),
+            },
+        })
+    }
+}
+
+/// The reason recorded for a pause that a client asked for.
+pub const PLANNED_PAUSE: &str = "paused on request";
+
+fn check_record(a: &AgentRecord) -> Result<(), Invalid> {
+    if let Some(p) = &a.persona {
+        validate::persona(p)?;
+    }
+    if let Some(m) = &a.model {
+        validate::model(m)?;
+    }
+    validate::list("grants.tools", &a.grants.tools)?;
+    validate::list("grants.egress", &a.grants.egress)?;
+    match &a.grants.peers {
+        None => {}
+        Some(serde_json::Value::String(s)) if s == "all" => {}
+        Some(serde_json::Value::Array(items)) => {
+            for item in items {
+                match item.as_str() {
+                    Some(name) => validate::agent_name(name).map_err(|e| Invalid {
+                        field: "grants.peers",
+                        problem: e.problem,
+                    })?,
+                    None => {
+                        return Err(Invalid {
+                            field: "grants.peers",
+                            problem: "must be \"all\" or a list of agent names".into(),
+                        });
+                    }
+                }
+            }
+        }
+        Some(_) => {
+            return Err(Invalid {
+                field: "grants.peers",
+                problem: "must be \"all\" or a list of agent names".into(),
+            });
+        }
+    }
+    if a.rules.len() > validate::MAX_RULES {
+        return Err(Invalid {
+            field: "rules",
+            problem: format!("{} rules is over the limit of {}", a.rules.len(), validate::MAX_RULES),
+        });
+    }
+    let size: usize = a
+        .rules
+        .iter()
+        .map(|r| r.pattern.len() + serde_json::to_string(&r.actions).map(|s| s.len()).unwrap_or(0))
+        .sum();
+    if size > validate::MAX_RULES_BYTES {
+        return Err(Invalid {
+            field: "rules",
+            problem: format!("{size} bytes is over the limit of {}", validate::MAX_RULES_BYTES),
+        });
+    }
+    for r in &a.rules {
+        if let Err(e) = regex::Regex::new(&r.pattern) {
+            return Err(Invalid {
+                field: "rules",
+                problem: format!("pattern {:?} is not a valid regex: {e}", r.pattern),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn grants_record(g: console_api::Grants) -> GrantsRecord {
+    GrantsRecord {
+        tools: g.tools,
+        peers: g.peers,
+        recall: g.recall,
+        egress: g.egress,
+    }
+}
+
+fn rules_record(rules: Vec<console_api::FakeRule>) -> Vec<RuleRecord> {
+    rules
+        .into_iter()
+        .map(|r| RuleRecord {
+            pattern: r.pattern,
+            actions: r.actions,
+        })
+        .collect()
+}
+
+impl AgentEntry {
+    pub fn to_wire(&self) -> console_api::Agent {
+        let r = &self.record;
+        console_api::Agent {
+            name: r.name.clone(),
+            harness: r.harness.clone(),
+            persona: r.persona.clone(),
+            model: r.model.clone(),
+            grants: console_api::Grants {
+                tools: r.grants.tools.clone(),
+                peers: r.grants.peers.clone(),
+                recall: r.grants.recall,
+                egress: r.grants.egress.clone(),
+            },
+            rules: r
+                .rules
+                .iter()
+                .map(|x| console_api::FakeRule {
+                    pattern: x.pattern.clone(),
+                    actions: x.actions.clone(),
+                })
+                .collect(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            archived: self.archived,
+        }
+    }
+}
+
+impl ConvEntry {
+    /// The wire object; `status` comes from the live process (EXITED if none).
+    pub fn to_wire(&self, status: Option<Status>) -> console_api::Conversation {
+        console_api::Conversation {
+            id: self.id.clone(),
+            agent: self.agent.clone(),
+            state: self.state,
+            status: status.unwrap_or(Status::Exited),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            resume_ref: self.resume_ref.clone(),
+            pause_reason: self.pause_reason.clone(),
+            launches: self.launches,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(seq: u64, event: Event) -> StoredEvent {
+        StoredEvent {
+            seq,
+            ts: seq * 10,
+            event,
+        }
+    }
+
+    fn create(name: &str) -> console_api::AgentCreate {
+        console_api::AgentCreate {
+            name: name.into(),
+            harness: "fake".into(),
+            persona: None,
+            model: None,
+            grants: None,
+            rules: None,
+        }
+    }
+
+    /// Applies decisions as the node does: decide, stamp, fold.
+    struct Log {
+        catalog: Catalog,
+        events: Vec<StoredEvent>,
+    }
+
+    impl Log {
+        fn new() -> Log {
+            Log {
+                catalog: Catalog::default(),
+                events: vec![],
+            }
+        }
+        fn commit(&mut self, e: Event) {
+            let s = stored(self.events.len() as u64 + 1, e);
+            self.catalog.apply(&s);
+            self.events.push(s);
+        }
+    }
+
+    #[test]
+    fn agents_are_created_once_and_validated() {
+        let mut log = Log::new();
+        let e = log.catalog.decide_create_agent(create("coder")).expect("create");
+        log.commit(e);
+        assert!(matches!(
+            log.catalog.decide_create_agent(create("coder")),
+            Err(CatalogError::Conflict(_))
+        ));
+        let mut bad = create("ok");
+        bad.harness = "emacs".into();
+        assert!(matches!(
+            log.catalog.decide_create_agent(bad),
+            Err(CatalogError::Invalid(_))
+        ));
+        let mut bad = create("ok");
+        bad.rules = Some(vec![console_api::FakeRule {
+            pattern: "(".into(),
+            actions: vec![],
+        }]);
+        let err = log.catalog.decide_create_agent(bad).expect_err("bad regex");
+        assert!(err.to_string().contains("not a valid regex"));
+    }
+
+    #[test]
+    fn lifecycle_through_the_catalog_and_replay_matches() {
+        let mut log = Log::new();
+        let e = log.catalog.decide_create_agent(create("a")).expect("create");
+        log.commit(e);
+        log.commit(Event::ConversationCreated {
+            id: "c1".into(),
+            agent: "a".into(),
+            resume_ref: Some("r1".into()),
+        });
+        assert_eq!(log.catalog.live_conversation_of("a").map(|c| c.id.as_str()), Some("c1"));
+        let e = log
+            .catalog
+            .decide_transition("c1", Transition::Launched, "")
+            .expect("launch");
+        log.commit(e);
+        let e = log
+            .catalog
+            .decide_transition("c1", Transition::Pause, "node restarted")
+            .expect("pause");
+        assert!(matches!(e, Event::ConversationPaused { planned: false, .. }));
+        log.commit(e);
+        let c = log.catalog.conversation("c1").expect("c1");
+        assert_eq!(c.state, ConversationState::Paused);
+        assert_eq!(c.resume_ref.as_deref(), Some("r1"), "pause keeps the resume reference");
+        assert_eq!(c.pause_reason.as_deref(), Some("node restarted"));
+        assert!(log.catalog.decide_transition("c1", Transition::Pause, "x").is_err());
+        let e = log
+            .catalog
+            .decide_transition("c1", Transition::Continue, "")
+            .expect("continue");
+        log.commit(e);
+        let e = log
+            .catalog
+            .decide_transition("c1", Transition::Launched, "")
+            .expect("relaunch");
+        assert_eq!(
+            e,
+            Event::ConversationLaunched {
+                id: "c1".into(),
+                resumed: true
+            }
+        );
+        log.commit(e);
+        assert!(matches!(
+            log.catalog.decide_archive_agent("a"),
+            Err(CatalogError::Conflict(_))
+        ));
+        let e = log
+            .catalog
+            .decide_transition("c1", Transition::Terminate, "done")
+            .expect("terminate");
+        log.commit(e);
+        let err = log
+            .catalog
+            .decide_transition("c1", Transition::Continue, "")
+            .expect_err("archived");
+        assert!(
+            err.to_string()
+                .contains("cannot continue a conversation that is archived")
+        );
+
+        assert_eq!(Catalog::fold(&log.events), log.catalog);
+    }
+
+    #[test]
+    fn continue_refuses_a_second_live_conversation() {
+        let mut log = Log::new();
+        let e = log.catalog.decide_create_agent(create("a")).expect("create");
+        log.commit(e);
+        log.commit(Event::ConversationCreated {
+            id: "old".into(),
+            agent: "a".into(),
+            resume_ref: None,
+        });
+        log.commit(Event::ConversationPaused {
+            id: "old".into(),
+            planned: true,
+            reason: PLANNED_PAUSE.into(),
+        });
+        log.commit(Event::ConversationCreated {
+            id: "new".into(),
+            agent: "a".into(),
+            resume_ref: None,
+        });
+        let err = log
+            .catalog
+            .decide_transition("old", Transition::Continue, "")
+            .expect_err("one live");
+        assert!(err.to_string().contains("already has a live conversation new"));
+    }
+
+    #[test]
+    fn unknown_things_are_not_found() {
+        let c = Catalog::default();
+        assert!(matches!(c.agent("x"), Err(CatalogError::NotFound(_))));
+        assert!(matches!(
+            c.decide_transition("nope", Transition::Pause, ""),
+            Err(CatalogError::NotFound(_))
+        ));
+    }
+}

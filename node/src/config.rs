@@ -1,0 +1,168 @@
+//! Node configuration, layered with figment: built-in defaults < `warren.toml`
+//! (in the data dir, or `--config`) < `WARREN_*` environment < command-line flags.
+
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuntimeKind {
+    Local,
+    Docker,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Largest request frame answered normally; larger ones get -32600.
+    pub max_frame_bytes: usize,
+    /// Queued notifications per client before it is cut off as too slow.
+    pub outbound_queue: usize,
+    pub max_subscriptions: usize,
+    pub max_in_flight: usize,
+    /// Messages waiting per conversation.
+    pub send_queue: usize,
+    pub send_idle_timeout_ms: u64,
+    pub send_ack_timeout_ms: u64,
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_frame_bytes: 1 << 20,
+            outbound_queue: 1024,
+            max_subscriptions: 64,
+            max_in_flight: 32,
+            send_queue: 256,
+            send_idle_timeout_ms: 30_000,
+            send_ack_timeout_ms: 10_000,
+            max_connections: 256,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub data_dir: PathBuf,
+    /// TCP address of the WebSocket API.
+    pub listen: String,
+    pub runtime: RuntimeKind,
+    pub rows: u16,
+    pub cols: u16,
+    pub limits: Limits,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            data_dir: default_data_dir(),
+            listen: "127.0.0.1:7767".into(),
+            runtime: RuntimeKind::Local,
+            rows: 40,
+            cols: 120,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// `<user data dir>/warren`, e.g. `~/.local/share/warren`.
+pub fn default_data_dir() -> PathBuf {
+    dirs::data_dir().unwrap_or_else(|| PathBuf::from(".")).join("warren")
+}
+
+/// Values given on the command line (only those set override).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Overrides {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeKind>,
+}
+
+/// Environment variables that belong to the client side, not the node's config.
+const CLIENT_ENV: &[&str] = &["URL", "TOKEN", "JSON"];
+
+impl Config {
+    /// Loads the layered configuration. The data dir is settled first (flags,
+    /// env, default) because `warren.toml` lives in it.
+    pub fn load(config_file: Option<&Path>, flags: Overrides) -> Result<Config, Box<figment::Error>> {
+        let env = || {
+            Env::prefixed("WARREN_")
+                .split("__")
+                .filter(|k| !CLIENT_ENV.iter().any(|c| k.as_str().eq_ignore_ascii_case(c)))
+        };
+        let data_dir: PathBuf = Figment::from(Serialized::defaults(Config::default()))
+            .merge(env())
+            .merge(Serialized::defaults(&flags))
+            .extract_inner("data_dir")
+            .map_err(Box::new)?;
+        let file = config_file
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| data_dir.join("warren.toml"));
+        if config_file.is_some() && !file.exists() {
+            return Err(Box::new(figment::Error::from(format!(
+                "config file {} does not exist",
+                file.display()
+            ))));
+        }
+        Figment::from(Serialized::defaults(Config::default()))
+            .merge(Toml::file(&file))
+            .merge(env())
+            .merge(Serialized::defaults(flags))
+            .extract()
+            .map_err(Box::new)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::result_large_err)] // figment::Jail's closure type
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_apply_in_order() {
+        figment::Jail::expect_with(|jail| {
+            let dir = jail.directory().to_path_buf();
+            jail.create_file(
+                "warren.toml",
+                "listen = \"127.0.0.1:1111\"\nrows = 30\n[limits]\nsend_queue = 7\n",
+            )?;
+            jail.set_env("WARREN_DATA_DIR", dir.display().to_string());
+            jail.set_env("WARREN_ROWS", "50");
+            jail.set_env("WARREN_URL", "ws://ignored");
+            let cfg = Config::load(None, Overrides::default()).map_err(|e| *e)?;
+            assert_eq!(cfg.listen, "127.0.0.1:1111", "file beats default");
+            assert_eq!(cfg.rows, 50, "env beats file");
+            assert_eq!(cfg.limits.send_queue, 7);
+            let cfg = Config::load(
+                None,
+                Overrides {
+                    listen: Some("127.0.0.1:2222".into()),
+                    ..Default::default()
+                },
+            )
+            .map_err(|e| *e)?;
+            assert_eq!(cfg.listen, "127.0.0.1:2222", "flag beats file");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn unknown_keys_and_missing_files_are_errors() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("bad.toml", "listne = \"x\"\n")?;
+            let err = Config::load(Some(Path::new("bad.toml")), Overrides::default()).expect_err("typo");
+            assert!(err.to_string().contains("listne"), "{err}");
+            let err = Config::load(Some(Path::new("nope.toml")), Overrides::default()).expect_err("missing");
+            assert!(err.to_string().contains("does not exist"));
+            Ok(())
+        });
+    }
+}

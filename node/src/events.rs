@@ -1,0 +1,193 @@
+//! Stored event records: what the event log holds, one variant per fact. These
+//! are storage types, separate from the wire types in `console-api`.
+
+use serde::{Deserialize, Serialize};
+
+/// What the store must promise before a write is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Committed with `synchronous=FULL`: survives power loss once acknowledged.
+    /// Agent definitions and the conversation catalog.
+    Full,
+    /// Committed with `synchronous=NORMAL` in WAL mode: survives a process
+    /// crash (`kill -9`); a power loss may drop the last commits. Transcript deltas.
+    Relaxed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GrantsRecord {
+    #[serde(default)]
+    pub tools: Vec<String>,
+    #[serde(default)]
+    pub peers: Option<serde_json::Value>,
+    #[serde(default)]
+    pub recall: bool,
+    #[serde(default)]
+    pub egress: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuleRecord {
+    pub pattern: String,
+    pub actions: Vec<serde_json::Value>,
+}
+
+/// An agent's stored definition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentRecord {
+    pub name: String,
+    pub harness: String,
+    pub persona: Option<String>,
+    pub model: Option<String>,
+    pub grants: GrantsRecord,
+    #[serde(default)]
+    pub rules: Vec<RuleRecord>,
+}
+
+/// One fact in the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    AgentCreated {
+        agent: AgentRecord,
+    },
+    /// The whole definition after the update (the fold replaces it).
+    AgentUpdated {
+        agent: AgentRecord,
+    },
+    AgentArchived {
+        name: String,
+    },
+    /// A new conversation, in state `starting`; the resume reference is chosen
+    /// by the node up front (the CLI is told to use it as its session id).
+    ConversationCreated {
+        id: String,
+        agent: String,
+        resume_ref: Option<String>,
+    },
+    /// The CLI is running: `starting` -> `active`.
+    ConversationLaunched {
+        id: String,
+        resumed: bool,
+    },
+    /// `active`/`starting` -> `paused`. `planned` is false for crashes, exits
+    /// and node restarts.
+    ConversationPaused {
+        id: String,
+        planned: bool,
+        reason: String,
+    },
+    /// `continue`: `paused` -> `starting`.
+    ConversationContinued {
+        id: String,
+    },
+    ConversationArchived {
+        id: String,
+        reason: String,
+    },
+    /// One attributed transcript delta.
+    Transcript {
+        conversation: String,
+        seq: u64,
+        speaker: String,
+        kind: String,
+        text: String,
+    },
+}
+
+impl Event {
+    /// The `kind` column.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::AgentCreated { .. } => "agent_created",
+            Event::AgentUpdated { .. } => "agent_updated",
+            Event::AgentArchived { .. } => "agent_archived",
+            Event::ConversationCreated { .. } => "conversation_created",
+            Event::ConversationLaunched { .. } => "conversation_launched",
+            Event::ConversationPaused { .. } => "conversation_paused",
+            Event::ConversationContinued { .. } => "conversation_continued",
+            Event::ConversationArchived { .. } => "conversation_archived",
+            Event::Transcript { .. } => "transcript",
+        }
+    }
+
+    /// The conversation this event is about, if any (the `conversation` column).
+    pub fn conversation(&self) -> Option<&str> {
+        match self {
+            Event::ConversationCreated { id, .. }
+            | Event::ConversationLaunched { id, .. }
+            | Event::ConversationPaused { id, .. }
+            | Event::ConversationContinued { id }
+            | Event::ConversationArchived { id, .. } => Some(id),
+            Event::Transcript { conversation, .. } => Some(conversation),
+            _ => None,
+        }
+    }
+
+    /// The durability each kind is committed with (see ARCHITECTURE.md).
+    pub fn durability(&self) -> Durability {
+        match self {
+            Event::Transcript { .. } => Durability::Relaxed,
+            _ => Durability::Full,
+        }
+    }
+}
+
+/// An event as committed: with its global sequence number and time (unix ms).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    pub seq: u64,
+    pub ts: u64,
+    pub event: Event,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_text() -> impl Strategy<Value = String> {
+        "[a-z \\n\u{e9}\u{1F600}]{0,20}"
+    }
+
+    fn arb_event() -> impl Strategy<Value = Event> {
+        prop_oneof![
+            (arb_text(), arb_text()).prop_map(|(name, persona)| Event::AgentCreated {
+                agent: AgentRecord {
+                    name,
+                    harness: "fake".into(),
+                    persona: Some(persona),
+                    model: None,
+                    grants: GrantsRecord {
+                        tools: vec![],
+                        peers: None,
+                        recall: true,
+                        egress: vec![]
+                    },
+                    rules: vec![],
+                }
+            }),
+            (arb_text(), any::<bool>(), arb_text()).prop_map(|(id, planned, reason)| Event::ConversationPaused {
+                id,
+                planned,
+                reason
+            }),
+            (arb_text(), any::<u64>(), arb_text()).prop_map(|(conversation, seq, text)| Event::Transcript {
+                conversation,
+                seq,
+                speaker: "agent".into(),
+                kind: "reply".into(),
+                text
+            }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn event_json_round_trips(event in arb_event()) {
+            let json = serde_json::to_string(&event).expect("encode");
+            let back: Event = serde_json::from_str(&json).expect("decode");
+            prop_assert_eq!(back, event);
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! Harness adapters: what the node knows about each CLI. How to launch it fresh
+//! and resumed, which config files it reads from the agent's home, how to read
+//! its status and dialogs off the screen, and where its own structured session
+//! file is (the transcript source).
+
+pub mod fake;
+
+use std::path::{Path, PathBuf};
+
+use console_api::Status;
+
+use crate::events::AgentRecord;
+use crate::runtime::ScreenSnapshot;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    #[error("harness {0:?} has no adapter on this node yet")]
+    Unsupported(String),
+    #[error("could not prepare the agent's home: {0}")]
+    Home(String),
+}
+
+/// Everything an adapter needs to plan a launch.
+pub struct LaunchContext<'a> {
+    pub agent: &'a AgentRecord,
+    /// The agent's durable home (the CLI's config and session store).
+    pub home: &'a Path,
+    /// The agent's working directory.
+    pub workspace: &'a Path,
+    /// The CLI's native session reference for this conversation.
+    pub resume_ref: &'a str,
+    /// true: relaunch with the CLI's native resume.
+    pub resume: bool,
+    /// This node's own executable (the fake CLI is a verb of it).
+    pub self_exe: &'a Path,
+}
+
+pub struct LaunchPlan {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// Added to the runtime's base environment.
+    pub env: Vec<(String, String)>,
+    /// Files to write under the agent's home before launch: (relative path, content).
+    pub files: Vec<(PathBuf, Vec<u8>)>,
+    /// The CLI's own session file, tailed for the transcript.
+    pub transcript_file: Option<PathBuf>,
+}
+
+/// A dialog read off the screen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dialog {
+    pub title: String,
+    pub options: Vec<String>,
+}
+
+/// One entry of the CLI's own session file, attributed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub speaker: &'static str,
+    pub kind: &'static str,
+    pub text: String,
+}
+
+pub trait Harness: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn plan(&self, ctx: &LaunchContext<'_>) -> Result<LaunchPlan, HarnessError>;
+    fn status(&self, screen: &ScreenSnapshot) -> Status;
+    fn dialog(&self, screen: &ScreenSnapshot) -> Option<Dialog>;
+    /// Parses one line of the CLI's session file; `None` for lines that carry
+    /// no transcript entry.
+    fn parse_session_line(&self, line: &str) -> Option<Entry>;
+}
+
+/// The adapter for `harness`, if this node has one.
+pub fn adapter(harness: &str) -> Result<&'static dyn Harness, HarnessError> {
+    match harness {
+        "fake" => Ok(&fake::FakeHarness),
+        other => Err(HarnessError::Unsupported(other.to_string())),
+    }
+}

@@ -1,0 +1,24 @@
+//! The warren node: the durable home of the agents on one host. An event store
+//! (SQLite) with the catalog and transcripts folded from it, conversations run
+//! as CLIs under PTYs behind a runtime seam, and the JSON-RPC API over a
+//! WebSocket and a Unix socket.
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
+pub mod api;
+pub mod catalog;
+pub mod config;
+pub mod events;
+pub mod harness;
+pub mod lifecycle;
+pub mod live;
+pub mod runtime;
+pub mod server;
+pub mod service;
+pub mod store;
+pub mod transcript;
+pub mod util;
+pub mod validate;
+
+pub use config::Config;
+pub use service::Node;
+pub use store::Store;

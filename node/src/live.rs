@@ -1,0 +1,361 @@
+//! A live conversation: the running CLI's session plus two tasks. The watcher
+//! follows the PTY output to keep the status current and tails the CLI's own
+//! session file into the attributed transcript. The sender is the conversation's
+//! one message queue: it delivers whole messages one at a time, each only when
+//! the CLI is IDLE, as one bracketed paste plus Enter, and waits until the CLI
+//! has taken it before the next one may start.
+
+use std::collections::VecDeque;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use console_api::Status;
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+
+use crate::harness::Harness;
+use crate::runtime::Session;
+use crate::transcript::Transcripts;
+use crate::util::{new_id, now_ms};
+
+/// Why a message was not delivered.
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    #[error("the message queue of this conversation is full ({0} waiting)")]
+    QueueFull(usize),
+    #[error("the conversation did not become IDLE within {waited_ms} ms (status {status:?})")]
+    NotIdle { waited_ms: u64, status: Status },
+    #[error("the CLI did not take the message within {0} ms")]
+    NotTaken(u64),
+    #[error("the conversation ended before the message was delivered")]
+    Ended,
+    #[error("terminal write failed: {0}")]
+    Write(String),
+    #[error("could not record the message: {0}")]
+    Store(String),
+}
+
+pub struct Delivered {
+    pub message_id: String,
+    pub delivered_at: u64,
+    pub seq: u64,
+}
+
+struct SendJob {
+    text: String,
+    speaker: String,
+    reply: oneshot::Sender<Result<Delivered, SendError>>,
+}
+
+/// A message typed into the CLI whose echo in the session file we wait for.
+struct Pending {
+    text: String,
+    speaker: String,
+    ack: oneshot::Sender<Result<u64, SendError>>,
+}
+
+#[derive(Clone, Copy)]
+pub struct LiveLimits {
+    pub send_queue: usize,
+    pub idle_timeout: Duration,
+    pub ack_timeout: Duration,
+}
+
+/// What a live conversation is made of.
+pub struct LiveParts {
+    pub id: String,
+    pub agent: String,
+    pub session: Arc<dyn Session>,
+    pub harness: &'static dyn Harness,
+    /// The CLI's own session file, tailed for the transcript.
+    pub transcript_file: Option<PathBuf>,
+    pub transcripts: Arc<Transcripts>,
+    pub limits: LiveLimits,
+    /// Receives the conversation id when the CLI process ends.
+    pub on_exit: mpsc::Sender<String>,
+}
+
+pub struct Live {
+    pub id: String,
+    pub agent: String,
+    pub session: Arc<dyn Session>,
+    status: watch::Receiver<Status>,
+    send_tx: mpsc::Sender<SendJob>,
+    limits: LiveLimits,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    tail: Arc<tokio::sync::Mutex<Tail>>,
+}
+
+/// Follows the CLI's session file from a byte offset.
+struct Tail {
+    path: Option<PathBuf>,
+    offset: u64,
+    partial: Vec<u8>,
+    pending: Arc<Mutex<VecDeque<Pending>>>,
+    harness: &'static dyn Harness,
+    transcripts: Arc<Transcripts>,
+    conversation: String,
+}
+
+impl Tail {
+    /// Reads new complete lines and appends their entries, in file order.
+    async fn poll(&mut self) {
+        let Some(path) = self.path.clone() else { return };
+        let offset = self.offset;
+        let read = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
+            let mut f = match std::fs::File::open(&path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+                Err(e) => return Err(e),
+            };
+            let len = f.metadata()?.len();
+            if len <= offset {
+                return Ok(vec![]);
+            }
+            f.seek(SeekFrom::Start(offset))?;
+            let mut buf = Vec::with_capacity((len - offset).min(1 << 20) as usize);
+            f.take(1 << 20).read_to_end(&mut buf)?;
+            Ok(buf)
+        })
+        .await;
+        let bytes = match read {
+            Ok(Ok(b)) => b,
+            Ok(Err(e)) => {
+                tracing::warn!(conversation = %self.conversation, error = %e, "cannot read the CLI's session file");
+                return;
+            }
+            Err(_) => return,
+        };
+        if bytes.is_empty() {
+            return;
+        }
+        self.offset += bytes.len() as u64;
+        self.partial.extend_from_slice(&bytes);
+        while let Some(nl) = self.partial.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=nl).collect();
+            let line = String::from_utf8_lossy(&line[..line.len() - 1]).to_string();
+            if let Some(entry) = self.harness.parse_session_line(&line) {
+                self.record(entry).await;
+            }
+        }
+    }
+
+    async fn record(&mut self, entry: crate::harness::Entry) {
+        // A user line is either a message we delivered (attributed to its
+        // sender) or input typed on the raw terminal.
+        let mut matched = None;
+        if entry.kind == "terminal_input"
+            && let Ok(mut q) = self.pending.lock()
+            && q.front().is_some_and(|p| p.text.trim_end() == entry.text.trim_end())
+        {
+            matched = q.pop_front();
+        }
+        let (speaker, kind) = match &matched {
+            Some(p) => (p.speaker.clone(), "message"),
+            None => (entry.speaker.to_string(), entry.kind),
+        };
+        let result = self
+            .transcripts
+            .append(&self.conversation, &speaker, kind, entry.text)
+            .await
+            .map_err(|e| SendError::Store(e.to_string()));
+        if let Err(e) = &result {
+            tracing::error!(conversation = %self.conversation, error = %e, "transcript append failed");
+        }
+        if let Some(p) = matched {
+            let _ = p.ack.send(result);
+        }
+    }
+}
+
+impl Live {
+    /// Starts the watcher and sender tasks for a freshly launched session.
+    pub fn start(parts: LiveParts) -> Arc<Live> {
+        let LiveParts {
+            id,
+            agent,
+            session,
+            harness,
+            transcript_file,
+            transcripts,
+            limits,
+            on_exit,
+        } = parts;
+        let start_offset = transcript_file
+            .as_ref()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .unwrap_or(0);
+        let pending = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = Arc::new(tokio::sync::Mutex::new(Tail {
+            path: transcript_file,
+            offset: start_offset,
+            partial: vec![],
+            pending: pending.clone(),
+            harness,
+            transcripts,
+            conversation: id.clone(),
+        }));
+        let (status_tx, status_rx) = watch::channel(session.status());
+        let (send_tx, send_rx) = mpsc::channel(limits.send_queue);
+
+        let watcher = tokio::spawn(watch_loop(
+            id.clone(),
+            session.clone(),
+            tail.clone(),
+            status_tx,
+            on_exit,
+        ));
+        let sender = tokio::spawn(send_loop(session.clone(), status_rx.clone(), send_rx, pending, limits));
+        Arc::new(Live {
+            id,
+            agent,
+            session,
+            status: status_rx,
+            send_tx,
+            limits,
+            tasks: Mutex::new(vec![watcher, sender]),
+            tail,
+        })
+    }
+
+    pub fn status(&self) -> Status {
+        *self.status.borrow()
+    }
+
+    /// Queues a whole message; resolves when the CLI has taken it.
+    pub async fn send_message(&self, text: String, speaker: String) -> Result<Delivered, SendError> {
+        let (reply, rx) = oneshot::channel();
+        self.send_tx
+            .try_send(SendJob { text, speaker, reply })
+            .map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => SendError::QueueFull(self.limits.send_queue),
+                mpsc::error::TrySendError::Closed(_) => SendError::Ended,
+            })?;
+        rx.await.map_err(|_| SendError::Ended)?
+    }
+
+    /// Ends the CLI, records what it wrote last, and stops the tasks.
+    pub async fn shutdown(&self) {
+        let tasks: Vec<JoinHandle<()>> = self.tasks.lock().map(|mut t| t.drain(..).collect()).unwrap_or_default();
+        // Stop the sender first: queued messages fail with `Ended`.
+        if let Some(sender) = tasks.get(1) {
+            sender.abort();
+        }
+        self.session.close().await;
+        if let Some(watcher) = tasks.first() {
+            watcher.abort();
+        }
+        self.tail.lock().await.poll().await;
+    }
+}
+
+async fn watch_loop(
+    id: String,
+    session: Arc<dyn Session>,
+    tail: Arc<tokio::sync::Mutex<Tail>>,
+    status_tx: watch::Sender<Status>,
+    on_exit: mpsc::Sender<String>,
+) {
+    let mut raw = session.subscribe();
+    let mut exited = session.exited();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        let mut done = false;
+        tokio::select! {
+            r = raw.recv() => {
+                if let Err(broadcast::error::RecvError::Closed) = r {
+                    done = true;
+                }
+            }
+            _ = tick.tick() => {}
+            r = exited.wait_for(|e| *e) => { let _ = r; done = true; }
+        }
+        tail.lock().await.poll().await;
+        let status = session.status();
+        status_tx.send_if_modified(|s| {
+            let changed = *s != status;
+            *s = status;
+            changed
+        });
+        if done || !session.alive() {
+            status_tx.send_replace(Status::Exited);
+            let _ = on_exit.send(id).await;
+            return;
+        }
+    }
+}
+
+async fn send_loop(
+    session: Arc<dyn Session>,
+    mut status: watch::Receiver<Status>,
+    mut jobs: mpsc::Receiver<SendJob>,
+    pending: Arc<Mutex<VecDeque<Pending>>>,
+    limits: LiveLimits,
+) {
+    while let Some(job) = jobs.recv().await {
+        let result = deliver(&session, &mut status, &pending, &limits, job.text, job.speaker).await;
+        let _ = job.reply.send(result);
+    }
+}
+
+async fn deliver(
+    session: &Arc<dyn Session>,
+    status: &mut watch::Receiver<Status>,
+    pending: &Arc<Mutex<VecDeque<Pending>>>,
+    limits: &LiveLimits,
+    text: String,
+    speaker: String,
+) -> Result<Delivered, SendError> {
+    let idle = tokio::time::timeout(limits.idle_timeout, status.wait_for(|s| *s == Status::Idle))
+        .await
+        .map(|r| r.map(|_| ()));
+    match idle {
+        Ok(Ok(_)) => {}
+        Ok(Err(_)) => return Err(SendError::Ended),
+        Err(_) => {
+            return Err(SendError::NotIdle {
+                waited_ms: limits.idle_timeout.as_millis() as u64,
+                status: *status.borrow(),
+            });
+        }
+    }
+    let (ack, ack_rx) = oneshot::channel();
+    if let Ok(mut q) = pending.lock() {
+        q.push_back(Pending {
+            text: text.clone(),
+            speaker,
+            ack,
+        });
+    }
+    let mut bytes = Vec::with_capacity(text.len() + 16);
+    bytes.extend_from_slice(b"\x1b[200~");
+    bytes.extend_from_slice(text.as_bytes());
+    bytes.extend_from_slice(b"\x1b[201~\r");
+    if let Err(e) = session.write(bytes).await {
+        drop_pending(pending, &text);
+        return Err(SendError::Write(e.to_string()));
+    }
+    match tokio::time::timeout(limits.ack_timeout, ack_rx).await {
+        Ok(Ok(Ok(seq))) => Ok(Delivered {
+            message_id: new_id("m-"),
+            delivered_at: now_ms(),
+            seq,
+        }),
+        Ok(Ok(Err(e))) => Err(e),
+        Ok(Err(_)) => Err(SendError::Ended),
+        Err(_) => {
+            drop_pending(pending, &text);
+            Err(SendError::NotTaken(limits.ack_timeout.as_millis() as u64))
+        }
+    }
+}
+
+fn drop_pending(pending: &Arc<Mutex<VecDeque<Pending>>>, text: &str) {
+    if let Ok(mut q) = pending.lock() {
+        q.retain(|p| p.text != text);
+    }
+}

@@ -1,0 +1,236 @@
+//! The local runtime: the CLI runs as a child of the node under a real PTY
+//! (portable-pty), and a vt100 parser keeps its screen. For development and
+//! tests; production conversations run in Docker guests.
+
+use std::io::{Read, Write};
+use std::num::NonZeroU16;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use console_api::Status;
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+use portable_pty::{ChildKiller, CommandBuilder, MasterPty, PtySize, native_pty_system};
+use tokio::sync::{broadcast, watch};
+
+use super::{Chunk, LaunchSpec, Runtime, RuntimeError, ScreenSnapshot, Session, StatusFn};
+
+/// Raw output chunks buffered per subscriber before it counts as lagging.
+const RAW_CAPACITY: usize = 1024;
+
+pub struct LocalRuntime;
+
+impl Runtime for LocalRuntime {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    fn launch(&self, spec: LaunchSpec) -> BoxFuture<'_, Result<Arc<dyn Session>, RuntimeError>> {
+        async move {
+            let session = tokio::task::spawn_blocking(move || LocalSession::spawn(spec))
+                .await
+                .map_err(|e| RuntimeError::Io(e.to_string()))??;
+            Ok(session as Arc<dyn Session>)
+        }
+        .boxed()
+    }
+}
+
+struct LocalSession {
+    master: Mutex<Box<dyn MasterPty + Send>>,
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    parser: Arc<Mutex<vt100::Parser>>,
+    killer: Mutex<Box<dyn ChildKiller + Send + Sync>>,
+    alive: Arc<AtomicBool>,
+    exited: watch::Receiver<bool>,
+    raw: broadcast::Sender<Chunk>,
+    status: StatusFn,
+    pid: Option<u32>,
+}
+
+fn size(rows: u16, cols: u16) -> PtySize {
+    PtySize {
+        rows,
+        cols,
+        pixel_width: 0,
+        pixel_height: 0,
+    }
+}
+
+fn nz(v: u16) -> NonZeroU16 {
+    NonZeroU16::new(v).unwrap_or(NonZeroU16::MIN)
+}
+
+impl LocalSession {
+    fn spawn(spec: LaunchSpec) -> Result<Arc<LocalSession>, RuntimeError> {
+        let program = spec.program.display().to_string();
+        let fail = |reason: String| RuntimeError::Launch {
+            program: program.clone(),
+            reason,
+        };
+        let pair = native_pty_system()
+            .openpty(size(spec.rows, spec.cols))
+            .map_err(|e| fail(format!("openpty: {e}")))?;
+        let mut cmd = CommandBuilder::new(&spec.program);
+        cmd.args(&spec.args);
+        cmd.cwd(&spec.cwd);
+        cmd.env_clear();
+        for (k, v) in &spec.env {
+            cmd.env(k, v);
+        }
+        let mut child = pair.slave.spawn_command(cmd).map_err(|e| fail(e.to_string()))?;
+        drop(pair.slave);
+        let pid = child.process_id();
+        let killer = child.clone_killer();
+        let mut reader = pair.master.try_clone_reader().map_err(|e| fail(e.to_string()))?;
+        let writer = pair.master.take_writer().map_err(|e| fail(e.to_string()))?;
+
+        let parser = Arc::new(Mutex::new(vt100::Parser::new(nz(spec.rows), nz(spec.cols), 0)));
+        let (raw, _) = broadcast::channel(RAW_CAPACITY);
+        let alive = Arc::new(AtomicBool::new(true));
+        let (exit_tx, exit_rx) = watch::channel(false);
+
+        // Reader thread: the PTY read is blocking.
+        {
+            let parser = parser.clone();
+            let raw = raw.clone();
+            std::thread::Builder::new()
+                .name(format!("pty-read-{}", spec.conversation))
+                .spawn(move || {
+                    let mut buf = vec![0u8; 16 * 1024];
+                    loop {
+                        match reader.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => {
+                                let chunk: Chunk = Arc::from(&buf[..n]);
+                                if let Ok(mut p) = parser.lock() {
+                                    p.process(&chunk);
+                                }
+                                let _ = raw.send(chunk);
+                            }
+                        }
+                    }
+                })
+                .map_err(|e| fail(e.to_string()))?;
+        }
+        // Waiter thread: reaps the child and reports the exit.
+        {
+            let alive = alive.clone();
+            std::thread::Builder::new()
+                .name(format!("pty-wait-{}", spec.conversation))
+                .spawn(move || {
+                    let _ = child.wait();
+                    alive.store(false, Ordering::SeqCst);
+                    let _ = exit_tx.send(true);
+                })
+                .map_err(|e| fail(e.to_string()))?;
+        }
+
+        Ok(Arc::new(LocalSession {
+            master: Mutex::new(pair.master),
+            writer: Arc::new(Mutex::new(writer)),
+            parser,
+            killer: Mutex::new(killer),
+            alive,
+            exited: exit_rx,
+            raw,
+            status: spec.status,
+            pid,
+        }))
+    }
+}
+
+impl Session for LocalSession {
+    fn write(&self, bytes: Vec<u8>) -> BoxFuture<'_, Result<(), RuntimeError>> {
+        let writer = self.writer.clone();
+        let alive = self.alive.load(Ordering::SeqCst);
+        async move {
+            if !alive {
+                return Err(RuntimeError::Exited);
+            }
+            // A PTY write can block when the CLI does not read: keep it off the runtime.
+            tokio::task::spawn_blocking(move || {
+                let mut w = writer.lock().map_err(|_| RuntimeError::Io("writer poisoned".into()))?;
+                w.write_all(&bytes)
+                    .and_then(|_| w.flush())
+                    .map_err(|e| RuntimeError::Io(e.to_string()))
+            })
+            .await
+            .map_err(|e| RuntimeError::Io(e.to_string()))?
+        }
+        .boxed()
+    }
+
+    fn resize(&self, rows: u16, cols: u16) -> BoxFuture<'_, Result<(), RuntimeError>> {
+        let result = (|| {
+            let master = self
+                .master
+                .lock()
+                .map_err(|_| RuntimeError::Io("pty poisoned".into()))?;
+            master
+                .resize(size(rows, cols))
+                .map_err(|e| RuntimeError::Io(e.to_string()))?;
+            if let Ok(mut p) = self.parser.lock() {
+                p.set_size(nz(rows), nz(cols));
+            }
+            Ok(())
+        })();
+        async move { result }.boxed()
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        async move {
+            if let Ok(mut k) = self.killer.lock() {
+                let _ = k.kill();
+            }
+            let mut exited = self.exited.clone();
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), exited.wait_for(|e| *e)).await;
+        }
+        .boxed()
+    }
+
+    fn screen(&self) -> ScreenSnapshot {
+        match self.parser.lock() {
+            Ok(p) => {
+                let s = p.screen();
+                let (rows, cols) = s.size();
+                let (rows, cols) = (rows.get(), cols.get());
+                ScreenSnapshot {
+                    rows,
+                    cols,
+                    lines: s.rows(0, cols).collect(),
+                    cursor: s.cursor_position(),
+                }
+            }
+            Err(_) => ScreenSnapshot {
+                rows: 0,
+                cols: 0,
+                lines: vec![],
+                cursor: (0, 0),
+            },
+        }
+    }
+
+    fn status(&self) -> Status {
+        if !self.alive() {
+            return Status::Exited;
+        }
+        (self.status)(&self.screen())
+    }
+
+    fn alive(&self) -> bool {
+        self.alive.load(Ordering::SeqCst)
+    }
+
+    fn exited(&self) -> watch::Receiver<bool> {
+        self.exited.clone()
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<Chunk> {
+        self.raw.subscribe()
+    }
+
+    fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+}

@@ -1,0 +1,84 @@
+//! The runtime seam: how the node runs a CLI under a PTY. The contract (launch,
+//! write bytes, render the screen, resize, alive, close, status, raw byte
+//! subscription) is shaped so a remote guest can serve it over a connection:
+//! every operation that may cross a network is async, and the screen is a
+//! snapshot value.
+
+pub mod local;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use console_api::Status;
+use futures_util::future::BoxFuture;
+use tokio::sync::{broadcast, watch};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("could not launch {program}: {reason}")]
+    Launch { program: String, reason: String },
+    #[error("the process has exited")]
+    Exited,
+    #[error("terminal i/o failed: {0}")]
+    Io(String),
+}
+
+/// A rendered terminal screen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScreenSnapshot {
+    pub rows: u16,
+    pub cols: u16,
+    pub lines: Vec<String>,
+    /// (row, col)
+    pub cursor: (u16, u16),
+}
+
+impl ScreenSnapshot {
+    pub fn text(&self) -> String {
+        self.lines.join("\n")
+    }
+}
+
+/// Derives BUSY / IDLE / DIALOG from a screen (the harness adapter's job).
+pub type StatusFn = Arc<dyn Fn(&ScreenSnapshot) -> Status + Send + Sync>;
+
+/// What to run.
+#[derive(Clone)]
+pub struct LaunchSpec {
+    pub conversation: String,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    /// The whole environment: runtimes start the CLI with a clean one.
+    pub env: Vec<(String, String)>,
+    pub rows: u16,
+    pub cols: u16,
+    pub status: StatusFn,
+}
+
+/// Raw PTY output chunks.
+pub type Chunk = Arc<[u8]>;
+
+/// A running CLI under a PTY.
+pub trait Session: Send + Sync {
+    /// Writes raw bytes to the terminal's input.
+    fn write(&self, bytes: Vec<u8>) -> BoxFuture<'_, Result<(), RuntimeError>>;
+    fn resize(&self, rows: u16, cols: u16) -> BoxFuture<'_, Result<(), RuntimeError>>;
+    /// Ends the process (hang-up, then kill) and waits for it.
+    fn close(&self) -> BoxFuture<'_, ()>;
+    fn screen(&self) -> ScreenSnapshot;
+    fn status(&self) -> Status;
+    fn alive(&self) -> bool;
+    /// Flips to `true` once the process has exited.
+    fn exited(&self) -> watch::Receiver<bool>;
+    /// Raw output from now on. A receiver that falls behind sees `Lagged`.
+    fn subscribe(&self) -> broadcast::Receiver<Chunk>;
+    /// Process id where the runtime has one (diagnostics).
+    fn pid(&self) -> Option<u32>;
+}
+
+/// Starts sessions.
+pub trait Runtime: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn launch(&self, spec: LaunchSpec) -> BoxFuture<'_, Result<Arc<dyn Session>, RuntimeError>>;
+}

@@ -1,0 +1,225 @@
+//! Running a node: the data directory (lock, identity, root key, admin token),
+//! the store, start-up recovery, the WebSocket and Unix listeners, and a clean
+//! stop that pauses every live conversation.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+use crate::api::{self, App, NodeIdentity};
+use crate::config::{Config, RuntimeKind};
+use crate::runtime::Runtime;
+use crate::runtime::local::LocalRuntime;
+use crate::service::{CoreConfig, Node};
+use crate::store::Store;
+use crate::util::{new_id, now_ms};
+
+/// What a started node tells its caller.
+#[derive(Debug, Clone)]
+pub struct Started {
+    pub node_id: String,
+    pub addr: SocketAddr,
+    pub endpoint: String,
+    pub token_path: PathBuf,
+    pub socket_path: PathBuf,
+    pub data_dir: PathBuf,
+}
+
+/// Files of the data directory.
+pub fn db_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("warren.db")
+}
+pub fn token_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("admin.token")
+}
+pub fn endpoint_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("node.json")
+}
+
+/// Takes the data directory's lock: one node per data dir. The lock is held
+/// as long as the returned file is open.
+pub fn lock_data_dir(data_dir: &Path) -> anyhow::Result<std::fs::File> {
+    std::fs::create_dir_all(data_dir).with_context(|| format!("creating data dir {}", data_dir.display()))?;
+    let _ = std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700));
+    let path = data_dir.join("node.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a valid open descriptor has no memory effects.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        bail!(
+            "another warren node is using the data dir {} (its lock {} is held)",
+            data_dir.display(),
+            path.display()
+        );
+    }
+    Ok(file)
+}
+
+fn write_private(path: &Path, content: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    f.write_all(content.as_bytes())?;
+    f.sync_all()?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+fn read_or_create(path: &Path, make: impl FnOnce() -> anyhow::Result<String>) -> anyhow::Result<String> {
+    match std::fs::read_to_string(path) {
+        Ok(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+        Ok(_) | Err(_) if !path.exists() || std::fs::metadata(path).map(|m| m.len() == 0).unwrap_or(true) => {
+            let v = make()?;
+            write_private(path, &format!("{v}\n"))?;
+            Ok(v)
+        }
+        Ok(_) => bail!("{} is empty", path.display()),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// Runs a node until `shutdown` resolves. `ready` is called once it listens.
+pub async fn run(
+    cfg: Config,
+    self_exe: PathBuf,
+    ready: impl FnOnce(&Started),
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let data_dir = cfg.data_dir.clone();
+    let _lock = lock_data_dir(&data_dir)?;
+
+    let node_id = read_or_create(&data_dir.join("node.id"), || Ok(new_id("n-")))?;
+    let root_hex = read_or_create(&data_dir.join("root.key"), || {
+        Ok(capabilities::RootKey::generate().private_hex())
+    })?;
+    let root = capabilities::RootKey::from_private_hex(&root_hex)
+        .with_context(|| format!("reading {}", data_dir.join("root.key").display()))?;
+    let token_file = token_path(&data_dir);
+    let token_ok = std::fs::read_to_string(&token_file)
+        .ok()
+        .is_some_and(|t| capabilities::verify(t.trim(), &root.public()).is_ok());
+    if !token_ok {
+        let token = root.mint_admin(&node_id)?;
+        write_private(&token_file, &format!("{token}\n"))?;
+    }
+
+    let runtime: Arc<dyn Runtime> = match cfg.runtime {
+        RuntimeKind::Local => Arc::new(LocalRuntime),
+        RuntimeKind::Docker => {
+            bail!("the docker runtime is not built yet on this node; run with --runtime local (the default)")
+        }
+    };
+
+    let store = Store::open(&db_path(&data_dir))
+        .await
+        .with_context(|| format!("opening the store {}", db_path(&data_dir).display()))?;
+    let node = Node::open(
+        CoreConfig {
+            data_dir: data_dir.clone(),
+            self_exe,
+            rows: cfg.rows,
+            cols: cfg.cols,
+            send_queue: cfg.limits.send_queue,
+            send_idle_timeout: Duration::from_millis(cfg.limits.send_idle_timeout_ms),
+            send_ack_timeout: Duration::from_millis(cfg.limits.send_ack_timeout_ms),
+        },
+        store,
+        runtime,
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("recovering the catalog: {e}"))?;
+
+    let listener = tokio::net::TcpListener::bind(&cfg.listen)
+        .await
+        .with_context(|| format!("binding {}", cfg.listen))?;
+    let addr = listener.local_addr()?;
+    let endpoint = format!("ws://{addr}{}", console_api::WS_PATH);
+    let socket_path = data_dir.join("warren.sock");
+    let unix = api::unix::bind(&socket_path).with_context(|| format!("binding {}", socket_path.display()))?;
+
+    let started_at = now_ms();
+    let app = Arc::new(App {
+        node: node.clone(),
+        identity: NodeIdentity {
+            node_id: node_id.clone(),
+            endpoint: endpoint.clone(),
+            started_at,
+            root_public_key: root.public_hex(),
+        },
+        root_public: root.public(),
+        limits: cfg.limits.clone(),
+        connections: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_connections)),
+    });
+    write_private(
+        &endpoint_path(&data_dir),
+        &serde_json::json!({
+            "node_id": node_id,
+            "endpoint": endpoint,
+            "pid": std::process::id(),
+            "started_at": started_at,
+        })
+        .to_string(),
+    )?;
+
+    let unix_task = tokio::spawn(api::unix::serve(app.clone(), unix));
+    ready(&Started {
+        node_id,
+        addr,
+        endpoint,
+        token_path: token_file,
+        socket_path: socket_path.clone(),
+        data_dir: data_dir.clone(),
+    });
+    axum::serve(listener, api::ws::router(app))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("serving the API")?;
+
+    tracing::info!("stopping: pausing live conversations");
+    node.pause_all("node stopped").await;
+    unix_task.abort();
+    let _ = std::fs::remove_file(&socket_path);
+    Ok(())
+}
+
+/// `warren admin rebuild`: with the node stopped, refolds the transcript
+/// projection from the event log and folds the catalog, and reports both.
+pub async fn rebuild(data_dir: &Path) -> anyhow::Result<serde_json::Value> {
+    let _lock = lock_data_dir(data_dir)?;
+    let db = db_path(data_dir);
+    if !db.exists() {
+        bail!("no store at {}", db.display());
+    }
+    let transcript_events = Store::rebuild_transcript(&db).await?;
+    let store = Store::open(&db).await?;
+    let (events, _) = store.log_summary().await?;
+    let catalog = crate::catalog::Catalog::fold(&store.catalog_events().await?);
+    let agents: Vec<_> = catalog.agents.values().map(|a| a.to_wire()).collect();
+    let conversations: Vec<_> = catalog.conversations.values().map(|c| c.to_wire(None)).collect();
+    Ok(serde_json::json!({
+        "events": events,
+        "transcript_events": transcript_events,
+        "agents": agents.len(),
+        "conversations": conversations.len(),
+        "catalog": { "agents": agents, "conversations": conversations },
+    }))
+}

@@ -1,0 +1,570 @@
+//! The node's core: the catalog (behind one lock, so catalog commands apply in
+//! log order), the live conversations, and every operation the API exposes.
+//! Decisions come from `catalog` (pure); this module does the IO around them.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use console_api::{self as api, ConversationState, Status};
+use tokio::sync::mpsc;
+
+use crate::catalog::{Catalog, CatalogError, ConvEntry, PLANNED_PAUSE};
+use crate::events::Event;
+use crate::harness::{self, LaunchContext};
+use crate::lifecycle::Transition;
+use crate::live::{Live, LiveLimits, LiveParts, SendError};
+use crate::runtime::{LaunchSpec, Runtime};
+use crate::store::{Store, StoreError};
+use crate::transcript::Transcripts;
+use crate::util::{new_id, new_uuid};
+use crate::validate;
+
+/// Errors of node operations, each mapping to one API error code.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{message}")]
+    Busy { message: String, retry_after_ms: u64 },
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<CatalogError> for NodeError {
+    fn from(e: CatalogError) -> NodeError {
+        match e {
+            CatalogError::Invalid(i) => NodeError::Invalid(i.to_string()),
+            CatalogError::NotFound(m) => NodeError::NotFound(m),
+            CatalogError::Conflict(m) => NodeError::Conflict(m),
+        }
+    }
+}
+
+impl From<StoreError> for NodeError {
+    fn from(e: StoreError) -> NodeError {
+        tracing::error!(error = %e, "store error");
+        NodeError::Internal("the node could not read or write its store".into())
+    }
+}
+
+impl From<SendError> for NodeError {
+    fn from(e: SendError) -> NodeError {
+        match e {
+            SendError::QueueFull(_) => NodeError::Busy {
+                message: e.to_string(),
+                retry_after_ms: 500,
+            },
+            SendError::NotIdle { .. } => NodeError::Busy {
+                message: e.to_string(),
+                retry_after_ms: 1000,
+            },
+            SendError::NotTaken(_) | SendError::Ended => NodeError::Conflict(e.to_string()),
+            SendError::Write(_) | SendError::Store(_) => NodeError::Internal(e.to_string()),
+        }
+    }
+}
+
+pub type NodeResult<T> = Result<T, NodeError>;
+
+/// Tunables of the node core.
+#[derive(Debug, Clone)]
+pub struct CoreConfig {
+    pub data_dir: PathBuf,
+    /// The executable that provides `fake-cli` (normally this node's own).
+    pub self_exe: PathBuf,
+    pub rows: u16,
+    pub cols: u16,
+    pub send_queue: usize,
+    pub send_idle_timeout: Duration,
+    pub send_ack_timeout: Duration,
+}
+
+pub struct Node {
+    cfg: CoreConfig,
+    store: Store,
+    catalog: tokio::sync::Mutex<Catalog>,
+    live: Mutex<HashMap<String, Arc<Live>>>,
+    transcripts: Arc<Transcripts>,
+    runtime: Arc<dyn Runtime>,
+    exits: mpsc::Sender<String>,
+}
+
+impl Node {
+    /// Folds the catalog from the log, pauses every conversation that was
+    /// live when the node last stopped (its process is gone), and starts the
+    /// task that pauses conversations whose CLI exits.
+    pub async fn open(cfg: CoreConfig, store: Store, runtime: Arc<dyn Runtime>) -> NodeResult<Arc<Node>> {
+        let events = store.catalog_events().await?;
+        let mut catalog = Catalog::fold(&events);
+        let transcripts = Arc::new(Transcripts::new(store.clone()));
+
+        let orphans: Vec<String> = catalog.live_conversations().map(|c| c.id.clone()).collect();
+        if !orphans.is_empty() {
+            let reason = "node restarted: the CLI process was gone";
+            let mut out = vec![];
+            for id in &orphans {
+                out.push(catalog.decide_transition(id, Transition::Pause, reason)?);
+            }
+            for e in store.append(out).await? {
+                catalog.apply(&e);
+            }
+            for id in &orphans {
+                transcripts
+                    .append(id, "system", "lifecycle", format!("paused: {reason}"))
+                    .await?;
+            }
+            tracing::info!(
+                count = orphans.len(),
+                "conversations recorded as live were paused after restart"
+            );
+        }
+
+        let (exits, mut exit_rx) = mpsc::channel::<String>(256);
+        let node = Arc::new(Node {
+            cfg,
+            store,
+            catalog: tokio::sync::Mutex::new(catalog),
+            live: Mutex::new(HashMap::new()),
+            transcripts,
+            runtime,
+            exits,
+        });
+        let weak = Arc::downgrade(&node);
+        tokio::spawn(async move {
+            while let Some(id) = exit_rx.recv().await {
+                let Some(node) = weak.upgrade() else { return };
+                node.on_cli_exit(&id).await;
+            }
+        });
+        Ok(node)
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn runtime_name(&self) -> &'static str {
+        self.runtime.name()
+    }
+
+    /// A copy of the catalog (for replay checks and diagnostics).
+    pub async fn catalog_snapshot(&self) -> Catalog {
+        self.catalog.lock().await.clone()
+    }
+
+    async fn commit(&self, catalog: &mut Catalog, events: Vec<Event>) -> NodeResult<()> {
+        for e in self.store.append(events).await? {
+            catalog.apply(&e);
+        }
+        Ok(())
+    }
+
+    fn live(&self, id: &str) -> Option<Arc<Live>> {
+        self.live.lock().ok().and_then(|m| m.get(id).cloned())
+    }
+
+    fn status_of(&self, c: &ConvEntry) -> Option<Status> {
+        if c.state == ConversationState::Starting {
+            return Some(Status::Busy);
+        }
+        self.live(&c.id).map(|l| l.status())
+    }
+
+    fn conv_wire(&self, c: &ConvEntry) -> api::Conversation {
+        c.to_wire(self.status_of(c))
+    }
+
+    // ---- agents ----
+
+    pub async fn agent_create(&self, p: api::AgentCreate) -> NodeResult<api::Agent> {
+        let mut cat = self.catalog.lock().await;
+        let name = p.name.clone();
+        let e = cat.decide_create_agent(p)?;
+        self.commit(&mut cat, vec![e]).await?;
+        Ok(cat.agent(&name)?.to_wire())
+    }
+
+    pub async fn agent_get(&self, name: &str) -> NodeResult<api::Agent> {
+        Ok(self.catalog.lock().await.agent(name)?.to_wire())
+    }
+
+    pub async fn agent_list(&self) -> Vec<api::Agent> {
+        self.catalog.lock().await.agents.values().map(|a| a.to_wire()).collect()
+    }
+
+    pub async fn agent_update(&self, p: api::AgentUpdate) -> NodeResult<api::Agent> {
+        let mut cat = self.catalog.lock().await;
+        let name = p.agent.clone();
+        let e = cat.decide_update_agent(p)?;
+        self.commit(&mut cat, vec![e]).await?;
+        Ok(cat.agent(&name)?.to_wire())
+    }
+
+    pub async fn agent_archive(&self, name: &str) -> NodeResult<api::Agent> {
+        let mut cat = self.catalog.lock().await;
+        let e = cat.decide_archive_agent(name)?;
+        self.commit(&mut cat, vec![e]).await?;
+        Ok(cat.agent(name)?.to_wire())
+    }
+
+    // ---- conversations ----
+
+    /// Starts a conversation for `agent`, or returns its live one.
+    pub async fn conversation_start(&self, agent: &str) -> NodeResult<api::Conversation> {
+        let id = {
+            let mut cat = self.catalog.lock().await;
+            if let Some(live) = cat.live_conversation_of(agent) {
+                return Ok(self.conv_wire(live));
+            }
+            let a = cat.check_can_start(agent)?;
+            harness::adapter(&a.record.harness).map_err(|e| NodeError::Conflict(e.to_string()))?;
+            let id = new_id("c-");
+            let e = Event::ConversationCreated {
+                id: id.clone(),
+                agent: agent.to_string(),
+                resume_ref: Some(new_uuid()),
+            };
+            self.commit(&mut cat, vec![e]).await?;
+            id
+        };
+        self.launch(&id, false).await
+    }
+
+    /// Relaunches a paused conversation with the CLI's native resume.
+    pub async fn conversation_continue(&self, id: &str) -> NodeResult<api::Conversation> {
+        {
+            let mut cat = self.catalog.lock().await;
+            let e = cat.decide_transition(id, Transition::Continue, "")?;
+            self.commit(&mut cat, vec![e]).await?;
+        }
+        self.launch(id, true).await
+    }
+
+    async fn launch(&self, id: &str, resume: bool) -> NodeResult<api::Conversation> {
+        let (entry, agent) = {
+            let cat = self.catalog.lock().await;
+            let c = cat.conversation(id)?.clone();
+            let a = cat.agent(&c.agent)?.record.clone();
+            (c, a)
+        };
+        match self.spawn_cli(&entry, &agent, resume).await {
+            Ok((live, note)) => {
+                let mut cat = self.catalog.lock().await;
+                match cat.decide_transition(id, Transition::Launched, "") {
+                    Ok(e) => {
+                        self.commit(&mut cat, vec![e]).await?;
+                        if let Ok(mut m) = self.live.lock() {
+                            m.insert(id.to_string(), live);
+                        }
+                        drop(cat);
+                        self.transcripts.append(id, "system", "lifecycle", note).await?;
+                        let cat = self.catalog.lock().await;
+                        Ok(self.conv_wire(cat.conversation(id)?))
+                    }
+                    Err(e) => {
+                        // Paused or terminated while it was starting.
+                        drop(cat);
+                        live.shutdown().await;
+                        Err(e.into())
+                    }
+                }
+            }
+            Err(reason) => {
+                tracing::warn!(conversation = id, %reason, "launch failed");
+                let mut cat = self.catalog.lock().await;
+                if let Ok(e) = cat.decide_transition(id, Transition::Pause, &format!("launch failed: {reason}")) {
+                    self.commit(&mut cat, vec![e]).await?;
+                }
+                Err(NodeError::Internal(format!("could not launch the CLI: {reason}")))
+            }
+        }
+    }
+
+    async fn spawn_cli(
+        &self,
+        c: &ConvEntry,
+        agent: &crate::events::AgentRecord,
+        resume: bool,
+    ) -> Result<(Arc<Live>, String), String> {
+        let adapter = harness::adapter(&agent.harness).map_err(|e| e.to_string())?;
+        let home = self.agent_dir(&agent.name).join("home");
+        let workspace = self.agent_dir(&agent.name).join("workspace");
+        for dir in [&home, &workspace] {
+            std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+        }
+        let resume_ref = c.resume_ref.clone().unwrap_or_default();
+        let plan = adapter
+            .plan(&LaunchContext {
+                agent,
+                home: &home,
+                workspace: &workspace,
+                resume_ref: &resume_ref,
+                resume,
+                self_exe: &self.cfg.self_exe,
+            })
+            .map_err(|e| e.to_string())?;
+        for (rel, body) in &plan.files {
+            let path = home.join(rel);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| format!("create {}: {e}", parent.display()))?;
+            }
+            std::fs::write(&path, body).map_err(|e| format!("write {}: {e}", path.display()))?;
+        }
+        let mut env = base_env(&home, &c.id, &agent.name);
+        env.extend(plan.env);
+        let spec = LaunchSpec {
+            conversation: c.id.clone(),
+            program: plan.program,
+            args: plan.args,
+            cwd: workspace,
+            env,
+            rows: self.cfg.rows,
+            cols: self.cfg.cols,
+            status: Arc::new(move |s| adapter.status(s)),
+        };
+        let session = self.runtime.launch(spec).await.map_err(|e| e.to_string())?;
+        let live = Live::start(LiveParts {
+            id: c.id.clone(),
+            agent: agent.name.clone(),
+            session,
+            harness: adapter,
+            transcript_file: plan.transcript_file,
+            transcripts: self.transcripts.clone(),
+            limits: LiveLimits {
+                send_queue: self.cfg.send_queue,
+                idle_timeout: self.cfg.send_idle_timeout,
+                ack_timeout: self.cfg.send_ack_timeout,
+            },
+            on_exit: self.exits.clone(),
+        });
+        let note = if resume {
+            format!("resumed: {} --resume {resume_ref}", agent.harness)
+        } else {
+            format!("launched: {} session {resume_ref}", agent.harness)
+        };
+        Ok((live, note))
+    }
+
+    fn agent_dir(&self, agent: &str) -> PathBuf {
+        self.cfg.data_dir.join("agents").join(agent)
+    }
+
+    pub async fn conversation_pause(&self, id: &str) -> NodeResult<api::Conversation> {
+        self.stop(id, Transition::Pause, PLANNED_PAUSE).await
+    }
+
+    pub async fn conversation_terminate(&self, id: &str) -> NodeResult<api::Conversation> {
+        self.stop(id, Transition::Terminate, "terminated on request").await
+    }
+
+    async fn stop(&self, id: &str, t: Transition, reason: &str) -> NodeResult<api::Conversation> {
+        let wire = {
+            let mut cat = self.catalog.lock().await;
+            let e = cat.decide_transition(id, t, reason)?;
+            self.commit(&mut cat, vec![e]).await?;
+            self.conv_wire(cat.conversation(id)?)
+        };
+        let live = self.live.lock().ok().and_then(|mut m| m.remove(id));
+        if let Some(live) = live {
+            live.shutdown().await;
+        }
+        let verb = if t == Transition::Pause { "paused" } else { "archived" };
+        self.transcripts
+            .append(id, "system", "lifecycle", format!("{verb}: {reason}"))
+            .await?;
+        Ok(api::Conversation {
+            status: Status::Exited,
+            ..wire
+        })
+    }
+
+    /// The CLI of `id` exited by itself: an unplanned pause.
+    async fn on_cli_exit(&self, id: &str) {
+        let live = self.live.lock().ok().and_then(|mut m| m.remove(id));
+        let Some(live) = live else { return };
+        let reason = "the CLI exited";
+        {
+            let mut cat = self.catalog.lock().await;
+            match cat.decide_transition(id, Transition::Pause, reason) {
+                Ok(e) => {
+                    if let Err(e) = self.commit(&mut cat, vec![e]).await {
+                        tracing::error!(conversation = id, error = %e, "could not record the pause");
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+        live.shutdown().await;
+        let _ = self
+            .transcripts
+            .append(id, "system", "lifecycle", format!("paused: {reason}"))
+            .await;
+    }
+
+    /// Pauses every live conversation (the node is stopping).
+    pub async fn pause_all(&self, reason: &str) {
+        let ids: Vec<String> = self
+            .live
+            .lock()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        for id in ids {
+            if let Err(e) = self.stop(&id, Transition::Pause, reason).await {
+                tracing::warn!(conversation = %id, error = %e, "could not pause on shutdown");
+            }
+        }
+    }
+
+    pub async fn conversation_get(&self, id: &str) -> NodeResult<api::Conversation> {
+        let cat = self.catalog.lock().await;
+        Ok(self.conv_wire(cat.conversation(id)?))
+    }
+
+    pub async fn conversation_list(&self, p: api::ConversationList) -> NodeResult<Vec<api::Conversation>> {
+        let cat = self.catalog.lock().await;
+        if let Some(agent) = &p.agent {
+            cat.agent(agent)?;
+        }
+        Ok(cat
+            .conversations
+            .values()
+            .filter(|c| p.agent.as_ref().is_none_or(|a| &c.agent == a))
+            .filter(|c| p.state.is_none_or(|s| c.state == s))
+            .map(|c| self.conv_wire(c))
+            .collect())
+    }
+
+    /// The agent a conversation belongs to.
+    pub async fn conversation_agent(&self, id: &str) -> Option<String> {
+        self.catalog.lock().await.conversations.get(id).map(|c| c.agent.clone())
+    }
+
+    async fn require_live(&self, id: &str) -> NodeResult<Arc<Live>> {
+        if let Some(l) = self.live(id) {
+            return Ok(l);
+        }
+        let cat = self.catalog.lock().await;
+        let c = cat.conversation(id)?;
+        Err(NodeError::Conflict(format!(
+            "conversation {id} is {} and has no running CLI",
+            c.state.as_str()
+        )))
+    }
+
+    pub async fn live_session(&self, id: &str) -> NodeResult<Arc<dyn crate::runtime::Session>> {
+        Ok(self.require_live(id).await?.session.clone())
+    }
+
+    pub async fn screen(&self, id: &str) -> NodeResult<api::Screen> {
+        let live = self.require_live(id).await?;
+        let s = live.session.screen();
+        Ok(api::Screen {
+            rows: s.rows,
+            cols: s.cols,
+            lines: s.lines,
+            cursor: s.cursor,
+            status: live.status(),
+        })
+    }
+
+    pub async fn send_message(&self, p: api::SendMessage, speaker: &str) -> NodeResult<api::SendMessageResult> {
+        validate::message_text(&p.text).map_err(|e| NodeError::Invalid(e.to_string()))?;
+        let live = self.require_live(&p.conversation).await?;
+        let d = live.send_message(p.text, speaker.to_string()).await?;
+        Ok(api::SendMessageResult {
+            message_id: d.message_id,
+            delivered_at: d.delivered_at,
+            seq: d.seq,
+        })
+    }
+
+    pub async fn send_keys(&self, p: api::SendKeys) -> NodeResult<()> {
+        if p.keys.len() > validate::MAX_KEYS_BYTES {
+            return Err(NodeError::Invalid(format!(
+                "keys: {} bytes is over the limit of {}",
+                p.keys.len(),
+                validate::MAX_KEYS_BYTES
+            )));
+        }
+        let live = self.require_live(&p.conversation).await?;
+        live.session
+            .write(p.keys.into_bytes())
+            .await
+            .map_err(|e| NodeError::Conflict(e.to_string()))
+    }
+
+    pub async fn resize(&self, p: api::Resize) -> NodeResult<()> {
+        if !(2..=1000).contains(&p.rows) || !(10..=1000).contains(&p.cols) {
+            return Err(NodeError::Invalid(format!(
+                "rows/cols: {}x{} is outside 2..=1000 x 10..=1000",
+                p.rows, p.cols
+            )));
+        }
+        let live = self.require_live(&p.conversation).await?;
+        live.session
+            .resize(p.rows, p.cols)
+            .await
+            .map_err(|e| NodeError::Conflict(e.to_string()))
+    }
+
+    pub async fn transcript_read(&self, p: api::TranscriptRead) -> NodeResult<api::TranscriptPage> {
+        self.catalog.lock().await.conversation(&p.conversation)?;
+        let from = match (p.after_seq, p.from_seq) {
+            (Some(_), Some(_)) => {
+                return Err(NodeError::Invalid("after_seq and from_seq: give at most one".into()));
+            }
+            (Some(a), None) => a.saturating_add(1),
+            (None, Some(f)) => f.max(1),
+            (None, None) => 1,
+        };
+        let limit = p.limit.unwrap_or(100);
+        if limit == 0 || limit > 1000 {
+            return Err(NodeError::Invalid(format!("limit: {limit} is outside 1..=1000")));
+        }
+        let events = self.store.transcript_from(&p.conversation, from, limit).await?;
+        let next_seq = events.last().map(|e| e.seq + 1).unwrap_or(from);
+        Ok(api::TranscriptPage { events, next_seq })
+    }
+
+    /// Checks a subscription target exists.
+    pub async fn check_subscribe_target(&self, p: &api::TranscriptSubscribe) -> NodeResult<()> {
+        let cat = self.catalog.lock().await;
+        match (&p.conversation, &p.agent) {
+            (Some(c), None) => {
+                cat.conversation(c)?;
+            }
+            (None, Some(a)) => {
+                cat.agent(a)?;
+                if p.from_seq.is_some() {
+                    return Err(NodeError::Invalid(
+                        "from_seq: only with `conversation` (seqs are per conversation)".into(),
+                    ));
+                }
+            }
+            _ => {
+                return Err(NodeError::Invalid(
+                    "give exactly one of `conversation` and `agent`".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn base_env(home: &Path, conversation: &str, agent: &str) -> Vec<(String, String)> {
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+    vec![
+        ("PATH".into(), path),
+        ("HOME".into(), home.display().to_string()),
+        ("TERM".into(), "xterm-256color".into()),
+        ("LANG".into(), "C.UTF-8".into()),
+        ("WARREN_CONVERSATION".into(), conversation.into()),
+        ("WARREN_AGENT".into(), agent.into()),
+    ]
+}

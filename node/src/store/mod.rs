@@ -1,0 +1,248 @@
+//! The event store: one SQLite file in WAL mode holding the append-only event
+//! log and the transcript projection. All writes go through one writer task
+//! (`writer.rs`) with group commit; reads use a small pool of read connections.
+
+mod writer;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{ConnectOptions, Connection, Row};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use crate::events::{Durability, Event, StoredEvent};
+use crate::util::now_ms;
+
+pub use writer::WriterStats;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("stored event {seq} is unreadable: {reason}")]
+    Corrupt { seq: u64, reason: String },
+    #[error("the store's writer has stopped")]
+    WriterGone,
+}
+
+/// How many committed events a slow in-process listener may fall behind.
+const PUBLISH_CAPACITY: usize = 16_384;
+/// Bound of the writer's request queue.
+const WRITER_QUEUE: usize = 4_096;
+
+/// Handle to the store. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    reads: SqlitePool,
+    writer: mpsc::Sender<writer::Job>,
+    published: broadcast::Sender<Arc<StoredEvent>>,
+    stats: Arc<WriterStats>,
+}
+
+impl Store {
+    /// Opens (creating if missing) the store at `path`, runs migrations and
+    /// starts the writer task. Must be called inside a tokio runtime.
+    pub async fn open(path: &Path) -> Result<Store, StoreError> {
+        let base = SqliteConnectOptions::from_str("sqlite://")?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .busy_timeout(Duration::from_secs(10))
+            .pragma("temp_store", "memory")
+            .disable_statement_logging();
+
+        let mut conn = base.clone().synchronous(SqliteSynchronous::Full).connect().await?;
+        sqlx::migrate!("./migrations").run(&mut conn).await?;
+        let next_seq: i64 = sqlx::query("SELECT COALESCE(MAX(seq), 0) + 1 FROM events")
+            .fetch_one(&mut conn)
+            .await?
+            .get(0);
+
+        let reads = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(base.read_only(true))
+            .await?;
+
+        let (tx, rx) = mpsc::channel(WRITER_QUEUE);
+        let (published, _) = broadcast::channel(PUBLISH_CAPACITY);
+        let stats = Arc::new(WriterStats::default());
+        tokio::spawn(writer::run(conn, rx, next_seq as u64, published.clone(), stats.clone()));
+        Ok(Store {
+            reads,
+            writer: tx,
+            published,
+            stats,
+        })
+    }
+
+    /// Appends `events` atomically, stamped with the current time, and waits
+    /// until they are committed with the strongest durability any of them needs.
+    /// Not cancel-safe in the sense that a dropped future may still commit.
+    pub async fn append(&self, events: Vec<Event>) -> Result<Vec<Arc<StoredEvent>>, StoreError> {
+        let durability = if events.iter().any(|e| e.durability() == Durability::Full) {
+            Durability::Full
+        } else {
+            Durability::Relaxed
+        };
+        let reply = self.enqueue(events, durability).await?;
+        reply.await.map_err(|_| StoreError::WriterGone)?
+    }
+
+    /// Puts events on the writer's queue and returns the receiver of the commit
+    /// result. Callers that must keep an order between appends enqueue under
+    /// their own lock and await the result outside it.
+    pub async fn enqueue(
+        &self,
+        events: Vec<Event>,
+        durability: Durability,
+    ) -> Result<oneshot::Receiver<Result<Vec<Arc<StoredEvent>>, StoreError>>, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        let ts = now_ms();
+        let job = writer::Job {
+            events: events.into_iter().map(|e| (ts, e)).collect(),
+            durability,
+            reply,
+        };
+        self.writer.send(job).await.map_err(|_| StoreError::WriterGone)?;
+        Ok(rx)
+    }
+
+    /// Committed events, in log order, for in-process listeners.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<StoredEvent>> {
+        self.published.subscribe()
+    }
+
+    pub fn stats(&self) -> &WriterStats {
+        &self.stats
+    }
+
+    /// Every catalog event (everything but transcript deltas), in order.
+    pub async fn catalog_events(&self) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = sqlx::query("SELECT seq, ts, body FROM events WHERE kind <> 'transcript' ORDER BY seq")
+            .fetch_all(&self.reads)
+            .await?;
+        rows.iter().map(decode_row).collect()
+    }
+
+    /// Events with seq > `after`, up to `limit`, in order (for replay).
+    pub async fn events_after(&self, after: u64, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = sqlx::query("SELECT seq, ts, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?")
+            .bind(after as i64)
+            .bind(limit as i64)
+            .fetch_all(&self.reads)
+            .await?;
+        rows.iter().map(decode_row).collect()
+    }
+
+    /// Number of events and the highest seq.
+    pub async fn log_summary(&self) -> Result<(u64, u64), StoreError> {
+        let row = sqlx::query("SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM events")
+            .fetch_one(&self.reads)
+            .await?;
+        Ok((row.get::<i64, _>(0) as u64, row.get::<i64, _>(1) as u64))
+    }
+
+    /// Transcript events of `conversation` with seq >= `from`, at most `limit`.
+    pub async fn transcript_from(
+        &self,
+        conversation: &str,
+        from: u64,
+        limit: u32,
+    ) -> Result<Vec<console_api::TranscriptEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, ts, speaker, kind, text FROM transcript \
+             WHERE conversation = ? AND seq >= ? ORDER BY seq LIMIT ?",
+        )
+        .bind(conversation)
+        .bind(from as i64)
+        .bind(limit as i64)
+        .fetch_all(&self.reads)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| console_api::TranscriptEvent {
+                conversation: conversation.to_string(),
+                seq: r.get::<i64, _>(0) as u64,
+                ts: r.get::<i64, _>(1) as u64,
+                speaker: r.get(2),
+                kind: r.get(3),
+                text: r.get(4),
+            })
+            .collect())
+    }
+
+    /// Highest transcript seq of `conversation` (0 when it has none).
+    pub async fn transcript_last_seq(&self, conversation: &str) -> Result<u64, StoreError> {
+        let row = sqlx::query("SELECT COALESCE(MAX(seq), 0) FROM transcript WHERE conversation = ?")
+            .bind(conversation)
+            .fetch_one(&self.reads)
+            .await?;
+        Ok(row.get::<i64, _>(0) as u64)
+    }
+
+    /// A digest of the whole transcript projection, for replay checks.
+    pub async fn transcript_digest(&self) -> Result<Vec<(String, u64, String, String, String)>, StoreError> {
+        let rows =
+            sqlx::query("SELECT conversation, seq, speaker, kind, text FROM transcript ORDER BY conversation, seq")
+                .fetch_all(&self.reads)
+                .await?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get(0), r.get::<i64, _>(1) as u64, r.get(2), r.get(3), r.get(4)))
+            .collect())
+    }
+
+    /// Drops the transcript projection and refolds it from the event log, in
+    /// one transaction. Returns the number of transcript events replayed.
+    pub async fn rebuild_transcript(path: &Path) -> Result<u64, StoreError> {
+        let mut conn = SqliteConnectOptions::from_str("sqlite://")?
+            .filename(path)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .disable_statement_logging()
+            .connect()
+            .await?;
+        sqlx::migrate!("./migrations").run(&mut conn).await?;
+        let mut tx = conn.begin().await?;
+        sqlx::query("DELETE FROM transcript").execute(&mut *tx).await?;
+        let mut after = 0u64;
+        let mut count = 0u64;
+        loop {
+            let rows = sqlx::query(
+                "SELECT seq, ts, body FROM events WHERE seq > ? AND kind = 'transcript' ORDER BY seq LIMIT 5000",
+            )
+            .bind(after as i64)
+            .fetch_all(&mut *tx)
+            .await?;
+            if rows.is_empty() {
+                break;
+            }
+            let events: Vec<StoredEvent> = rows.iter().map(decode_row).collect::<Result<_, _>>()?;
+            after = events.last().map(|e| e.seq).unwrap_or(after);
+            count += events.len() as u64;
+            let refs: Vec<&StoredEvent> = events.iter().collect();
+            writer::insert_transcript_rows(&mut tx, &refs).await?;
+        }
+        tx.commit().await?;
+        Ok(count)
+    }
+}
+
+fn decode_row(row: &sqlx::sqlite::SqliteRow) -> Result<StoredEvent, StoreError> {
+    let seq = row.get::<i64, _>(0) as u64;
+    let body: String = row.get(2);
+    let event = serde_json::from_str(&body).map_err(|e| StoreError::Corrupt {
+        seq,
+        reason: e.to_string(),
+    })?;
+    Ok(StoredEvent {
+        seq,
+        ts: row.get::<i64, _>(1) as u64,
+        event,
+    })
+}

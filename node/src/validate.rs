@@ -1,0 +1,174 @@
+//! Input validation: agent names, harnesses, field sizes, message text. Pure;
+//! every error names the field and the rule it broke.
+
+/// Harnesses the product knows. Only those with an adapter can start.
+pub const KNOWN_HARNESSES: &[&str] = &["fake", "claude", "codex", "gemini", "opencode", "aider"];
+
+pub const MAX_PERSONA_BYTES: usize = 16 * 1024;
+pub const MAX_MODEL_BYTES: usize = 128;
+pub const MAX_RULES: usize = 64;
+pub const MAX_RULES_BYTES: usize = 64 * 1024;
+pub const MAX_LIST_ITEMS: usize = 256;
+/// Largest message `sendMessage` accepts.
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024;
+/// Largest `sendKeys` payload.
+pub const MAX_KEYS_BYTES: usize = 16 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {problem}")]
+pub struct Invalid {
+    pub field: &'static str,
+    pub problem: String,
+}
+
+fn invalid(field: &'static str, problem: impl Into<String>) -> Invalid {
+    Invalid {
+        field,
+        problem: problem.into(),
+    }
+}
+
+/// Agent names: 1-63 chars, lowercase ASCII letters, digits and `-`, starting
+/// with a letter, not ending with `-`.
+pub fn agent_name(name: &str) -> Result<(), Invalid> {
+    let ok_chars = name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    let starts = name.chars().next().is_some_and(|c| c.is_ascii_lowercase());
+    if name.is_empty() || name.len() > 63 || !ok_chars || !starts || name.ends_with('-') {
+        return Err(invalid(
+            "name",
+            format!(
+                "{name:?} is not a valid agent name (1-63 chars of a-z, 0-9 and '-', starting with a letter, not ending with '-')"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+pub fn harness(h: &str) -> Result<(), Invalid> {
+    if KNOWN_HARNESSES.contains(&h) {
+        Ok(())
+    } else {
+        Err(invalid(
+            "harness",
+            format!("unknown harness {h:?}; known: {}", KNOWN_HARNESSES.join(", ")),
+        ))
+    }
+}
+
+pub fn persona(p: &str) -> Result<(), Invalid> {
+    if p.len() > MAX_PERSONA_BYTES {
+        return Err(invalid(
+            "persona",
+            format!("{} bytes is over the limit of {MAX_PERSONA_BYTES}", p.len()),
+        ));
+    }
+    Ok(())
+}
+
+pub fn model(m: &str) -> Result<(), Invalid> {
+    if m.is_empty() || m.len() > MAX_MODEL_BYTES || m.chars().any(char::is_control) {
+        return Err(invalid(
+            "model",
+            format!("must be 1-{MAX_MODEL_BYTES} bytes without control characters"),
+        ));
+    }
+    Ok(())
+}
+
+pub fn list(field: &'static str, items: &[String]) -> Result<(), Invalid> {
+    if items.len() > MAX_LIST_ITEMS {
+        return Err(invalid(
+            field,
+            format!("{} items is over the limit of {MAX_LIST_ITEMS}", items.len()),
+        ));
+    }
+    if let Some(bad) = items
+        .iter()
+        .find(|s| s.is_empty() || s.len() > 256 || s.chars().any(char::is_control))
+    {
+        return Err(invalid(
+            field,
+            format!("item {bad:?} must be 1-256 bytes without control characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// A message for `sendMessage`: non-empty, bounded, and free of C0/C1 control
+/// characters other than newline (a tab is refused too: TUIs treat it as a key).
+pub fn message_text(text: &str) -> Result<(), Invalid> {
+    if text.trim().is_empty() {
+        return Err(invalid("text", "message is empty"));
+    }
+    if text.len() > MAX_MESSAGE_BYTES {
+        return Err(invalid(
+            "text",
+            format!("message is {} bytes, over the limit of {MAX_MESSAGE_BYTES}", text.len()),
+        ));
+    }
+    if let Some((i, c)) = text.char_indices().find(|&(_, c)| is_forbidden_control(c)) {
+        return Err(invalid(
+            "text",
+            format!(
+                "control character U+{:04X} at byte {i} is not allowed (only newline is)",
+                c as u32
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn is_forbidden_control(c: char) -> bool {
+    let u = c as u32;
+    c != '\n' && (u < 0x20 || u == 0x7f || (0x80..=0x9f).contains(&u))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_names() {
+        for ok in ["a", "coder", "web-2", "x1-y2"] {
+            assert!(agent_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "A", "1abc", "-a", "a-", "a_b", "a b", "é", &"a".repeat(64)] {
+            let err = agent_name(bad).expect_err(bad);
+            assert_eq!(err.field, "name");
+        }
+    }
+
+    #[test]
+    fn harness_names_are_checked() {
+        assert!(harness("fake").is_ok());
+        let err = harness("vim").expect_err("unknown");
+        assert!(err.to_string().contains("unknown harness \"vim\""));
+    }
+
+    #[test]
+    fn message_text_refuses_controls_but_keeps_newlines_and_unicode() {
+        assert!(message_text("hello\nworld ✓ ünïcode").is_ok());
+        for bad in [
+            "a\x1bb",
+            "a\rb",
+            "tab\there",
+            "nul\0",
+            "c1\u{85}",
+            "del\x7f",
+            "bell\x07",
+        ] {
+            let err = message_text(bad).expect_err(bad);
+            assert_eq!(err.field, "text");
+            assert!(err.problem.contains("control character"), "{err}");
+        }
+        assert!(message_text("   ").is_err());
+        assert!(
+            message_text(&"x".repeat(MAX_MESSAGE_BYTES + 1))
+                .unwrap_err()
+                .problem
+                .contains("over the limit")
+        );
+    }
+}

@@ -1,0 +1,490 @@
+//! `warren bench`: the figures the issues ask for, measured on this machine.
+//! `store` appends durable events through the group-commit writer; the others
+//! start a real node process (this binary) on a scratch data dir and drive it
+//! over its WebSocket like any client.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use base64::Engine;
+use console_api::methods as m;
+use serde_json::{Value, json};
+
+use crate::client::{Client, Target};
+use node::events::{Durability, Event};
+use node::store::Store;
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Which benchmark: store | latency | rss | startup | all
+    #[arg(default_value = "all")]
+    which: String,
+    /// Scratch directory (default: a new temp dir, removed afterwards).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Iterations for the latency benchmarks.
+    #[arg(long, default_value_t = 300)]
+    samples: usize,
+    /// Events stored before timing start-up.
+    #[arg(long, default_value_t = 1_000_000)]
+    startup_events: u64,
+    /// Idle conversations for the RSS figure.
+    #[arg(long, default_value_t = 100)]
+    conversations: usize,
+}
+
+struct Scratch {
+    path: PathBuf,
+    remove: bool,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if self.remove {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+fn scratch(dir: &Option<PathBuf>, name: &str) -> anyhow::Result<Scratch> {
+    let base = dir.clone().unwrap_or_else(std::env::temp_dir);
+    let path = base.join(format!("warren-bench-{name}-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&path)?;
+    Ok(Scratch { path, remove: true })
+}
+
+fn rand_suffix() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or(0)
+}
+
+fn now_ms_f() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64() * 1000.0)
+        .unwrap_or(0.0)
+}
+
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let idx = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+fn summary(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.total_cmp(b));
+    (
+        percentile(&v, 50.0),
+        percentile(&v, 99.0),
+        v.last().copied().unwrap_or(f64::NAN),
+    )
+}
+
+pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let all = args.which == "all";
+    let known = ["all", "store", "latency", "rss", "startup"];
+    if !known.contains(&args.which.as_str()) {
+        bail!("unknown benchmark {:?}; one of {}", args.which, known.join(", "));
+    }
+    if all || args.which == "store" {
+        bench_store(&args).await?;
+    }
+    if all || args.which == "latency" {
+        bench_latency(&args).await?;
+    }
+    if all || args.which == "rss" {
+        bench_rss(&args).await?;
+    }
+    if all || args.which == "startup" {
+        bench_startup(&args).await?;
+    }
+    Ok(())
+}
+
+/// Durable appends/s: many writers, one event per append, each awaited until
+/// committed. Group commit turns concurrent appends into shared commits.
+async fn bench_store(args: &BenchArgs) -> anyhow::Result<()> {
+    for (label, durability) in [
+        ("synchronous=FULL", Durability::Full),
+        ("synchronous=NORMAL", Durability::Relaxed),
+    ] {
+        let dir = scratch(&args.dir, "store")?;
+        let store = Store::open(&dir.path.join("bench.db")).await?;
+        let writers = 64usize;
+        let per_writer = 1_000usize;
+        let started = Instant::now();
+        let mut tasks = vec![];
+        for w in 0..writers {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                for i in 0..per_writer {
+                    let e = Event::Transcript {
+                        conversation: format!("c-{w}"),
+                        seq: i as u64 + 1,
+                        speaker: "agent".into(),
+                        kind: "reply".into(),
+                        text: format!("bench line {i} of writer {w}"),
+                    };
+                    let rx = store.enqueue(vec![e], durability).await?;
+                    rx.await.map_err(|_| anyhow::anyhow!("writer gone"))??;
+                }
+                anyhow::Ok(())
+            }));
+        }
+        for t in tasks {
+            t.await??;
+        }
+        let secs = started.elapsed().as_secs_f64();
+        let n = (writers * per_writer) as f64;
+        let commits = store.stats().commits.load(std::sync::atomic::Ordering::Relaxed);
+        println!(
+            "store  durable appends ({label}, {writers} concurrent writers): {:.0} events/s ({} events in {:.2} s, {} commits, {:.1} events/commit)",
+            n / secs,
+            n,
+            secs,
+            commits,
+            n / commits.max(1) as f64
+        );
+    }
+    Ok(())
+}
+
+/// A `warren up` child process on a scratch data dir.
+pub struct NodeProcess {
+    pub child: Child,
+    pub target: Target,
+}
+
+impl NodeProcess {
+    pub fn start(exe: &Path, data_dir: &Path) -> anyhow::Result<NodeProcess> {
+        let _ = std::fs::remove_file(node::server::endpoint_path(data_dir));
+        let child = Command::new(exe)
+            .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting the node")?;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(t) = Target::resolve(None, None, data_dir) {
+                return Ok(NodeProcess { child, target: t });
+            }
+            if Instant::now() > deadline {
+                bail!("the node did not start within 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for NodeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn call(c: &mut Client, method: &str, p: Value) -> anyhow::Result<Value> {
+    c.call(method, p).await.map_err(|e| anyhow::anyhow!("{method}: {e}"))
+}
+
+async fn wait_idle(c: &mut Client, conv: &str) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let v = call(c, m::CONVERSATION_GET, json!({ "conversation": conv })).await?;
+        if v["conversation"]["status"] == "IDLE" {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("conversation {conv} did not become IDLE");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// PTY output -> transcript subscriber, and sendMessage -> text on screen.
+async fn bench_latency(args: &BenchArgs) -> anyhow::Result<()> {
+    let dir = scratch(&args.dir, "latency")?;
+    let exe = std::env::current_exe()?;
+    let node = NodeProcess::start(&exe, &dir.path)?;
+    let mut c = Client::connect(&node.target).await?;
+    call(&mut c, m::AGENT_CREATE, json!({ "name": "bench", "harness": "fake" })).await?;
+    let conv = call(&mut c, m::CONVERSATION_START, json!({ "agent": "bench" })).await?;
+    let id = conv["conversation"]["id"].as_str().unwrap_or_default().to_string();
+    wait_idle(&mut c, &id).await?;
+
+    // A second connection follows the transcript.
+    let mut sub = Client::connect(&node.target).await?;
+    call(&mut sub, m::TRANSCRIPT_SUBSCRIBE, json!({ "conversation": id })).await?;
+    let session_file = dir.path.join("agents/bench/home/.fake-cli/sessions").join(format!(
+        "{}.jsonl",
+        conv["conversation"]["resume_ref"].as_str().unwrap_or_default()
+    ));
+
+    let mut received: Vec<(String, f64)> = vec![];
+    for i in 0..args.samples {
+        let word = format!("pong-{i}");
+        call(
+            &mut c,
+            m::CONVERSATION_SEND_MESSAGE,
+            json!({ "conversation": id, "text": format!("/fake say {word}") }),
+        )
+        .await?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let Some(n) = sub.next_notification(Duration::from_secs(10)).await? else {
+                bail!("no transcript event for {word}");
+            };
+            let at = now_ms_f();
+            if n.params["event"]["text"] == word.as_str() {
+                received.push((word.clone(), at));
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!("no transcript event for {word}");
+            }
+        }
+    }
+    // The fake CLI stamps each session line (ms) right before it draws it.
+    let text = std::fs::read_to_string(&session_file).with_context(|| format!("reading {}", session_file.display()))?;
+    let mut written = std::collections::HashMap::new();
+    for line in text.lines() {
+        if let Ok(v) = serde_json::from_str::<Value>(line)
+            && v["type"] == "assistant"
+            && let (Some(t), Some(ts)) = (v["text"].as_str(), v["ts_ms"].as_f64())
+        {
+            written.insert(t.to_string(), ts);
+        }
+    }
+    let lat: Vec<f64> = received
+        .iter()
+        .filter_map(|(w, at)| written.get(w).map(|ts| (at - ts).max(0.0)))
+        .collect();
+    let (p50, p99, max) = summary(lat);
+    println!(
+        "latency CLI output -> transcript subscriber over loopback WebSocket ({} samples, ms clock of the CLI): p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.2} ms",
+        args.samples
+    );
+
+    // sendMessage -> visible on the CLI's screen, seen through terminal.subscribe.
+    let mut term = Client::connect(&node.target).await?;
+    call(&mut term, m::TERMINAL_SUBSCRIBE, json!({ "conversation": id })).await?;
+    let screen = call(&mut c, m::CONVERSATION_SCREEN, json!({ "conversation": id })).await?;
+    let rows = screen["rows"].as_u64().unwrap_or(40) as u16;
+    let cols = screen["cols"].as_u64().unwrap_or(120) as u16;
+    let nz = |v: u16| std::num::NonZeroU16::new(v).unwrap_or(std::num::NonZeroU16::MIN);
+    let mut parser = vt100::Parser::new(nz(rows), nz(cols), 0);
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut visible = vec![];
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<(String, Instant)>(1);
+    let conv_id: Arc<str> = id.clone().into();
+    let target = node.target.clone();
+    let samples = args.samples;
+    let sender = tokio::spawn(async move {
+        let mut c = Client::connect(&target).await?;
+        for i in 0..samples {
+            let word = format!("visible-{i}-xyz");
+            let t0 = Instant::now();
+            tx.send((word.clone(), t0)).await.ok();
+            call(
+                &mut c,
+                m::CONVERSATION_SEND_MESSAGE,
+                json!({ "conversation": &*conv_id, "text": word }),
+            )
+            .await?;
+        }
+        anyhow::Ok(())
+    });
+    while let Some((word, t0)) = rx.recv().await {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if parser.screen().contents().contains(&word) {
+                visible.push(t0.elapsed().as_secs_f64() * 1000.0);
+                break;
+            }
+            let Some(n) = term.next_notification(Duration::from_secs(10)).await? else {
+                bail!("{word} never appeared on the screen");
+            };
+            if let Some(data) = n.params["data"].as_str() {
+                parser.process(&b64.decode(data).unwrap_or_default());
+            }
+            if Instant::now() > deadline {
+                bail!("{word} never appeared on the screen");
+            }
+        }
+    }
+    sender.await??;
+    let count = visible.len();
+    let (p50, p99, max) = summary(visible);
+    println!(
+        "latency sendMessage -> text visible on the screen of an IDLE fake CLI ({count} samples): p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.2} ms"
+    );
+    Ok(())
+}
+
+fn rss_kib(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .context("no VmRSS")
+}
+
+async fn bench_rss(args: &BenchArgs) -> anyhow::Result<()> {
+    let dir = scratch(&args.dir, "rss")?;
+    let exe = std::env::current_exe()?;
+    let node = NodeProcess::start(&exe, &dir.path)?;
+    let mut c = Client::connect(&node.target).await?;
+    let before = rss_kib(node.pid())?;
+    let mut ids = vec![];
+    for i in 0..args.conversations {
+        let name = format!("idle-{i}");
+        call(&mut c, m::AGENT_CREATE, json!({ "name": name, "harness": "fake" })).await?;
+        let v = call(&mut c, m::CONVERSATION_START, json!({ "agent": name })).await?;
+        ids.push(v["conversation"]["id"].as_str().unwrap_or_default().to_string());
+    }
+    for id in &ids {
+        wait_idle(&mut c, id).await?;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = rss_kib(node.pid())?;
+    println!(
+        "rss    node process with {} idle live fake-CLI conversations: {:.1} MB (empty node {:.1} MB)",
+        ids.len(),
+        after as f64 / 1024.0,
+        before as f64 / 1024.0
+    );
+    Ok(())
+}
+
+async fn bench_startup(args: &BenchArgs) -> anyhow::Result<()> {
+    let dir = scratch(&args.dir, "startup")?;
+    {
+        // Seed the store: a few agents and conversations, the rest transcript deltas.
+        let store = Store::open(&node::server::db_path(&dir.path)).await?;
+        let mut catalog = vec![];
+        for a in 0..20 {
+            catalog.push(Event::AgentCreated {
+                agent: node::events::AgentRecord {
+                    name: format!("agent-{a}"),
+                    harness: "fake".into(),
+                    persona: None,
+                    model: None,
+                    grants: node::events::GrantsRecord {
+                        tools: vec![],
+                        peers: None,
+                        recall: false,
+                        egress: vec![],
+                    },
+                    rules: vec![],
+                },
+            });
+            for k in 0..5 {
+                let id = format!("c-{a}-{k}");
+                catalog.push(Event::ConversationCreated {
+                    id: id.clone(),
+                    agent: format!("agent-{a}"),
+                    resume_ref: Some(format!("r-{a}-{k}")),
+                });
+                catalog.push(Event::ConversationLaunched {
+                    id: id.clone(),
+                    resumed: false,
+                });
+                catalog.push(Event::ConversationPaused {
+                    id,
+                    planned: true,
+                    reason: "bench".into(),
+                });
+            }
+        }
+        let mut written = catalog.len() as u64;
+        store.append(catalog).await?;
+        let started = Instant::now();
+        let mut seqs = vec![0u64; 100];
+        while written < args.startup_events {
+            let n = (args.startup_events - written).min(5_000);
+            let batch: Vec<Event> = (0..n)
+                .map(|i| {
+                    let c = ((written + i) % 100) as usize;
+                    seqs[c] += 1;
+                    Event::Transcript {
+                        conversation: format!("c-{}-{}", c / 5, c % 5),
+                        seq: seqs[c],
+                        speaker: if i % 2 == 0 { "human" } else { "agent" }.into(),
+                        kind: "message".into(),
+                        text: format!("seeded transcript line {} with some ordinary text in it", written + i),
+                    }
+                })
+                .collect();
+            let rx = store.enqueue(batch, Durability::Relaxed).await?;
+            rx.await.map_err(|_| anyhow::anyhow!("writer gone"))??;
+            written += n;
+        }
+        println!(
+            "        (seeded {} events in {:.1} s)",
+            written,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let exe = std::env::current_exe()?;
+    let mut times = vec![];
+    for _ in 0..3 {
+        let t0 = Instant::now();
+        let node = NodeProcess::start(&exe, &dir.path)?;
+        let addr = node
+            .target
+            .url
+            .trim_start_matches("ws://")
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        loop {
+            if healthz(&addr).await {
+                break;
+            }
+            if t0.elapsed() > Duration::from_secs(60) {
+                bail!("no /healthz within 60 s");
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        times.push(t0.elapsed().as_secs_f64());
+        drop(node);
+    }
+    let (p50, _, max) = summary(times);
+    println!(
+        "start  process start -> /healthz answering with {} events stored: median {p50:.2} s, max {max:.2} s (3 runs)",
+        args.startup_events
+    );
+    Ok(())
+}
+
+/// One plain HTTP/1.1 GET /healthz; true on a 200.
+pub async fn healthz(addr: &str) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut s) = tokio::net::TcpStream::connect(addr).await else {
+        return false;
+    };
+    let req = format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    if s.write_all(req.as_bytes()).await.is_err() {
+        return false;
+    }
+    let mut buf = vec![];
+    let _ = tokio::time::timeout(Duration::from_secs(2), s.read_to_end(&mut buf)).await;
+    String::from_utf8_lossy(&buf).starts_with("HTTP/1.1 200")
+}

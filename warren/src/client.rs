@@ -1,0 +1,224 @@
+//! A small JSON-RPC client over the node's WebSocket, used by every CLI verb,
+//! the benchmarks and the end-to-end tests. Notifications that arrive while a
+//! call waits are kept (bounded) for `next_notification`.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use console_api::{Notification, Request, Response, RpcError};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::Value;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+/// Notifications kept while waiting for a response.
+const MAX_BUFFERED: usize = 100_000;
+
+/// Where the node is and how to authenticate to it.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub url: String,
+    pub token: Option<String>,
+}
+
+impl Target {
+    /// `WARREN_URL` / `WARREN_TOKEN` (or flags) win; otherwise the local node of
+    /// `data_dir` (its `node.json` and `admin.token`).
+    pub fn resolve(url: Option<String>, token: Option<String>, data_dir: &Path) -> anyhow::Result<Target> {
+        let url = match url {
+            Some(u) => u,
+            None => {
+                let path = node::server::endpoint_path(data_dir);
+                let text = std::fs::read_to_string(&path).with_context(|| {
+                    format!(
+                        "no WARREN_URL given and no local node found ({} is missing: is `warren up` running with this data dir?)",
+                        path.display()
+                    )
+                })?;
+                let v: Value = serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
+                v.get("endpoint")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| anyhow!("{} has no endpoint", path.display()))?
+                    .to_string()
+            }
+        };
+        let token = match token {
+            Some(t) => Some(t),
+            None => std::fs::read_to_string(node::server::token_path(data_dir))
+                .ok()
+                .map(|t| t.trim().to_string()),
+        };
+        Ok(Target { url, token })
+    }
+}
+
+pub struct Client {
+    ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    next_id: i64,
+    notes: VecDeque<Notification>,
+    closed: Option<String>,
+}
+
+impl Client {
+    pub async fn connect(target: &Target) -> anyhow::Result<Client> {
+        let mut req = target
+            .url
+            .as_str()
+            .into_client_request()
+            .with_context(|| format!("bad node URL {}", target.url))?;
+        if let Some(t) = &target.token {
+            req.headers_mut().insert(
+                "Authorization",
+                format!("Bearer {t}")
+                    .parse()
+                    .context("token is not a valid header value")?,
+            );
+        }
+        let (ws, _) = match tokio_tungstenite::connect_async(req).await {
+            Ok(ok) => ok,
+            Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => {
+                let body = resp
+                    .body()
+                    .as_ref()
+                    .map(|b| String::from_utf8_lossy(b).trim().to_string())
+                    .unwrap_or_default();
+                bail!("the node refused the connection ({}): {body}", resp.status());
+            }
+            Err(e) => return Err(e).with_context(|| format!("connecting to {}", target.url)),
+        };
+        Ok(Client {
+            ws,
+            next_id: 1,
+            notes: VecDeque::new(),
+            closed: None,
+        })
+    }
+
+    /// Sends a raw text frame (tests of malformed input use this).
+    pub async fn send_raw(&mut self, text: String) -> anyhow::Result<()> {
+        self.ws.send(Message::Text(text.into())).await?;
+        Ok(())
+    }
+
+    /// Reads frames until a response arrives (notifications are kept).
+    pub async fn read_response(&mut self) -> anyhow::Result<Response> {
+        loop {
+            let text = self.read_text().await?;
+            let v: Value = serde_json::from_str(&text).context("the node sent invalid JSON")?;
+            if v.get("id").is_some() || v.get("result").is_some() || v.get("error").is_some() {
+                return Ok(serde_json::from_value(v)?);
+            }
+            if let Ok(n) = serde_json::from_value::<Notification>(v)
+                && self.notes.len() < MAX_BUFFERED
+            {
+                self.notes.push_back(n);
+            }
+        }
+    }
+
+    async fn read_text(&mut self) -> anyhow::Result<String> {
+        loop {
+            match self.ws.next().await {
+                Some(Ok(Message::Text(t))) => return Ok(t.to_string()),
+                Some(Ok(Message::Close(frame))) => {
+                    let reason = frame.map(|f| f.reason.to_string()).unwrap_or_default();
+                    self.closed = Some(reason.clone());
+                    bail!("the node closed the connection: {reason}");
+                }
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return Err(e.into()),
+                None => bail!("the node closed the connection"),
+            }
+        }
+    }
+
+    /// The close reason, once the node has closed the connection.
+    pub fn close_reason(&self) -> Option<&str> {
+        self.closed.as_deref()
+    }
+
+    /// Calls `method`; `Err(Ok(rpc_error))` is an error answer from the node,
+    /// `Err(Err(e))` a transport failure.
+    pub async fn call(&mut self, method: &str, params: Value) -> Result<Value, CallError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let text =
+            serde_json::to_string(&Request::new(id, method, params)).map_err(|e| CallError::Transport(e.into()))?;
+        self.ws
+            .send(Message::Text(text.into()))
+            .await
+            .map_err(|e| CallError::Transport(e.into()))?;
+        loop {
+            let resp = self.read_response().await.map_err(CallError::Transport)?;
+            if resp.id != Some(console_api::Id::Num(id)) {
+                continue;
+            }
+            return match (resp.result, resp.error) {
+                (_, Some(e)) => Err(CallError::Rpc(e)),
+                (Some(v), None) => Ok(v),
+                (None, None) => Ok(Value::Null),
+            };
+        }
+    }
+
+    /// The next notification, waiting at most `timeout`.
+    pub async fn next_notification(&mut self, timeout: Duration) -> anyhow::Result<Option<Notification>> {
+        if let Some(n) = self.notes.pop_front() {
+            return Ok(Some(n));
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            let text = match tokio::time::timeout(left, self.read_text()).await {
+                Ok(t) => t?,
+                Err(_) => return Ok(None),
+            };
+            if let Ok(n) = serde_json::from_str::<Notification>(&text) {
+                return Ok(Some(n));
+            }
+        }
+    }
+
+    pub async fn close(mut self) {
+        let _ = self.ws.close(None).await;
+    }
+}
+
+#[derive(Debug)]
+pub enum CallError {
+    Rpc(RpcError),
+    Transport(anyhow::Error),
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::Rpc(e) => write!(f, "{e}"),
+            CallError::Transport(e) => write!(f, "{e:#}"),
+        }
+    }
+}
+
+impl std::error::Error for CallError {}
+
+impl CallError {
+    pub fn rpc(&self) -> Option<&RpcError> {
+        match self {
+            CallError::Rpc(e) => Some(e),
+            CallError::Transport(_) => None,
+        }
+    }
+}
+
+/// The data dir a client verb looks in for the local node.
+pub fn data_dir(flag: Option<PathBuf>) -> PathBuf {
+    flag.or_else(|| std::env::var_os("WARREN_DATA_DIR").map(PathBuf::from))
+        .unwrap_or_else(node::config::default_data_dir)
+}

@@ -1,0 +1,177 @@
+//! `warren`: the one binary. `warren up` runs a node; every other verb is a
+//! client of a node's API (or, for `fake-cli`, the scripted test CLI).
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
+use warren::{bench, cmd};
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "warren", version, about = "A durable, supervised home for AI coding CLIs")]
+struct Cli {
+    /// Print machine-readable JSON.
+    #[arg(long, global = true)]
+    json: bool,
+    /// The node's WebSocket URL (default: the local node of the data dir).
+    #[arg(long, global = true, env = "WARREN_URL")]
+    url: Option<String>,
+    /// A biscuit token (default: the local node's admin token).
+    #[arg(long, global = true, env = "WARREN_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a node in the foreground.
+    Up(UpArgs),
+    /// This node: identity, version, endpoint.
+    Node {
+        #[command(subcommand)]
+        verb: cmd::NodeVerb,
+    },
+    /// Agents: create, get, list, update, archive.
+    Agent {
+        #[command(subcommand)]
+        verb: cmd::AgentVerb,
+    },
+    /// Conversations: start, continue, pause, terminate, send, attach, ...
+    #[command(alias = "conversation")]
+    Conv {
+        #[command(subcommand)]
+        verb: cmd::ConvVerb,
+    },
+    /// Attributed transcripts: read a range, or follow live.
+    Transcript {
+        #[command(subcommand)]
+        verb: cmd::TranscriptVerb,
+    },
+    /// Maintenance of a stopped node's store.
+    Admin {
+        #[command(subcommand)]
+        verb: cmd::AdminVerb,
+    },
+    /// Benchmarks (durable appends, latencies, RSS, start-up).
+    Bench(bench::BenchArgs),
+    /// The scripted stand-in CLI used by the `fake` harness.
+    FakeCli {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+#[derive(clap::Args)]
+struct UpArgs {
+    /// Data directory (default: the user's data dir + /warren).
+    #[arg(long, env = "WARREN_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// TCP address of the WebSocket API, e.g. 127.0.0.1:7767 (port 0 = any).
+    #[arg(long)]
+    listen: Option<String>,
+    /// Where conversations run.
+    #[arg(long, value_enum)]
+    runtime: Option<RuntimeArg>,
+    /// A warren.toml to read instead of the one in the data dir.
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum RuntimeArg {
+    Local,
+    Docker,
+}
+
+fn main() -> ExitCode {
+    // The fake CLI is a plain terminal program: no runtime, no clap.
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("fake-cli") {
+        let code = fake_cli::run(argv[2..].to_vec());
+        return ExitCode::from(code.clamp(0, 255) as u8);
+    }
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("warren: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("warren: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let out = cmd::Output { json: cli.json };
+    match cli.command {
+        Command::Up(args) => up(args).await.map(|_| ExitCode::SUCCESS),
+        Command::FakeCli { .. } => unreachable_fake_cli(),
+        Command::Bench(args) => bench::run(args).await.map(|_| ExitCode::SUCCESS),
+        Command::Admin { verb } => cmd::admin(verb, out).await,
+        Command::Node { verb } => cmd::node(verb, cmd::Conn::new(cli.url, cli.token), out).await,
+        Command::Agent { verb } => cmd::agent(verb, cmd::Conn::new(cli.url, cli.token), out).await,
+        Command::Conv { verb } => cmd::conv(verb, cmd::Conn::new(cli.url, cli.token), out).await,
+        Command::Transcript { verb } => cmd::transcript(verb, cmd::Conn::new(cli.url, cli.token), out).await,
+    }
+}
+
+fn unreachable_fake_cli() -> anyhow::Result<ExitCode> {
+    anyhow::bail!("`fake-cli` must be the first argument: warren fake-cli [ARGS]")
+}
+
+async fn up(args: UpArgs) -> anyhow::Result<()> {
+    init_logs();
+    let flags = node::config::Overrides {
+        data_dir: args.data_dir,
+        listen: args.listen,
+        runtime: args.runtime.map(|r| match r {
+            RuntimeArg::Local => node::config::RuntimeKind::Local,
+            RuntimeArg::Docker => node::config::RuntimeKind::Docker,
+        }),
+    };
+    let cfg = node::Config::load(args.config.as_deref(), flags)?;
+    if cfg.runtime == node::config::RuntimeKind::Local {
+        eprintln!("warning: conversations run as local processes (the local PTY runtime), not in Docker guests");
+    }
+    let self_exe = std::env::current_exe()?;
+    let shutdown = async {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return,
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    };
+    node::server::run(
+        cfg,
+        self_exe,
+        |s| {
+            println!("warren node {} listening on {}", s.node_id, s.endpoint);
+            println!("data dir:     {}", s.data_dir.display());
+            println!("admin token:  {}", s.token_path.display());
+            println!("local socket: {}", s.socket_path.display());
+        },
+        shutdown,
+    )
+    .await
+}
+
+fn init_logs() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
