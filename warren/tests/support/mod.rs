@@ -1,0 +1,169 @@
+//! Helpers for the end-to-end tests: a real `warren up` process on a fresh
+//! data dir, clients, and deadline-bounded waiting (no sleeps as sync).
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use warren::bench::NodeProcess;
+use warren::client::{CallError, Client, Target};
+
+pub const EXE: &str = env!("CARGO_BIN_EXE_warren");
+
+pub struct TestNode {
+    pub dir: tempfile::TempDir,
+    pub proc: Option<NodeProcess>,
+}
+
+impl TestNode {
+    pub fn start() -> TestNode {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let proc = NodeProcess::start(Path::new(EXE), dir.path()).expect("node starts");
+        TestNode { dir, proc: Some(proc) }
+    }
+
+    /// Starts with a `warren.toml` written into the data dir first.
+    pub fn start_with_config(toml: &str) -> TestNode {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("warren.toml"), toml).expect("write config");
+        let proc = NodeProcess::start(Path::new(EXE), dir.path()).expect("node starts");
+        TestNode { dir, proc: Some(proc) }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().to_path_buf()
+    }
+
+    pub fn target(&self) -> Target {
+        self.proc.as_ref().expect("running").target.clone()
+    }
+
+    pub async fn client(&self) -> Client {
+        Client::connect(&self.target()).await.expect("connect")
+    }
+
+    /// `kill -9` the node process.
+    pub fn kill9(&mut self) {
+        if let Some(mut p) = self.proc.take() {
+            p.child.kill().expect("kill -9");
+            p.child.wait().expect("reap");
+            std::mem::forget(p);
+        }
+    }
+
+    pub fn restart(&mut self) {
+        assert!(self.proc.is_none(), "kill it first");
+        self.proc = Some(NodeProcess::start(Path::new(EXE), self.dir.path()).expect("node restarts"));
+    }
+
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("warren.db")
+    }
+}
+
+pub async fn call(c: &mut Client, method: &str, params: Value) -> Value {
+    match c.call(method, params.clone()).await {
+        Ok(v) => v,
+        Err(e) => panic!("{method} {params} failed: {e}"),
+    }
+}
+
+/// Calls and expects an error answer; returns it.
+pub async fn call_err(c: &mut Client, method: &str, params: Value) -> console_api::RpcError {
+    match c.call(method, params.clone()).await {
+        Ok(v) => panic!("{method} {params} should have failed, got {v}"),
+        Err(CallError::Rpc(e)) => e,
+        Err(e) => panic!("{method}: transport error {e}"),
+    }
+}
+
+/// Polls `check` until it returns Some, or panics naming `what` at the deadline.
+pub async fn wait_until<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        if Instant::now() > deadline {
+            panic!("timed out waiting for: {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+pub async fn create_agent(c: &mut Client, name: &str) {
+    call(c, "agent.create", json!({ "name": name, "harness": "fake" })).await;
+}
+
+/// Starts a conversation and waits until its CLI is IDLE; returns its object.
+pub async fn start_idle(c: &mut Client, agent: &str) -> Value {
+    let conv = call(c, "conversation.start", json!({ "agent": agent })).await["conversation"].clone();
+    let id = conv["id"].as_str().expect("id").to_string();
+    wait_idle(c, &id).await;
+    conv
+}
+
+pub async fn wait_idle(c: &mut Client, id: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let v = call(c, "conversation.get", json!({ "conversation": id })).await;
+        if v["conversation"]["status"] == "IDLE" {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{id} never became IDLE: {v}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// All transcript events of a conversation.
+pub async fn transcript(c: &mut Client, id: &str) -> Vec<Value> {
+    let mut out = vec![];
+    let mut from = 1u64;
+    loop {
+        let page = call(c, "transcript.read", json!({ "conversation": id, "from_seq": from, "limit": 1000 })).await;
+        let events = page["events"].as_array().cloned().unwrap_or_default();
+        if events.is_empty() {
+            return out;
+        }
+        from = page["next_seq"].as_u64().expect("next_seq");
+        out.extend(events);
+    }
+}
+
+/// Waits until the transcript holds an event with this speaker and text.
+pub async fn wait_event(c: &mut Client, id: &str, speaker: &str, text: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let events = transcript(c, id).await;
+        if let Some(e) = events.iter().find(|e| e["speaker"] == speaker && e["text"] == text) {
+            return e.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {speaker} event {text:?} in transcript: {:#?}",
+            events.iter().map(|e| format!("{} {} {}", e["seq"], e["speaker"], e["text"])).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Runs the `warren` binary with args; returns (status, stdout, stderr).
+pub fn warren(args: &[&str], data_dir: &Path) -> (i32, String, String) {
+    let out = std::process::Command::new(EXE)
+        .args(args)
+        .env("WARREN_DATA_DIR", data_dir)
+        .env_remove("WARREN_URL")
+        .env_remove("WARREN_TOKEN")
+        .output()
+        .expect("run warren");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
