@@ -33,7 +33,10 @@ async fn concurrent_senders_never_interleave_and_subscribers_see_no_gap() {
     let node = TestNode::start();
     let mut c = node.client().await;
     create_agent(&mut c, "target").await;
-    let id = start_idle(&mut c, "target").await["id"].as_str().expect("id").to_string();
+    let id = start_idle(&mut c, "target").await["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
 
     // A subscriber from seq 1 that joins while messages are flowing.
     let mut follower = node.client().await;
@@ -68,12 +71,20 @@ async fn concurrent_senders_never_interleave_and_subscribers_see_no_gap() {
         let id = id.clone();
         async move {
             let mut c = Client::connect(&target).await.ok()?;
-            let page = c.call("transcript.read", json!({ "conversation": id, "limit": 1000 })).await.ok()?;
+            let page = c
+                .call("transcript.read", json!({ "conversation": id, "limit": 1000 }))
+                .await
+                .ok()?;
             (page["events"].as_array()?.len() > 10).then_some(())
         }
     })
     .await;
-    call(&mut follower, "transcript.subscribe", json!({ "conversation": id, "from_seq": 1 })).await;
+    call(
+        &mut follower,
+        "transcript.subscribe",
+        json!({ "conversation": id, "from_seq": 1 }),
+    )
+    .await;
 
     let mut sent_by: Vec<Vec<String>> = vec![];
     for t in join_all(tasks).await {
@@ -103,10 +114,21 @@ async fn concurrent_senders_never_interleave_and_subscribers_see_no_gap() {
         .collect();
     assert_eq!(humans.len(), senders * per_sender, "none lost, none split");
     for h in &humans {
-        assert!(all_sent.contains(h), "a delivered message is not one that was sent (interleaved?): {h:?}");
-        assert!(events.iter().any(|e| e["speaker"] == "agent" && e["text"] == format!("echo: {h}").as_str()));
+        assert!(
+            all_sent.contains(h),
+            "a delivered message is not one that was sent (interleaved?): {h:?}"
+        );
+        assert!(
+            events
+                .iter()
+                .any(|e| e["speaker"] == "agent" && e["text"] == format!("echo: {h}").as_str())
+        );
     }
-    assert_eq!(humans.iter().collect::<HashSet<_>>().len(), humans.len(), "no message delivered twice");
+    assert_eq!(
+        humans.iter().collect::<HashSet<_>>().len(),
+        humans.len(),
+        "no message delivered twice"
+    );
     // Each sender's messages arrive in its own order.
     for (s, sent) in sent_by.iter().enumerate() {
         let order: Vec<&String> = humans.iter().filter(|h| sent.contains(h)).collect();
@@ -125,7 +147,11 @@ async fn concurrent_senders_never_interleave_and_subscribers_see_no_gap() {
         assert_eq!(n.method, "transcript.event");
         seen.push(n.params["event"]["seq"].as_u64().expect("seq"));
     }
-    assert_eq!(seen, (1..=max).collect::<Vec<_>>(), "no gap and no duplicate at the seam");
+    assert_eq!(
+        seen,
+        (1..=max).collect::<Vec<_>>(),
+        "no gap and no duplicate at the seam"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -133,8 +159,16 @@ async fn bad_input_gets_named_errors_and_changes_nothing() {
     let node = TestNode::start();
     let mut c = node.client().await;
     create_agent(&mut c, "solid").await;
-    let id = start_idle(&mut c, "solid").await["id"].as_str().expect("id").to_string();
-    call(&mut c, "conversation.sendMessage", json!({ "conversation": id, "text": "settle" })).await;
+    let id = start_idle(&mut c, "solid").await["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    call(
+        &mut c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": "settle" }),
+    )
+    .await;
     wait_event(&mut c, &id, "agent", "echo: settle").await;
     call(&mut c, "conversation.pause", json!({ "conversation": id })).await;
     let before = store_fingerprint(&node).await;
@@ -144,18 +178,26 @@ async fn bad_input_gets_named_errors_and_changes_nothing() {
     );
 
     // Malformed JSON.
-    c.send_raw("{\"jsonrpc\": \"2.0\", \"method\": ".into()).await.expect("send");
+    c.send_raw("{\"jsonrpc\": \"2.0\", \"method\": ".into())
+        .await
+        .expect("send");
     let r = c.read_response().await.expect("answer");
     let e = r.error.expect("error");
     assert_eq!(e.code, -32700);
     assert!(e.message.contains("parse error"), "{}", e.message);
     // Not an object.
     c.send_raw("[1, 2]".into()).await.expect("send");
-    assert_eq!(c.read_response().await.expect("answer").error.expect("error").code, -32600);
+    assert_eq!(
+        c.read_response().await.expect("answer").error.expect("error").code,
+        -32600
+    );
     // Over the frame limit (1 MiB by default).
-    c.send_raw(format!("{{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"node.info\",\"params\":{{\"pad\":\"{}\"}}}}", "x".repeat(1_100_000)))
-        .await
-        .expect("send");
+    c.send_raw(format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"node.info\",\"params\":{{\"pad\":\"{}\"}}}}",
+        "x".repeat(1_100_000)
+    ))
+    .await
+    .expect("send");
     let e = c.read_response().await.expect("answer").error.expect("error");
     assert_eq!(e.code, -32600);
     assert!(e.message.contains("over the limit of 1048576 bytes"), "{}", e.message);
@@ -163,43 +205,135 @@ async fn bad_input_gets_named_errors_and_changes_nothing() {
     let cases: Vec<(&str, Value, i64, &str)> = vec![
         ("agent.explode", json!({}), -32601, "unknown method \"agent.explode\""),
         ("agent.get", json!({ "agent": 42 }), -32602, "agent"),
-        ("agent.create", json!({ "name": "ok-name", "harness": "fake", "persona": ["no"] }), -32602, "persona"),
-        ("agent.create", json!({ "name": "Bad Name", "harness": "fake" }), -32602, "name"),
-        ("agent.create", json!({ "name": "fine", "harness": "notepad" }), -32602, "unknown harness"),
-        ("agent.create", json!({ "name": "solid", "harness": "fake" }), -32009, "already exists"),
-        ("agent.create", json!({ "name": "big", "harness": "fake", "persona": "p".repeat(20_000) }), -32602, "persona"),
-        ("agent.get", json!({ "agent": "ghost" }), -32004, "agent \"ghost\" not found"),
+        (
+            "agent.create",
+            json!({ "name": "ok-name", "harness": "fake", "persona": ["no"] }),
+            -32602,
+            "persona",
+        ),
+        (
+            "agent.create",
+            json!({ "name": "Bad Name", "harness": "fake" }),
+            -32602,
+            "name",
+        ),
+        (
+            "agent.create",
+            json!({ "name": "fine", "harness": "notepad" }),
+            -32602,
+            "unknown harness",
+        ),
+        (
+            "agent.create",
+            json!({ "name": "solid", "harness": "fake" }),
+            -32009,
+            "already exists",
+        ),
+        (
+            "agent.create",
+            json!({ "name": "big", "harness": "fake", "persona": "p".repeat(20_000) }),
+            -32602,
+            "persona",
+        ),
+        (
+            "agent.get",
+            json!({ "agent": "ghost" }),
+            -32004,
+            "agent \"ghost\" not found",
+        ),
         ("conversation.start", json!({ "agent": "ghost" }), -32004, "not found"),
-        ("conversation.get", json!({ "conversation": "c-missing" }), -32004, "not found"),
-        ("conversation.pause", json!({ "conversation": id }), -32009, "cannot pause a conversation that is paused"),
-        ("conversation.sendMessage", json!({ "conversation": id, "text": "esc \u{1b}[2J" }), -32602, "control character U+001B"),
-        ("conversation.sendMessage", json!({ "conversation": id, "text": "c1 \u{9b}" }), -32602, "control character U+009B"),
-        ("conversation.sendMessage", json!({ "conversation": id, "text": "z".repeat(70_000) }), -32602, "over the limit"),
-        ("conversation.sendMessage", json!({ "conversation": id }), -32602, "text"),
-        ("transcript.read", json!({ "conversation": id, "limit": 0 }), -32602, "limit"),
-        ("transcript.read", json!({ "conversation": id, "after_seq": "one" }), -32602, "after_seq"),
-        ("subscription.cancel", json!({ "subscription": "s-404" }), -32004, "not found"),
+        (
+            "conversation.get",
+            json!({ "conversation": "c-missing" }),
+            -32004,
+            "not found",
+        ),
+        (
+            "conversation.pause",
+            json!({ "conversation": id }),
+            -32009,
+            "cannot pause a conversation that is paused",
+        ),
+        (
+            "conversation.sendMessage",
+            json!({ "conversation": id, "text": "esc \u{1b}[2J" }),
+            -32602,
+            "control character U+001B",
+        ),
+        (
+            "conversation.sendMessage",
+            json!({ "conversation": id, "text": "c1 \u{9b}" }),
+            -32602,
+            "control character U+009B",
+        ),
+        (
+            "conversation.sendMessage",
+            json!({ "conversation": id, "text": "z".repeat(70_000) }),
+            -32602,
+            "over the limit",
+        ),
+        (
+            "conversation.sendMessage",
+            json!({ "conversation": id }),
+            -32602,
+            "text",
+        ),
+        (
+            "transcript.read",
+            json!({ "conversation": id, "limit": 0 }),
+            -32602,
+            "limit",
+        ),
+        (
+            "transcript.read",
+            json!({ "conversation": id, "after_seq": "one" }),
+            -32602,
+            "after_seq",
+        ),
+        (
+            "subscription.cancel",
+            json!({ "subscription": "s-404" }),
+            -32004,
+            "not found",
+        ),
     ];
     for (method, params, code, needle) in cases {
         let e = call_err(&mut c, method, params.clone()).await;
         assert_eq!(e.code, code, "{method} {params}: {}", e.message);
-        assert!(e.message.contains(needle), "{method}: message {:?} should name {needle:?}", e.message);
+        assert!(
+            e.message.contains(needle),
+            "{method}: message {:?} should name {needle:?}",
+            e.message
+        );
     }
 
     // No token, and a forged one.
-    let mut anon = Client::connect(&warren::client::Target { url: node.target().url, token: None }).await.expect("connect");
+    let mut anon = Client::connect(&warren::client::Target {
+        url: node.target().url,
+        token: None,
+    })
+    .await
+    .expect("connect");
     let e = call_err(&mut anon, "agent.list", json!({})).await;
     assert_eq!(e.code, -32001);
     let e = call_err(&mut anon, "session.authenticate", json!({ "token": "Zm9yZ2Vk" })).await;
     assert_eq!(e.code, -32001);
     assert!(e.message.contains("token refused"), "{}", e.message);
-    let forged = Client::connect(&warren::client::Target { url: node.target().url, token: Some("bm90IGEgYmlzY3VpdA".into()) }).await;
+    let forged = Client::connect(&warren::client::Target {
+        url: node.target().url,
+        token: Some("bm90IGEgYmlzY3VpdA".into()),
+    })
+    .await;
     let msg = forged.err().expect("a forged bearer token is refused").to_string();
     assert!(msg.contains("401") && msg.contains("token refused"), "{msg}");
 
     // Still serving, nothing stored changed.
     call(&mut c, "node.info", json!({})).await;
-    assert_eq!(store_fingerprint(&node).await, before, "the event log and projections are unchanged");
+    assert_eq!(
+        store_fingerprint(&node).await,
+        before,
+        "the event log and projections are unchanged"
+    );
     let catalog_after = (
         call(&mut c, "agent.list", json!({})).await,
         call(&mut c, "conversation.list", json!({})).await,
@@ -213,21 +347,36 @@ async fn a_slow_subscriber_is_cut_off_and_does_not_slow_the_node() {
     let mut c = node.client().await;
     create_agent(&mut c, "loud").await;
     let id = start_idle(&mut c, "loud").await["id"].as_str().expect("id").to_string();
-    call(&mut c, "conversation.resize", json!({ "conversation": id, "rows": 200, "cols": 1000 })).await;
+    call(
+        &mut c,
+        "conversation.resize",
+        json!({ "conversation": id, "rows": 200, "cols": 1000 }),
+    )
+    .await;
 
     // A client with a tiny receive window that subscribes and never reads.
     let url = node.target().url;
-    let addr: std::net::SocketAddr = url.trim_start_matches("ws://").split('/').next().expect("addr").parse().expect("addr");
+    let addr: std::net::SocketAddr = url
+        .trim_start_matches("ws://")
+        .split('/')
+        .next()
+        .expect("addr")
+        .parse()
+        .expect("addr");
     let socket = tokio::net::TcpSocket::new_v4().expect("socket");
     socket.set_recv_buffer_size(4096).expect("rcvbuf");
     let stream = socket.connect(addr).await.expect("connect");
-    let mut req = tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url.as_str()).expect("req");
+    let mut req =
+        tokio_tungstenite::tungstenite::client::IntoClientRequest::into_client_request(url.as_str()).expect("req");
     let token = node.target().token.expect("token");
-    req.headers_mut().insert("Authorization", format!("Bearer {token}").parse().expect("header"));
+    req.headers_mut()
+        .insert("Authorization", format!("Bearer {token}").parse().expect("header"));
     let (mut slow, _) = tokio_tungstenite::client_async(req, stream).await.expect("upgrade");
     use futures_util::{SinkExt, StreamExt};
     slow.send(tokio_tungstenite::tungstenite::Message::Text(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "terminal.subscribe", "params": {"conversation": id}}).to_string().into(),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "terminal.subscribe", "params": {"conversation": id}})
+            .to_string()
+            .into(),
     ))
     .await
     .expect("subscribe");
@@ -236,14 +385,27 @@ async fn a_slow_subscriber_is_cut_off_and_does_not_slow_the_node() {
     let big = "w".repeat(50_000);
     let mut worst = Duration::ZERO;
     for _ in 0..6 {
-        call(&mut c, "conversation.sendMessage", json!({ "conversation": id, "text": big })).await;
+        call(
+            &mut c,
+            "conversation.sendMessage",
+            json!({ "conversation": id, "text": big }),
+        )
+        .await;
         let t = std::time::Instant::now();
         call(&mut c, "node.info", json!({})).await;
         worst = worst.max(t.elapsed());
     }
-    call(&mut c, "conversation.sendMessage", json!({ "conversation": id, "text": "/fake busy 2" })).await;
+    call(
+        &mut c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": "/fake busy 2" }),
+    )
+    .await;
     wait_idle(&mut c, &id).await;
-    assert!(worst < Duration::from_secs(2), "other clients kept being served (worst node.info {worst:?})");
+    assert!(
+        worst < Duration::from_secs(2),
+        "other clients kept being served (worst node.info {worst:?})"
+    );
 
     // Now read: after whatever was buffered, the node closed with a reason.
     let mut reason = None;
@@ -259,7 +421,9 @@ async fn a_slow_subscriber_is_cut_off_and_does_not_slow_the_node() {
             }
         }
     };
-    tokio::time::timeout(Duration::from_secs(30), read_all).await.expect("the slow client's stream ends");
+    tokio::time::timeout(Duration::from_secs(30), read_all)
+        .await
+        .expect("the slow client's stream ends");
     let reason = reason.expect("a close frame with a reason");
     assert!(reason.contains("too slow"), "close reason: {reason}");
 }
@@ -272,21 +436,46 @@ async fn transcript_subscription_by_agent_and_cancel() {
     let mut sub = node.client().await;
     let s = call(&mut sub, "transcript.subscribe", json!({ "agent": "watched" })).await;
     let sub_id = s["subscription"].as_str().expect("id").to_string();
-    let id = start_idle(&mut c, "watched").await["id"].as_str().expect("id").to_string();
-    call(&mut c, "conversation.sendMessage", json!({ "conversation": id, "text": "ping" })).await;
+    let id = start_idle(&mut c, "watched").await["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    call(
+        &mut c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": "ping" }),
+    )
+    .await;
     let mut got = BTreeMap::new();
     while !got.contains_key("echo: ping") {
-        let n = sub.next_notification(Duration::from_secs(10)).await.expect("read").expect("an event");
+        let n = sub
+            .next_notification(Duration::from_secs(10))
+            .await
+            .expect("read")
+            .expect("an event");
         assert_eq!(n.params["subscription"], sub_id.as_str());
         assert_eq!(n.params["event"]["conversation"], id.as_str());
-        got.insert(n.params["event"]["text"].as_str().expect("text").to_string(), n.params["event"]["speaker"].clone());
+        got.insert(
+            n.params["event"]["text"].as_str().expect("text").to_string(),
+            n.params["event"]["speaker"].clone(),
+        );
     }
     assert_eq!(got["ping"], "human");
     call(&mut sub, "subscription.cancel", json!({ "subscription": sub_id })).await;
-    call(&mut c, "conversation.sendMessage", json!({ "conversation": id, "text": "after cancel" })).await;
+    call(
+        &mut c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": "after cancel" }),
+    )
+    .await;
     wait_event(&mut c, &id, "agent", "echo: after cancel").await;
     let n = sub.next_notification(Duration::from_millis(300)).await.expect("read");
     assert!(n.is_none(), "no events after cancel: {n:?}");
-    let e = call_err(&mut sub, "transcript.subscribe", json!({ "agent": "watched", "conversation": id })).await;
+    let e = call_err(
+        &mut sub,
+        "transcript.subscribe",
+        json!({ "agent": "watched", "conversation": id }),
+    )
+    .await;
     assert_eq!(e.code, -32602);
 }

@@ -29,15 +29,28 @@ async fn agent_conversation_and_transcript_survive_kill_9() {
     let again = call(&mut c, "conversation.start", json!({ "agent": "coder" })).await;
     assert_eq!(again["conversation"]["id"], id.as_str());
 
-    let sent = call(&mut c, "conversation.sendMessage", json!({ "conversation": id, "text": "hello home" })).await;
+    let sent = call(
+        &mut c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": "hello home" }),
+    )
+    .await;
     assert!(sent["message_id"].as_str().is_some());
     let human = wait_event(&mut c, &id, "human", "hello home").await;
     assert_eq!(human["kind"], "message");
     let reply = wait_event(&mut c, &id, "agent", "echo: hello home").await;
-    assert!(reply["seq"].as_u64() > human["seq"].as_u64(), "the reply comes after the message");
+    assert!(
+        reply["seq"].as_u64() > human["seq"].as_u64(),
+        "the reply comes after the message"
+    );
 
     // A message that is still being answered when the node dies.
-    call(&mut c, "conversation.sendMessage", json!({ "conversation": id, "text": "/fake busy 30" })).await;
+    call(
+        &mut c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": "/fake busy 30" }),
+    )
+    .await;
     let before = transcript(&mut c, &id).await;
     node.kill9();
 
@@ -46,14 +59,30 @@ async fn agent_conversation_and_transcript_survive_kill_9() {
     let agent = call(&mut c, "agent.get", json!({ "agent": "coder" })).await;
     assert_eq!(agent["agent"]["harness"], "fake");
     let got = call(&mut c, "conversation.get", json!({ "conversation": id })).await["conversation"].clone();
-    assert_eq!(got["state"], "paused", "a conversation live at the crash comes back paused: {got}");
-    assert_eq!(got["resume_ref"], resume_ref.as_str(), "the pause keeps the resume reference");
+    assert_eq!(
+        got["state"], "paused",
+        "a conversation live at the crash comes back paused: {got}"
+    );
+    assert_eq!(
+        got["resume_ref"],
+        resume_ref.as_str(),
+        "the pause keeps the resume reference"
+    );
     assert!(got["pause_reason"].as_str().expect("reason").contains("node restarted"));
     let after_restart = transcript(&mut c, &id).await;
-    assert_eq!(&after_restart[..before.len()], &before[..], "every stored transcript line is as it was");
+    assert_eq!(
+        &after_restart[..before.len()],
+        &before[..],
+        "every stored transcript line is as it was"
+    );
 
     // Sending to a paused conversation is a conflict, not a crash.
-    let err = call_err(&mut c, "conversation.sendMessage", json!({ "conversation": id, "text": "x" })).await;
+    let err = call_err(
+        &mut c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": "x" }),
+    )
+    .await;
     assert_eq!(err.code, -32009);
 
     let resumed = call(&mut c, "conversation.continue", json!({ "conversation": id })).await;
@@ -64,10 +93,24 @@ async fn agent_conversation_and_transcript_survive_kill_9() {
     // The fake CLI itself reports that it resumed its own session file.
     wait_event(&mut c, &id, "system", "resumed").await;
     let screen = call(&mut c, "conversation.screen", json!({ "conversation": id })).await;
-    let text = screen["lines"].as_array().expect("lines").iter().map(|l| l.as_str().unwrap_or("")).collect::<Vec<_>>().join("\n");
-    assert!(text.contains("echo: hello home"), "the resumed CLI shows its history:\n{text}");
+    let text = screen["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .map(|l| l.as_str().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        text.contains("echo: hello home"),
+        "the resumed CLI shows its history:\n{text}"
+    );
 
-    call(&mut c, "conversation.sendMessage", json!({ "conversation": id, "text": "after the crash" })).await;
+    call(
+        &mut c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": "after the crash" }),
+    )
+    .await;
     wait_event(&mut c, &id, "agent", "echo: after the crash").await;
     let all = transcript(&mut c, &id).await;
     let expected: Vec<u64> = (1..=all.len() as u64).collect();
@@ -76,11 +119,24 @@ async fn agent_conversation_and_transcript_survive_kill_9() {
     // Still one live conversation per agent; continue of another paused one is refused.
     call(&mut c, "conversation.pause", json!({ "conversation": id })).await;
     let second = start_idle(&mut c, "coder").await;
-    assert_ne!(second["id"], id.as_str(), "a paused conversation is not live: start makes a new one");
+    assert_ne!(
+        second["id"],
+        id.as_str(),
+        "a paused conversation is not live: start makes a new one"
+    );
     let err = call_err(&mut c, "conversation.continue", json!({ "conversation": id })).await;
     assert_eq!(err.code, -32009);
-    assert!(err.message.contains("already has a live conversation"), "{}", err.message);
-    let live = call(&mut c, "conversation.list", json!({ "agent": "coder", "state": "active" })).await;
+    assert!(
+        err.message.contains("already has a live conversation"),
+        "{}",
+        err.message
+    );
+    let live = call(
+        &mut c,
+        "conversation.list",
+        json!({ "agent": "coder", "state": "active" }),
+    )
+    .await;
     assert_eq!(live["conversations"].as_array().expect("list").len(), 1);
 }
 
@@ -91,13 +147,31 @@ async fn replaying_the_log_reproduces_the_live_projections() {
     for name in ["alpha", "beta", "gamma"] {
         create_agent(&mut c, name).await;
     }
-    call(&mut c, "agent.update", json!({ "agent": "beta", "persona": "careful", "model": "m-1" })).await;
+    call(
+        &mut c,
+        "agent.update",
+        json!({ "agent": "beta", "persona": "careful", "model": "m-1" }),
+    )
+    .await;
     call(&mut c, "agent.archive", json!({ "agent": "gamma" })).await;
-    let a = start_idle(&mut c, "alpha").await["id"].as_str().expect("id").to_string();
+    let a = start_idle(&mut c, "alpha").await["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
     let b = start_idle(&mut c, "beta").await["id"].as_str().expect("id").to_string();
     for i in 0..5 {
-        call(&mut c, "conversation.sendMessage", json!({ "conversation": a, "text": format!("a{i}\nsecond line") })).await;
-        call(&mut c, "conversation.sendMessage", json!({ "conversation": b, "text": format!("b{i}") })).await;
+        call(
+            &mut c,
+            "conversation.sendMessage",
+            json!({ "conversation": a, "text": format!("a{i}\nsecond line") }),
+        )
+        .await;
+        call(
+            &mut c,
+            "conversation.sendMessage",
+            json!({ "conversation": b, "text": format!("b{i}") }),
+        )
+        .await;
     }
     wait_event(&mut c, &b, "agent", "echo: b4").await;
     call(&mut c, "conversation.pause", json!({ "conversation": a })).await;
@@ -114,7 +188,10 @@ async fn replaying_the_log_reproduces_the_live_projections() {
     let (code, out, err) = warren(&["admin", "rebuild", "--json"], &node.path());
     assert_eq!(code, 0, "rebuild failed: {err}");
     let report: Value = serde_json::from_str(&out).expect("rebuild --json");
-    assert_eq!(report["catalog"]["agents"], agents, "replayed agents equal the live ones");
+    assert_eq!(
+        report["catalog"]["agents"], agents,
+        "replayed agents equal the live ones"
+    );
     let strip = |v: &Value| {
         let mut v = v.clone();
         for c in v.as_array_mut().expect("list") {
@@ -122,7 +199,11 @@ async fn replaying_the_log_reproduces_the_live_projections() {
         }
         v
     };
-    assert_eq!(strip(&report["catalog"]["conversations"]), strip(&convs), "replayed catalog equals the live one");
+    assert_eq!(
+        strip(&report["catalog"]["conversations"]),
+        strip(&convs),
+        "replayed catalog equals the live one"
+    );
 
     // The rebuilt transcript table serves exactly what the live one served.
     node.restart();
@@ -138,10 +219,23 @@ async fn a_cli_that_exits_leaves_a_paused_resumable_conversation() {
     let node = TestNode::start();
     let mut c = node.client().await;
     create_agent(&mut c, "quitter").await;
-    let id = start_idle(&mut c, "quitter").await["id"].as_str().expect("id").to_string();
-    call(&mut c, "conversation.sendMessage", json!({ "conversation": id, "text": "remember me" })).await;
+    let id = start_idle(&mut c, "quitter").await["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    call(
+        &mut c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": "remember me" }),
+    )
+    .await;
     wait_event(&mut c, &id, "agent", "echo: remember me").await;
-    call(&mut c, "conversation.sendMessage", json!({ "conversation": id, "text": "/fake exit" })).await;
+    call(
+        &mut c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": "/fake exit" }),
+    )
+    .await;
     let paused = wait_until("the exit is recorded as a pause", Duration::from_secs(15), || {
         let target = node.target();
         let id = id.clone();
@@ -155,6 +249,11 @@ async fn a_cli_that_exits_leaves_a_paused_resumable_conversation() {
     assert_eq!(paused["conversation"]["pause_reason"], "the CLI exited");
     call(&mut c, "conversation.continue", json!({ "conversation": id })).await;
     wait_idle(&mut c, &id).await;
-    call(&mut c, "conversation.sendMessage", json!({ "conversation": id, "text": "back" })).await;
+    call(
+        &mut c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": "back" }),
+    )
+    .await;
     wait_event(&mut c, &id, "agent", "echo: back").await;
 }

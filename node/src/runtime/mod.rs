@@ -75,10 +75,40 @@ pub trait Session: Send + Sync {
     fn subscribe(&self) -> broadcast::Receiver<Chunk>;
     /// Process id where the runtime has one (diagnostics).
     fn pid(&self) -> Option<u32>;
+
+    /// Types `text` as it is (no Enter).
+    fn send_text(&self, text: &str) -> BoxFuture<'_, Result<(), RuntimeError>> {
+        self.write(text.as_bytes().to_vec())
+    }
+
+    fn send_enter(&self) -> BoxFuture<'_, Result<(), RuntimeError>> {
+        self.write(b"\r".to_vec())
+    }
+
+    /// Ctrl + `key` (e.g. 'c' -> 0x03).
+    fn send_ctrl(&self, key: char) -> BoxFuture<'_, Result<(), RuntimeError>> {
+        self.write(vec![ctrl_byte(key)])
+    }
+}
+
+/// The control byte of a key: `'c'` -> 0x03, `'['` -> ESC.
+pub fn ctrl_byte(key: char) -> u8 {
+    (key.to_ascii_uppercase() as u8) & 0x1f
 }
 
 /// Starts sessions.
 pub trait Runtime: Send + Sync {
     fn name(&self) -> &'static str;
     fn launch(&self, spec: LaunchSpec) -> BoxFuture<'_, Result<Arc<dyn Session>, RuntimeError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ctrl_bytes() {
+        assert_eq!(super::ctrl_byte('c'), 0x03);
+        assert_eq!(super::ctrl_byte('C'), 0x03);
+        assert_eq!(super::ctrl_byte('['), 0x1b);
+        assert_eq!(super::ctrl_byte(']'), 0x1d);
+    }
 }

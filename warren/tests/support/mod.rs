@@ -125,7 +125,12 @@ pub async fn transcript(c: &mut Client, id: &str) -> Vec<Value> {
     let mut out = vec![];
     let mut from = 1u64;
     loop {
-        let page = call(c, "transcript.read", json!({ "conversation": id, "from_seq": from, "limit": 1000 })).await;
+        let page = call(
+            c,
+            "transcript.read",
+            json!({ "conversation": id, "from_seq": from, "limit": 1000 }),
+        )
+        .await;
         let events = page["events"].as_array().cloned().unwrap_or_default();
         if events.is_empty() {
             return out;
@@ -146,7 +151,10 @@ pub async fn wait_event(c: &mut Client, id: &str, speaker: &str, text: &str) -> 
         assert!(
             Instant::now() < deadline,
             "no {speaker} event {text:?} in transcript: {:#?}",
-            events.iter().map(|e| format!("{} {} {}", e["seq"], e["speaker"], e["text"])).collect::<Vec<_>>()
+            events
+                .iter()
+                .map(|e| format!("{} {} {}", e["seq"], e["speaker"], e["text"]))
+                .collect::<Vec<_>>()
         );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
