@@ -12,14 +12,16 @@ CREATE TABLE events (
 CREATE INDEX events_catalog ON events (seq) WHERE kind <> 'transcript';
 
 -- Projection of the transcript events, keyed for ranged reads per conversation.
--- Rebuildable from `events` (warren admin rebuild).
+-- Rows are appended in log order (rowid = the event's seq), so a commit writes
+-- a few sequential pages plus small index entries. Rebuildable from `events`
+-- (warren admin rebuild).
 CREATE TABLE transcript (
+    event_seq    INTEGER PRIMARY KEY,
     conversation TEXT    NOT NULL,
     seq          INTEGER NOT NULL,
     ts           INTEGER NOT NULL,
     speaker      TEXT    NOT NULL,
     kind         TEXT    NOT NULL,
-    text         TEXT    NOT NULL,
-    event_seq    INTEGER NOT NULL,
-    PRIMARY KEY (conversation, seq)
-) WITHOUT ROWID;
+    text         TEXT    NOT NULL
+);
+CREATE UNIQUE INDEX transcript_by_conversation ON transcript (conversation, seq);

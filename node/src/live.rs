@@ -25,7 +25,7 @@ use crate::util::{new_id, now_ms};
 pub enum SendError {
     #[error("the message queue of this conversation is full ({0} waiting)")]
     QueueFull(usize),
-    #[error("the conversation did not become IDLE within {waited_ms} ms (status {status:?})")]
+    #[error("the conversation did not become IDLE within {waited_ms} ms (status {})", status_name(*.status))]
     NotIdle { waited_ms: u64, status: Status },
     #[error("the CLI did not take the message within {0} ms")]
     NotTaken(u64),
@@ -35,6 +35,15 @@ pub enum SendError {
     Write(String),
     #[error("could not record the message: {0}")]
     Store(String),
+}
+
+fn status_name(s: Status) -> &'static str {
+    match s {
+        Status::Busy => "BUSY",
+        Status::Idle => "IDLE",
+        Status::Dialog => "DIALOG",
+        Status::Exited => "EXITED",
+    }
 }
 
 pub struct Delivered {
@@ -245,10 +254,13 @@ impl Live {
             sender.abort();
         }
         self.session.close().await;
+        // Take the tail first so the watcher is never stopped halfway through
+        // recording what it read; then read what the CLI wrote last.
+        let mut tail = self.tail.lock().await;
         if let Some(watcher) = tasks.first() {
             watcher.abort();
         }
-        self.tail.lock().await.poll().await;
+        tail.poll().await;
     }
 }
 

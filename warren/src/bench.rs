@@ -31,6 +31,9 @@ pub struct BenchArgs {
     /// Events stored before timing start-up.
     #[arg(long, default_value_t = 1_000_000)]
     startup_events: u64,
+    /// Concurrent appenders for the store benchmark.
+    #[arg(long, default_value_t = 64)]
+    writers: usize,
     /// Idle conversations for the RSS figure.
     #[arg(long, default_value_t = 100)]
     conversations: usize,
@@ -117,8 +120,8 @@ async fn bench_store(args: &BenchArgs) -> anyhow::Result<()> {
     ] {
         let dir = scratch(&args.dir, "store")?;
         let store = Store::open(&dir.path.join("bench.db")).await?;
-        let writers = 64usize;
-        let per_writer = 1_000usize;
+        let writers = args.writers.max(1);
+        let per_writer = 64_000 / writers;
         let started = Instant::now();
         let mut tasks = vec![];
         for w in 0..writers {
@@ -289,44 +292,34 @@ async fn bench_latency(args: &BenchArgs) -> anyhow::Result<()> {
     let mut parser = vt100::Parser::new(nz(rows), nz(cols), 0);
     let b64 = base64::engine::general_purpose::STANDARD;
     let mut visible = vec![];
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<(String, Instant)>(1);
-    let conv_id: Arc<str> = id.clone().into();
-    let target = node.target.clone();
-    let samples = args.samples;
-    let sender = tokio::spawn(async move {
-        let mut c = Client::connect(&target).await?;
-        for i in 0..samples {
-            let word = format!("visible-{i}-xyz");
-            let t0 = Instant::now();
-            tx.send((word.clone(), t0)).await.ok();
-            call(
-                &mut c,
-                m::CONVERSATION_SEND_MESSAGE,
-                json!({ "conversation": &*conv_id, "text": word }),
-            )
-            .await?;
-        }
-        anyhow::Ok(())
-    });
-    while let Some((word, t0)) = rx.recv().await {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if parser.screen().contents().contains(&word) {
-                visible.push(t0.elapsed().as_secs_f64() * 1000.0);
-                break;
+    let mut sender = Client::connect(&node.target).await?;
+    for i in 0..args.samples {
+        // Measure from an IDLE CLI: wait out the previous turn first.
+        wait_idle(&mut c, &id).await?;
+        let word = format!("visible-{i}-xyz");
+        let t0 = Instant::now();
+        let send = call(
+            &mut sender,
+            m::CONVERSATION_SEND_MESSAGE,
+            json!({ "conversation": id, "text": word }),
+        );
+        let watch = async {
+            loop {
+                if parser.screen().contents().contains(&word) {
+                    return anyhow::Ok(t0.elapsed().as_secs_f64() * 1000.0);
+                }
+                let Some(n) = term.next_notification(Duration::from_secs(10)).await? else {
+                    bail!("{word} never appeared on the screen");
+                };
+                if let Some(data) = n.params["data"].as_str() {
+                    parser.process(&b64.decode(data).unwrap_or_default());
+                }
             }
-            let Some(n) = term.next_notification(Duration::from_secs(10)).await? else {
-                bail!("{word} never appeared on the screen");
-            };
-            if let Some(data) = n.params["data"].as_str() {
-                parser.process(&b64.decode(data).unwrap_or_default());
-            }
-            if Instant::now() > deadline {
-                bail!("{word} never appeared on the screen");
-            }
-        }
+        };
+        let (sent, seen) = tokio::join!(send, watch);
+        sent?;
+        visible.push(seen?);
     }
-    sender.await??;
     let count = visible.len();
     let (p50, p99, max) = summary(visible);
     println!(

@@ -479,3 +479,47 @@ async fn transcript_subscription_by_agent_and_cancel() {
     .await;
     assert_eq!(e.code, -32602);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_message_waits_for_idle_within_a_bound() {
+    let node = TestNode::start_with_config("[limits]\nsend_idle_timeout_ms = 400\n");
+    let mut c = node.client().await;
+    create_agent(&mut c, "busy").await;
+    let id = start_idle(&mut c, "busy").await["id"].as_str().expect("id").to_string();
+    call(
+        &mut c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": "/fake busy 3" }),
+    )
+    .await;
+    let e = call_err(
+        &mut c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": "too soon" }),
+    )
+    .await;
+    assert_eq!(e.code, -32029);
+    assert!(
+        e.message.contains("did not become IDLE within 400 ms (status BUSY)"),
+        "{}",
+        e.message
+    );
+    assert!(
+        e.data.as_ref().and_then(|d| d["retry_after_ms"].as_u64()).is_some(),
+        "{e:?}"
+    );
+    // Once the turn ends the same message goes through.
+    wait_idle(&mut c, &id).await;
+    call(
+        &mut c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": "in time" }),
+    )
+    .await;
+    wait_event(&mut c, &id, "agent", "echo: in time").await;
+    let events = transcript(&mut c, &id).await;
+    assert!(
+        !events.iter().any(|e| e["text"] == "too soon"),
+        "the refused message was never typed"
+    );
+}

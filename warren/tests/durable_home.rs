@@ -257,3 +257,26 @@ async fn a_cli_that_exits_leaves_a_paused_resumable_conversation() {
     .await;
     wait_event(&mut c, &id, "agent", "echo: back").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_stop_pauses_live_conversations_and_records_why() {
+    let mut node = TestNode::start();
+    let mut c = node.client().await;
+    create_agent(&mut c, "polite").await;
+    let id = start_idle(&mut c, "polite").await["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let mut p = node.proc.take().expect("running");
+    // SAFETY: sending SIGTERM to our own child.
+    unsafe { libc::kill(p.child.id() as i32, libc::SIGTERM) };
+    let status = p.child.wait().expect("the node exits on SIGTERM");
+    assert!(status.success(), "clean exit: {status:?}");
+    std::mem::forget(p);
+    node.restart();
+    let mut c = node.client().await;
+    let got = call(&mut c, "conversation.get", json!({ "conversation": id })).await;
+    assert_eq!(got["conversation"]["state"], "paused");
+    assert_eq!(got["conversation"]["pause_reason"], "node stopped");
+    wait_event(&mut c, &id, "system", "paused: node stopped").await;
+}
