@@ -22,6 +22,7 @@ CREATE TABLE transcript (
     ts           INTEGER NOT NULL,
     speaker      TEXT    NOT NULL,
     kind         TEXT    NOT NULL,
-    text         TEXT    NOT NULL
+    text         TEXT    NOT NULL,
+    cursor       INTEGER
 );
 CREATE UNIQUE INDEX transcript_by_conversation ON transcript (conversation, seq);

@@ -85,13 +85,17 @@ pub enum Event {
         id: String,
         reason: String,
     },
-    /// One attributed transcript delta.
+    /// One attributed transcript delta. `cursor` is the byte offset in the
+    /// CLI's session file just past the line this came from (file-derived
+    /// events only): committed with the event, it says where to resume reading.
     Transcript {
         conversation: String,
         seq: u64,
         speaker: String,
         kind: String,
         text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cursor: Option<u64>,
     },
 }
 
@@ -172,13 +176,18 @@ mod tests {
                 planned,
                 reason
             }),
-            (arb_text(), any::<u64>(), arb_text()).prop_map(|(conversation, seq, text)| Event::Transcript {
-                conversation,
-                seq,
-                speaker: "agent".into(),
-                kind: "reply".into(),
-                text
-            }),
+            (arb_text(), any::<u64>(), arb_text(), any::<Option<u64>>()).prop_map(
+                |(conversation, seq, text, cursor)| {
+                    Event::Transcript {
+                        conversation,
+                        seq,
+                        speaker: "agent".into(),
+                        kind: "reply".into(),
+                        text,
+                        cursor,
+                    }
+                }
+            ),
         ]
     }
 

@@ -78,8 +78,10 @@ pub struct LiveParts {
     pub agent: String,
     pub session: Arc<dyn Session>,
     pub harness: &'static dyn Harness,
-    /// The CLI's own session file, tailed for the transcript.
+    /// The CLI's own session file, tailed for the transcript...
     pub transcript_file: Option<PathBuf>,
+    /// ...from this byte offset (what earlier launches already recorded).
+    pub transcript_offset: u64,
     pub transcripts: Arc<Transcripts>,
     pub limits: LiveLimits,
     /// Receives the conversation id when the CLI process ends.
@@ -140,18 +142,21 @@ impl Tail {
         if bytes.is_empty() {
             return;
         }
+        // `offset` counts bytes read; `consumed` those of complete lines.
+        let mut consumed = self.offset - self.partial.len() as u64;
         self.offset += bytes.len() as u64;
         self.partial.extend_from_slice(&bytes);
         while let Some(nl) = self.partial.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = self.partial.drain(..=nl).collect();
+            consumed += line.len() as u64;
             let line = String::from_utf8_lossy(&line[..line.len() - 1]).to_string();
             if let Some(entry) = self.harness.parse_session_line(&line) {
-                self.record(entry).await;
+                self.record(entry, consumed).await;
             }
         }
     }
 
-    async fn record(&mut self, entry: crate::harness::Entry) {
+    async fn record(&mut self, entry: crate::harness::Entry, cursor: u64) {
         // A user line is either a message we delivered (attributed to its
         // sender) or input typed on the raw terminal.
         let mut matched = None;
@@ -167,7 +172,7 @@ impl Tail {
         };
         let result = self
             .transcripts
-            .append(&self.conversation, &speaker, kind, entry.text)
+            .append_at(&self.conversation, &speaker, kind, entry.text, Some(cursor))
             .await
             .map_err(|e| SendError::Store(e.to_string()));
         if let Err(e) = &result {
@@ -188,19 +193,15 @@ impl Live {
             session,
             harness,
             transcript_file,
+            transcript_offset,
             transcripts,
             limits,
             on_exit,
         } = parts;
-        let start_offset = transcript_file
-            .as_ref()
-            .and_then(|p| std::fs::metadata(p).ok())
-            .map(|m| m.len())
-            .unwrap_or(0);
         let pending = Arc::new(Mutex::new(VecDeque::new()));
         let tail = Arc::new(tokio::sync::Mutex::new(Tail {
             path: transcript_file,
-            offset: start_offset,
+            offset: transcript_offset,
             partial: vec![],
             pending: pending.clone(),
             harness,

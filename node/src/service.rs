@@ -316,6 +316,17 @@ impl Node {
             }
             std::fs::write(&path, body).map_err(|e| format!("write {}: {e}", path.display()))?;
         }
+        // Resume reading the CLI's session file where the committed transcript
+        // ends, so lines it wrote after the last read (e.g. just before a crash)
+        // are recorded now, and nothing twice.
+        let transcript_offset = match &plan.transcript_file {
+            Some(path) => {
+                let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                let committed = self.store.transcript_cursor(&c.id).await.map_err(|e| e.to_string())?;
+                committed.unwrap_or(0).min(len)
+            }
+            None => 0,
+        };
         let mut env = base_env(&home, &c.id, &agent.name);
         env.extend(plan.env);
         let spec = LaunchSpec {
@@ -335,6 +346,7 @@ impl Node {
             session,
             harness: adapter,
             transcript_file: plan.transcript_file,
+            transcript_offset,
             transcripts: self.transcripts.clone(),
             limits: LiveLimits {
                 send_queue: self.cfg.send_queue,

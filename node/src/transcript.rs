@@ -25,6 +25,18 @@ impl Transcripts {
 
     /// Appends one attributed event and waits for its commit. Returns its seq.
     pub async fn append(&self, conversation: &str, speaker: &str, kind: &str, text: String) -> Result<u64, StoreError> {
+        self.append_at(conversation, speaker, kind, text, None).await
+    }
+
+    /// Like `append`, for an event read from the CLI's session file up to `cursor`.
+    pub async fn append_at(
+        &self,
+        conversation: &str,
+        speaker: &str,
+        kind: &str,
+        text: String,
+        cursor: Option<u64>,
+    ) -> Result<u64, StoreError> {
         let (seq, rx) = {
             let mut next = self.next.lock().await;
             let seq = match next.get(conversation) {
@@ -37,6 +49,7 @@ impl Transcripts {
                 speaker: speaker.to_string(),
                 kind: kind.to_string(),
                 text,
+                cursor,
             };
             let rx = self.store.enqueue(vec![event], Durability::Relaxed).await?;
             next.insert(conversation.to_string(), seq + 1);
@@ -67,6 +80,7 @@ pub fn as_transcript(e: &Arc<StoredEvent>) -> Option<console_api::TranscriptEven
             speaker,
             kind,
             text,
+            ..
         } => Some(console_api::TranscriptEvent {
             conversation: conversation.clone(),
             seq: *seq,

@@ -27,6 +27,7 @@ fn transcript(conversation: &str, seq: u64, text: &str) -> Event {
         speaker: "agent".into(),
         kind: "reply".into(),
         text: text.into(),
+        cursor: None,
     }
 }
 

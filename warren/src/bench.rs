@@ -133,6 +133,7 @@ async fn bench_store(args: &BenchArgs) -> anyhow::Result<()> {
                         speaker: "agent".into(),
                         kind: "reply".into(),
                         text: format!("bench line {i} of writer {w}"),
+                        cursor: None,
                     };
                     let rx = store.enqueue(vec![e], durability).await?;
                     rx.await.map_err(|_| anyhow::anyhow!("writer gone"))??;
@@ -420,6 +421,7 @@ async fn bench_startup(args: &BenchArgs) -> anyhow::Result<()> {
                         speaker: if i % 2 == 0 { "human" } else { "agent" }.into(),
                         kind: "message".into(),
                         text: format!("seeded transcript line {} with some ordinary text in it", written + i),
+                        cursor: None,
                     }
                 })
                 .collect();

@@ -53,6 +53,22 @@ async fn agent_conversation_and_transcript_survive_kill_9() {
     .await;
     let before = transcript(&mut c, &id).await;
     node.kill9();
+    // A line the CLI wrote to its own session file that the node never read
+    // (here: written while the node is down) is recorded once on resume.
+    let session_file = node
+        .path()
+        .join(format!("agents/coder/home/.fake-cli/sessions/{resume_ref}.jsonl"));
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&session_file)
+        .expect("session file");
+    use std::io::Write;
+    writeln!(
+        f,
+        r#"{{"ts_ms":1,"type":"assistant","text":"written while the node was down"}}"#
+    )
+    .expect("append");
+    drop(f);
 
     node.restart();
     let mut c = node.client().await;
@@ -112,9 +128,17 @@ async fn agent_conversation_and_transcript_survive_kill_9() {
     )
     .await;
     wait_event(&mut c, &id, "agent", "echo: after the crash").await;
+    wait_event(&mut c, &id, "agent", "written while the node was down").await;
     let all = transcript(&mut c, &id).await;
     let expected: Vec<u64> = (1..=all.len() as u64).collect();
     assert_eq!(seqs(&all), expected, "transcript seqs run 1..n with no gap");
+    for text in ["echo: hello home", "written while the node was down", "hello home"] {
+        assert_eq!(
+            all.iter().filter(|e| e["text"] == text).count(),
+            1,
+            "{text:?} recorded exactly once"
+        );
+    }
 
     // Still one live conversation per agent; continue of another paused one is refused.
     call(&mut c, "conversation.pause", json!({ "conversation": id })).await;

@@ -185,6 +185,16 @@ impl Store {
         Ok(row.get::<i64, _>(0) as u64)
     }
 
+    /// How far into the CLI's session file this conversation's transcript has
+    /// read (the largest committed cursor), if it has read any of it.
+    pub async fn transcript_cursor(&self, conversation: &str) -> Result<Option<u64>, StoreError> {
+        let row = sqlx::query("SELECT MAX(cursor) FROM transcript WHERE conversation = ?")
+            .bind(conversation)
+            .fetch_one(&self.reads)
+            .await?;
+        Ok(row.get::<Option<i64>, _>(0).map(|c| c as u64))
+    }
+
     /// A digest of the whole transcript projection, for replay checks.
     pub async fn transcript_digest(&self) -> Result<Vec<(String, u64, String, String, String)>, StoreError> {
         let rows =

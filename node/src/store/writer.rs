@@ -141,8 +141,9 @@ pub(crate) async fn insert_transcript_rows(
         .filter(|e| matches!(e.event, Event::Transcript { .. }))
         .collect();
     for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-        let mut q: QueryBuilder<Sqlite> =
-            QueryBuilder::new("INSERT INTO transcript (conversation, seq, ts, speaker, kind, text, event_seq) ");
+        let mut q: QueryBuilder<Sqlite> = QueryBuilder::new(
+            "INSERT INTO transcript (conversation, seq, ts, speaker, kind, text, event_seq, cursor) ",
+        );
         q.push_values(chunk, |mut row, e| {
             if let Event::Transcript {
                 conversation,
@@ -150,6 +151,7 @@ pub(crate) async fn insert_transcript_rows(
                 speaker,
                 kind,
                 text,
+                cursor,
             } = &e.event
             {
                 row.push_bind(conversation.clone())
@@ -158,7 +160,8 @@ pub(crate) async fn insert_transcript_rows(
                     .push_bind(speaker.clone())
                     .push_bind(kind.clone())
                     .push_bind(text.clone())
-                    .push_bind(e.seq as i64);
+                    .push_bind(e.seq as i64)
+                    .push_bind(cursor.map(|c| c as i64));
             }
         });
         q.build().execute(&mut **tx).await?;
