@@ -1,6 +1,7 @@
 //! Wire types of warren's public API: the JSON-RPC 2.0 envelope, method names,
 //! error codes and the objects results carry. Only this crate's types go on the
 //! wire; the node's stored records are separate types.
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 pub mod error;
 pub mod methods;

@@ -240,3 +240,69 @@ async fn attach_is_an_interactive_terminal_with_a_detach_key() {
     let v = call(&mut c, "conversation.get", json!({ "conversation": id })).await;
     assert_eq!(v["conversation"]["state"], "active");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_rules_script_its_fake_cli() {
+    let node = TestNode::start();
+    let rules = node.path().join("rules.json");
+    std::fs::write(
+        &rules,
+        json!([{ "match": "^deploy (\\w+)$", "actions": [
+            { "say": "deploying $1" },
+            { "shell": "echo shipped > shipped.txt && echo done" }
+        ] }])
+        .to_string(),
+    )
+    .expect("write rules");
+    let rules_arg = rules.display().to_string();
+    json_out(&["agent", "create", "scripted", "--rules-file", &rules_arg], &node);
+    let mut c = node.client().await;
+    let id = start_idle(&mut c, "scripted").await["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    call(
+        &mut c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": "deploy prod" }),
+    )
+    .await;
+    wait_event(&mut c, &id, "agent", "deploying prod").await;
+    let tool = wait_until("the rule's shell command is recorded", Duration::from_secs(15), || {
+        let target = node.target();
+        let id = id.clone();
+        async move {
+            let mut c = warren::client::Client::connect(&target).await.ok()?;
+            transcript(&mut c, &id)
+                .await
+                .into_iter()
+                .find(|e| e["speaker"] == "tool")
+        }
+    })
+    .await;
+    assert!(tool["text"].as_str().expect("text").contains("done"), "{tool}");
+    let shipped = node.path().join("agents/scripted/workspace/shipped.txt");
+    assert_eq!(
+        std::fs::read_to_string(&shipped)
+            .expect("the command ran in the workspace")
+            .trim(),
+        "shipped"
+    );
+    // Messages no rule matches get the default echo.
+    call(
+        &mut c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": "status?" }),
+    )
+    .await;
+    wait_event(&mut c, &id, "agent", "echo: status?").await;
+
+    // A rule with a broken regex is refused at the API, naming the problem.
+    std::fs::write(&rules, r#"[{"match": "(unclosed", "actions": []}]"#).expect("write");
+    let (code, _, err) = warren(
+        &["agent", "update", "scripted", "--rules-file", &rules_arg],
+        &node.path(),
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("-32602") && err.contains("not a valid regex"), "{err}");
+}
