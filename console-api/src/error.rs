@@ -37,23 +37,22 @@ impl ErrorCode {
     }
 
     pub fn from_code(code: i64) -> Option<ErrorCode> {
-        use ErrorCode::*;
-        [
-            Parse,
-            InvalidRequest,
-            MethodNotFound,
-            InvalidParams,
-            Internal,
-            Unauthenticated,
-            Forbidden,
-            NotFound,
-            Conflict,
-            LocalOnly,
-            Busy,
-        ]
-        .into_iter()
-        .find(|c| c.code() == code)
+        ErrorCode::ALL.into_iter().find(|c| c.code() == code)
     }
+
+    pub const ALL: [ErrorCode; 11] = [
+        ErrorCode::Parse,
+        ErrorCode::InvalidRequest,
+        ErrorCode::MethodNotFound,
+        ErrorCode::InvalidParams,
+        ErrorCode::Internal,
+        ErrorCode::Unauthenticated,
+        ErrorCode::Forbidden,
+        ErrorCode::NotFound,
+        ErrorCode::Conflict,
+        ErrorCode::LocalOnly,
+        ErrorCode::Busy,
+    ];
 }
 
 /// A JSON-RPC error object.

@@ -32,11 +32,7 @@ async fn store_fingerprint(node: &TestNode) -> (i64, i64, i64) {
 async fn concurrent_senders_never_interleave_and_subscribers_see_no_gap() {
     let node = TestNode::start();
     let mut c = node.client().await;
-    create_agent(&mut c, "target").await;
-    let id = start_idle(&mut c, "target").await["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    let id = agent_with_conversation(&mut c, "target").await;
 
     // A subscriber from seq 1 that joins while messages are flowing.
     let mut follower = node.client().await;
@@ -158,17 +154,8 @@ async fn concurrent_senders_never_interleave_and_subscribers_see_no_gap() {
 async fn bad_input_gets_named_errors_and_changes_nothing() {
     let node = TestNode::start();
     let mut c = node.client().await;
-    create_agent(&mut c, "solid").await;
-    let id = start_idle(&mut c, "solid").await["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
-    call(
-        &mut c,
-        "conversation.sendMessage",
-        json!({ "conversation": id, "text": "settle" }),
-    )
-    .await;
+    let id = agent_with_conversation(&mut c, "solid").await;
+    send(&mut c, &id, "settle").await;
     wait_event(&mut c, &id, "agent", "echo: settle").await;
     call(&mut c, "conversation.pause", json!({ "conversation": id })).await;
     let before = store_fingerprint(&node).await;
@@ -345,8 +332,7 @@ async fn bad_input_gets_named_errors_and_changes_nothing() {
 async fn a_slow_subscriber_is_cut_off_and_does_not_slow_the_node() {
     let node = TestNode::start_with_config("[limits]\noutbound_queue = 8\n");
     let mut c = node.client().await;
-    create_agent(&mut c, "loud").await;
-    let id = start_idle(&mut c, "loud").await["id"].as_str().expect("id").to_string();
+    let id = agent_with_conversation(&mut c, "loud").await;
     call(
         &mut c,
         "conversation.resize",
@@ -385,22 +371,12 @@ async fn a_slow_subscriber_is_cut_off_and_does_not_slow_the_node() {
     let big = "w".repeat(50_000);
     let mut worst = Duration::ZERO;
     for _ in 0..6 {
-        call(
-            &mut c,
-            "conversation.sendMessage",
-            json!({ "conversation": id, "text": big }),
-        )
-        .await;
+        send(&mut c, &id, &big).await;
         let t = std::time::Instant::now();
         call(&mut c, "node.info", json!({})).await;
         worst = worst.max(t.elapsed());
     }
-    call(
-        &mut c,
-        "conversation.sendMessage",
-        json!({ "conversation": id, "text": "/fake busy 2" }),
-    )
-    .await;
+    send(&mut c, &id, "/fake busy 2").await;
     wait_idle(&mut c, &id).await;
     assert!(
         worst < Duration::from_secs(2),
@@ -436,16 +412,8 @@ async fn transcript_subscription_by_agent_and_cancel() {
     let mut sub = node.client().await;
     let s = call(&mut sub, "transcript.subscribe", json!({ "agent": "watched" })).await;
     let sub_id = s["subscription"].as_str().expect("id").to_string();
-    let id = start_idle(&mut c, "watched").await["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
-    call(
-        &mut c,
-        "conversation.sendMessage",
-        json!({ "conversation": id, "text": "ping" }),
-    )
-    .await;
+    let id = conversation_id(&mut c, "watched").await;
+    send(&mut c, &id, "ping").await;
     let mut got = BTreeMap::new();
     while !got.contains_key("echo: ping") {
         let n = sub
@@ -462,12 +430,7 @@ async fn transcript_subscription_by_agent_and_cancel() {
     }
     assert_eq!(got["ping"], "human");
     call(&mut sub, "subscription.cancel", json!({ "subscription": sub_id })).await;
-    call(
-        &mut c,
-        "conversation.sendMessage",
-        json!({ "conversation": id, "text": "after cancel" }),
-    )
-    .await;
+    send(&mut c, &id, "after cancel").await;
     wait_event(&mut c, &id, "agent", "echo: after cancel").await;
     let n = sub.next_notification(Duration::from_millis(300)).await.expect("read");
     assert!(n.is_none(), "no events after cancel: {n:?}");
@@ -484,14 +447,8 @@ async fn transcript_subscription_by_agent_and_cancel() {
 async fn send_message_waits_for_idle_within_a_bound() {
     let node = TestNode::start_with_config("[limits]\nsend_idle_timeout_ms = 400\n");
     let mut c = node.client().await;
-    create_agent(&mut c, "busy").await;
-    let id = start_idle(&mut c, "busy").await["id"].as_str().expect("id").to_string();
-    call(
-        &mut c,
-        "conversation.sendMessage",
-        json!({ "conversation": id, "text": "/fake busy 3" }),
-    )
-    .await;
+    let id = agent_with_conversation(&mut c, "busy").await;
+    send(&mut c, &id, "/fake busy 3").await;
     let e = call_err(
         &mut c,
         "conversation.sendMessage",
@@ -510,12 +467,7 @@ async fn send_message_waits_for_idle_within_a_bound() {
     );
     // Once the turn ends the same message goes through.
     wait_idle(&mut c, &id).await;
-    call(
-        &mut c,
-        "conversation.sendMessage",
-        json!({ "conversation": id, "text": "in time" }),
-    )
-    .await;
+    send(&mut c, &id, "in time").await;
     wait_event(&mut c, &id, "agent", "echo: in time").await;
     let events = transcript(&mut c, &id).await;
     assert!(

@@ -168,8 +168,7 @@ async fn attach_is_an_interactive_terminal_with_a_detach_key() {
     use portable_pty::{CommandBuilder, PtySize, native_pty_system};
     let node = TestNode::start();
     let mut c = node.client().await;
-    create_agent(&mut c, "tty").await;
-    let id = start_idle(&mut c, "tty").await["id"].as_str().expect("id").to_string();
+    let id = agent_with_conversation(&mut c, "tty").await;
 
     let pair = native_pty_system()
         .openpty(PtySize {
@@ -257,16 +256,8 @@ async fn an_agents_rules_script_its_fake_cli() {
     let rules_arg = rules.display().to_string();
     json_out(&["agent", "create", "scripted", "--rules-file", &rules_arg], &node);
     let mut c = node.client().await;
-    let id = start_idle(&mut c, "scripted").await["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
-    call(
-        &mut c,
-        "conversation.sendMessage",
-        json!({ "conversation": id, "text": "deploy prod" }),
-    )
-    .await;
+    let id = conversation_id(&mut c, "scripted").await;
+    send(&mut c, &id, "deploy prod").await;
     wait_event(&mut c, &id, "agent", "deploying prod").await;
     let tool = wait_until("the rule's shell command is recorded", Duration::from_secs(15), || {
         let target = node.target();
@@ -289,12 +280,7 @@ async fn an_agents_rules_script_its_fake_cli() {
         "shipped"
     );
     // Messages no rule matches get the default echo.
-    call(
-        &mut c,
-        "conversation.sendMessage",
-        json!({ "conversation": id, "text": "status?" }),
-    )
-    .await;
+    send(&mut c, &id, "status?").await;
     wait_event(&mut c, &id, "agent", "echo: status?").await;
 
     // A rule with a broken regex is refused at the API, naming the problem.

@@ -29,12 +29,7 @@ async fn agent_conversation_and_transcript_survive_kill_9() {
     let again = call(&mut c, "conversation.start", json!({ "agent": "coder" })).await;
     assert_eq!(again["conversation"]["id"], id.as_str());
 
-    let sent = call(
-        &mut c,
-        "conversation.sendMessage",
-        json!({ "conversation": id, "text": "hello home" }),
-    )
-    .await;
+    let sent = send(&mut c, &id, "hello home").await;
     assert!(sent["message_id"].as_str().is_some());
     let human = wait_event(&mut c, &id, "human", "hello home").await;
     assert_eq!(human["kind"], "message");
@@ -45,12 +40,7 @@ async fn agent_conversation_and_transcript_survive_kill_9() {
     );
 
     // A message that is still being answered when the node dies.
-    call(
-        &mut c,
-        "conversation.sendMessage",
-        json!({ "conversation": id, "text": "/fake busy 30" }),
-    )
-    .await;
+    send(&mut c, &id, "/fake busy 30").await;
     let before = transcript(&mut c, &id).await;
     node.kill9();
     // A line the CLI wrote to its own session file that the node never read
@@ -121,12 +111,7 @@ async fn agent_conversation_and_transcript_survive_kill_9() {
         "the resumed CLI shows its history:\n{text}"
     );
 
-    call(
-        &mut c,
-        "conversation.sendMessage",
-        json!({ "conversation": id, "text": "after the crash" }),
-    )
-    .await;
+    send(&mut c, &id, "after the crash").await;
     wait_event(&mut c, &id, "agent", "echo: after the crash").await;
     wait_event(&mut c, &id, "agent", "written while the node was down").await;
     let all = transcript(&mut c, &id).await;
@@ -178,11 +163,8 @@ async fn replaying_the_log_reproduces_the_live_projections() {
     )
     .await;
     call(&mut c, "agent.archive", json!({ "agent": "gamma" })).await;
-    let a = start_idle(&mut c, "alpha").await["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
-    let b = start_idle(&mut c, "beta").await["id"].as_str().expect("id").to_string();
+    let a = conversation_id(&mut c, "alpha").await;
+    let b = conversation_id(&mut c, "beta").await;
     for i in 0..5 {
         call(
             &mut c,
@@ -242,24 +224,10 @@ async fn replaying_the_log_reproduces_the_live_projections() {
 async fn a_cli_that_exits_leaves_a_paused_resumable_conversation() {
     let node = TestNode::start();
     let mut c = node.client().await;
-    create_agent(&mut c, "quitter").await;
-    let id = start_idle(&mut c, "quitter").await["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
-    call(
-        &mut c,
-        "conversation.sendMessage",
-        json!({ "conversation": id, "text": "remember me" }),
-    )
-    .await;
+    let id = agent_with_conversation(&mut c, "quitter").await;
+    send(&mut c, &id, "remember me").await;
     wait_event(&mut c, &id, "agent", "echo: remember me").await;
-    call(
-        &mut c,
-        "conversation.sendMessage",
-        json!({ "conversation": id, "text": "/fake exit" }),
-    )
-    .await;
+    send(&mut c, &id, "/fake exit").await;
     let paused = wait_until("the exit is recorded as a pause", Duration::from_secs(15), || {
         let target = node.target();
         let id = id.clone();
@@ -273,12 +241,7 @@ async fn a_cli_that_exits_leaves_a_paused_resumable_conversation() {
     assert_eq!(paused["conversation"]["pause_reason"], "the CLI exited");
     call(&mut c, "conversation.continue", json!({ "conversation": id })).await;
     wait_idle(&mut c, &id).await;
-    call(
-        &mut c,
-        "conversation.sendMessage",
-        json!({ "conversation": id, "text": "back" }),
-    )
-    .await;
+    send(&mut c, &id, "back").await;
     wait_event(&mut c, &id, "agent", "echo: back").await;
 }
 
@@ -286,11 +249,7 @@ async fn a_cli_that_exits_leaves_a_paused_resumable_conversation() {
 async fn a_clean_stop_pauses_live_conversations_and_records_why() {
     let mut node = TestNode::start();
     let mut c = node.client().await;
-    create_agent(&mut c, "polite").await;
-    let id = start_idle(&mut c, "polite").await["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
+    let id = agent_with_conversation(&mut c, "polite").await;
     let mut p = node.proc.take().expect("running");
     // SAFETY: sending SIGTERM to our own child.
     unsafe { libc::kill(p.child.id() as i32, libc::SIGTERM) };

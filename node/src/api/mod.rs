@@ -77,6 +77,35 @@ pub fn too_large(len: usize, limit: usize) -> Response {
     )
 }
 
+/// Answers one request in its own task, at most `in_flight` at a time per
+/// connection (waits for a slot). False when the connection is going away.
+pub async fn spawn_request(
+    app: &Arc<App>,
+    conn: &Arc<Conn>,
+    in_flight: &Arc<tokio::sync::Semaphore>,
+    text: String,
+) -> bool {
+    let Ok(permit) = in_flight.clone().acquire_owned().await else {
+        return false;
+    };
+    let app = app.clone();
+    let conn = conn.clone();
+    tokio::spawn(async move {
+        answer(&app, &conn, &text).await;
+        drop(permit);
+    });
+    true
+}
+
+/// Handles one request and queues its response (if it has one).
+pub async fn answer(app: &Arc<App>, conn: &Arc<Conn>, text: &str) {
+    if let Some(resp) = handle_text(app, conn, text).await
+        && let Ok(t) = serde_json::to_string(&resp)
+    {
+        conn.respond(t).await;
+    }
+}
+
 /// Parses one text frame or line and answers it. `None` for notifications.
 pub async fn handle_text(app: &Arc<App>, conn: &Arc<Conn>, text: &str) -> Option<Response> {
     if text.len() > app.limits.max_frame_bytes {

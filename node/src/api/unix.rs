@@ -10,7 +10,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 
 use super::conn::Conn;
-use super::{App, handle_text};
+use super::App;
 use tokio::io::AsyncReadExt;
 
 pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
@@ -99,19 +99,9 @@ async fn serve_one(app: Arc<App>, stream: UnixStream) {
         if text.is_empty() {
             continue;
         }
-        let Ok(permit) = in_flight.clone().acquire_owned().await else {
+        if !super::spawn_request(&app, &conn, &in_flight, text).await {
             break;
-        };
-        let app = app.clone();
-        let conn = conn.clone();
-        tokio::spawn(async move {
-            if let Some(resp) = handle_text(&app, &conn, &text).await
-                && let Ok(t) = serde_json::to_string(&resp)
-            {
-                conn.respond(t).await;
-            }
-            drop(permit);
-        });
+        }
     }
     conn.close_all();
     drop(conn);

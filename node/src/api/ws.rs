@@ -13,8 +13,8 @@ use axum::routing::get;
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::Semaphore;
 
+use super::App;
 use super::conn::Conn;
-use super::{App, handle_text};
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
@@ -109,19 +109,9 @@ async fn serve(app: Arc<App>, socket: WebSocket, authed: bool) {
         if writer.is_finished() {
             break;
         }
-        let Ok(permit) = in_flight.clone().acquire_owned().await else {
+        if !super::spawn_request(&app, &conn, &in_flight, text).await {
             break;
-        };
-        let app = app.clone();
-        let conn = conn.clone();
-        tokio::spawn(async move {
-            if let Some(resp) = handle_text(&app, &conn, &text).await
-                && let Ok(t) = serde_json::to_string(&resp)
-            {
-                conn.respond(t).await;
-            }
-            drop(permit);
-        });
+        }
     }
     conn.close_all();
     // Let queued answers go out, then stop the writer.

@@ -108,6 +108,27 @@ pub async fn start_idle(c: &mut Client, agent: &str) -> Value {
     conv
 }
 
+/// Creates a fake-harness agent and starts its conversation; returns the id.
+pub async fn agent_with_conversation(c: &mut Client, name: &str) -> String {
+    create_agent(c, name).await;
+    conversation_id(c, name).await
+}
+
+/// Starts (or gets) `agent`'s live conversation, waits for IDLE, returns its id.
+pub async fn conversation_id(c: &mut Client, agent: &str) -> String {
+    start_idle(c, agent).await["id"].as_str().expect("id").to_string()
+}
+
+/// `conversation.sendMessage`.
+pub async fn send(c: &mut Client, id: &str, text: &str) -> Value {
+    call(
+        c,
+        "conversation.sendMessage",
+        json!({ "conversation": id, "text": text }),
+    )
+    .await
+}
+
 pub async fn wait_idle(c: &mut Client, id: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
