@@ -27,30 +27,36 @@ pub struct Target {
 
 impl Target {
     /// `WARREN_URL` / `WARREN_TOKEN` (or flags) win; otherwise the local node of
-    /// `data_dir` (its `node.json` and `admin.token`).
+    /// `data_dir` (its `node.json` and `admin.token`). The local admin token is
+    /// only ever sent to the local node's own endpoint.
     pub fn resolve(url: Option<String>, token: Option<String>, data_dir: &Path) -> anyhow::Result<Target> {
-        let url = match url {
-            Some(u) => u,
-            None => {
-                let path = node::server::endpoint_path(data_dir);
-                let text = std::fs::read_to_string(&path).with_context(|| {
-                    format!(
-                        "no WARREN_URL given and no local node found ({} is missing: is `warren up` running with this data dir?)",
-                        path.display()
-                    )
-                })?;
-                let v: Value = serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
-                v.get("endpoint")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| anyhow!("{} has no endpoint", path.display()))?
-                    .to_string()
+        let local_endpoint = || -> anyhow::Result<String> {
+            let path = node::server::endpoint_path(data_dir);
+            let text = std::fs::read_to_string(&path).with_context(|| {
+                format!(
+                    "no WARREN_URL given and no local node found ({} is missing: is `warren up` running with this data dir?)",
+                    path.display()
+                )
+            })?;
+            let v: Value = serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
+            Ok(v.get("endpoint")
+                .and_then(Value::as_str)
+                .ok_or_else(|| anyhow!("{} has no endpoint", path.display()))?
+                .to_string())
+        };
+        let (url, local) = match url {
+            Some(u) => {
+                let local = local_endpoint().is_ok_and(|e| e == u);
+                (u, local)
             }
+            None => (local_endpoint()?, true),
         };
         let token = match token {
             Some(t) => Some(t),
-            None => std::fs::read_to_string(node::server::token_path(data_dir))
+            None if local => std::fs::read_to_string(node::server::token_path(data_dir))
                 .ok()
                 .map(|t| t.trim().to_string()),
+            None => None,
         };
         Ok(Target { url, token })
     }
@@ -221,4 +227,39 @@ impl CallError {
 pub fn data_dir(flag: Option<PathBuf>) -> PathBuf {
     flag.or_else(|| std::env::var_os("WARREN_DATA_DIR").map(PathBuf::from))
         .unwrap_or_else(node::config::default_data_dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_local_admin_token_only_goes_to_the_local_node() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            node::server::endpoint_path(dir.path()),
+            r#"{"endpoint":"ws://127.0.0.1:9/v1/ws"}"#,
+        )
+        .expect("node.json");
+        std::fs::write(node::server::token_path(dir.path()), "tok\n").expect("token");
+        let t = Target::resolve(None, None, dir.path()).expect("local");
+        assert_eq!(
+            (t.url.as_str(), t.token.as_deref()),
+            ("ws://127.0.0.1:9/v1/ws", Some("tok"))
+        );
+        let t = Target::resolve(Some("ws://127.0.0.1:9/v1/ws".into()), None, dir.path()).expect("same");
+        assert_eq!(t.token.as_deref(), Some("tok"));
+        let t = Target::resolve(Some("ws://elsewhere:7767/v1/ws".into()), None, dir.path()).expect("remote");
+        assert_eq!(t.token, None, "never send the local admin token elsewhere");
+        let t = Target::resolve(
+            Some("ws://elsewhere:7767/v1/ws".into()),
+            Some("given".into()),
+            dir.path(),
+        )
+        .expect("x");
+        assert_eq!(t.token.as_deref(), Some("given"));
+        let empty = tempfile::tempdir().expect("tempdir");
+        let err = Target::resolve(None, None, empty.path()).expect_err("no node");
+        assert!(err.to_string().contains("is `warren up` running"), "{err}");
+    }
 }

@@ -9,8 +9,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 
-use super::conn::Conn;
 use super::App;
+use super::conn::Conn;
 use tokio::io::AsyncReadExt;
 
 pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
