@@ -1,0 +1,141 @@
+//! The method table: for every API method, the resource it acts on and the
+//! operation it needs. A method missing from the table is denied. Also the
+//! companion allowlist and the local-only methods.
+
+use crate::rights::Operation;
+
+/// Which resource a call acts on, taken from its params.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The node itself (`resource("node")`).
+    Node,
+    /// The agent named in the params (`agent`, or `to` for mail).
+    Agent,
+    /// The conversation in the params, and its agent.
+    Conversation,
+    /// A conversation if the params name one, else an agent if they name one,
+    /// else the node (lists and subscriptions that can be narrowed).
+    Narrowest,
+    /// Only the caller's own session (cancel its own subscription, inspect a
+    /// token it holds): any valid token may.
+    Caller,
+}
+
+/// What a method needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    pub scope: Scope,
+    pub operation: Operation,
+}
+
+const fn need(scope: Scope, operation: Operation) -> Need {
+    Need { scope, operation }
+}
+
+use Operation::*;
+use Scope::*;
+
+/// Every method of the API (API.md), built or planned.
+pub const TABLE: &[(&str, Need)] = &[
+    ("session.authenticate", need(Caller, Observe)),
+    ("node.info", need(Node, Observe)),
+    ("fleet.nodes", need(Node, Observe)),
+    ("agent.create", need(Node, Admin)),
+    ("agent.get", need(Agent, Observe)),
+    ("agent.list", need(Node, Observe)),
+    ("agent.update", need(Agent, Admin)),
+    ("agent.archive", need(Agent, Admin)),
+    ("conversation.start", need(Agent, Control)),
+    ("conversation.continue", need(Conversation, Control)),
+    ("conversation.pause", need(Conversation, Control)),
+    ("conversation.terminate", need(Conversation, Control)),
+    ("conversation.get", need(Conversation, Observe)),
+    ("conversation.list", need(Narrowest, Observe)),
+    ("conversation.screen", need(Conversation, Observe)),
+    ("conversation.sendMessage", need(Conversation, Inject)),
+    ("conversation.sendKeys", need(Conversation, Terminal)),
+    ("conversation.resize", need(Conversation, Terminal)),
+    ("transcript.read", need(Conversation, Observe)),
+    ("transcript.subscribe", need(Narrowest, Observe)),
+    ("terminal.subscribe", need(Conversation, Terminal)),
+    ("subscription.cancel", need(Caller, Observe)),
+    ("events.subscribe", need(Node, Observe)),
+    ("mailbox.send", need(Agent, Message)),
+    ("mailbox.inbox", need(Agent, Observe)),
+    ("mailbox.ack", need(Agent, Observe)),
+    ("supervision.get", need(Narrowest, Observe)),
+    ("supervision.set", need(Node, Supervise)),
+    ("supervision.audit", need(Narrowest, Observe)),
+    ("supervision.status", need(Narrowest, Observe)),
+    ("supervision.nudge", need(Agent, Supervise)),
+    ("supervision.holds", need(Narrowest, Observe)),
+    ("supervision.answer", need(Node, Supervise)),
+    ("monitor.attach", need(Agent, Supervise)),
+    ("monitor.list", need(Narrowest, Observe)),
+    ("monitor.detach", need(Node, Supervise)),
+    ("monitor.rearm", need(Node, Supervise)),
+    ("token.mint", need(Node, Admin)),
+    ("token.inspect", need(Caller, Observe)),
+    ("token.revoke", need(Node, Admin)),
+    ("usage.get", need(Narrowest, Observe)),
+    ("spend.history", need(Node, Observe)),
+    ("config.set", need(Node, Admin)),
+];
+
+/// What `method` needs; `None` means the method is unknown and denied.
+pub fn need_of(method: &str) -> Option<Need> {
+    TABLE.iter().find(|(m, _)| *m == method).map(|(_, n)| *n)
+}
+
+/// The phone companion's read-only methods.
+pub const COMPANION_READ: &[&str] = &[
+    "node.info",
+    "fleet.nodes",
+    "agent.get",
+    "agent.list",
+    "conversation.get",
+    "conversation.list",
+    "conversation.screen",
+    "transcript.read",
+    "transcript.subscribe",
+    "subscription.cancel",
+    "supervision.status",
+    "supervision.audit",
+    "supervision.holds",
+    "usage.get",
+];
+
+/// The companion's optional actions (no standing authority).
+pub const COMPANION_ACTIONS: &[&str] = &["supervision.nudge", "supervision.answer"];
+
+/// Methods that grant standing authority: never over the network.
+pub const LOCAL_ONLY: &[&str] = &["supervision.set", "config.set"];
+
+/// Operations a remotely minted token may not carry.
+pub const LOCAL_ONLY_OPERATIONS: &[Operation] = &[Operation::Admin, Operation::Supervise];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_method_has_exactly_one_entry() {
+        let mut seen = std::collections::HashSet::new();
+        for (m, _) in TABLE {
+            assert!(seen.insert(*m), "{m} twice");
+        }
+        for list in [COMPANION_READ, COMPANION_ACTIONS, LOCAL_ONLY] {
+            for m in list {
+                assert!(need_of(m).is_some(), "{m} has no entry");
+            }
+        }
+        assert_eq!(need_of("agent.explode"), None);
+    }
+
+    #[test]
+    fn companion_reads_only_observe() {
+        for m in COMPANION_READ {
+            assert_eq!(need_of(m).map(|n| n.operation), Some(Operation::Observe), "{m}");
+        }
+    }
+}
