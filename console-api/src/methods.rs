@@ -26,6 +26,10 @@ pub const TRANSCRIPT_SUBSCRIBE: &str = "transcript.subscribe";
 pub const TERMINAL_SUBSCRIBE: &str = "terminal.subscribe";
 pub const SUBSCRIPTION_CANCEL: &str = "subscription.cancel";
 
+pub const TOKEN_MINT: &str = "token.mint";
+pub const TOKEN_INSPECT: &str = "token.inspect";
+pub const TOKEN_REVOKE: &str = "token.revoke";
+
 /// Server notifications.
 pub const NOTIFY_TRANSCRIPT_EVENT: &str = "transcript.event";
 pub const NOTIFY_TERMINAL_DATA: &str = "terminal.data";
@@ -53,4 +57,7 @@ pub const ALL: &[&str] = &[
     TRANSCRIPT_SUBSCRIBE,
     TERMINAL_SUBSCRIBE,
     SUBSCRIPTION_CANCEL,
+    TOKEN_MINT,
+    TOKEN_INSPECT,
+    TOKEN_REVOKE,
 ];

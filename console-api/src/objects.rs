@@ -238,6 +238,55 @@ pub struct SubscriptionRef {
     pub subscription: String,
 }
 
+/// One right to put in a token: `{resource: "agent:coder", operation: "observe"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RightSpec {
+    pub resource: String,
+    pub operation: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenMint {
+    pub rights: Vec<RightSpec>,
+    #[serde(default)]
+    pub ttl_secs: Option<u64>,
+    /// Only these methods.
+    #[serde(default)]
+    pub methods: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TokenMinted {
+    pub token: String,
+    pub revocation_ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenRef {
+    pub token: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TokenInspection {
+    /// Each block's Datalog, authority first.
+    pub blocks: Vec<String>,
+    pub revocation_ids: Vec<String>,
+    /// Signed by a root this node trusts.
+    pub verified: bool,
+    pub revoked: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenRevoke {
+    pub revocation_id: String,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NodeInfo {
     pub node_id: String,

@@ -45,6 +45,8 @@ pub struct ConvEntry {
 pub struct Catalog {
     pub agents: BTreeMap<String, AgentEntry>,
     pub conversations: BTreeMap<String, ConvEntry>,
+    /// Revocation ids of revoked tokens (hex).
+    pub revoked: std::collections::BTreeSet<String>,
     /// Seq of the last event applied.
     pub applied_seq: u64,
 }
@@ -108,6 +110,9 @@ impl Catalog {
             }
             Event::ConversationContinued { id } => self.set_state(id, ts, ConversationState::Starting, None, 0),
             Event::ConversationArchived { id, .. } => self.set_state(id, ts, ConversationState::Archived, None, 0),
+            Event::TokenRevoked { revocation_id } => {
+                self.revoked.insert(revocation_id.clone());
+            }
             Event::Transcript { .. } => {}
         }
     }

@@ -54,6 +54,11 @@ pub struct Config {
     pub runtime: RuntimeKind,
     pub rows: u16,
     pub cols: u16,
+    /// Lifetime of a conversation's instance token; renewed at half of it.
+    pub instance_token_ttl_secs: u64,
+    /// Further root public keys (hex) whose tokens this node accepts, e.g. the
+    /// fleet owner's (`warren fleet init`). The node's own root is always trusted.
+    pub trusted_roots: Vec<String>,
     pub limits: Limits,
 }
 
@@ -65,6 +70,8 @@ impl Default for Config {
             runtime: RuntimeKind::Local,
             rows: 40,
             cols: 120,
+            instance_token_ttl_secs: 600,
+            trusted_roots: vec![],
             limits: Limits::default(),
         }
     }

@@ -85,6 +85,10 @@ pub enum Event {
         id: String,
         reason: String,
     },
+    /// A token (any token one of whose blocks has this revocation id) is dead.
+    TokenRevoked {
+        revocation_id: String,
+    },
     /// One attributed transcript delta. `cursor` is the byte offset in the
     /// CLI's session file just past the line this came from (file-derived
     /// events only): committed with the event, it says where to resume reading.
@@ -111,6 +115,7 @@ impl Event {
             Event::ConversationPaused { .. } => "conversation_paused",
             Event::ConversationContinued { .. } => "conversation_continued",
             Event::ConversationArchived { .. } => "conversation_archived",
+            Event::TokenRevoked { .. } => "token_revoked",
             Event::Transcript { .. } => "transcript",
         }
     }

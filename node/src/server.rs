@@ -114,9 +114,11 @@ pub async fn run(
     let root = capabilities::RootKey::from_private_hex(&root_hex)
         .with_context(|| format!("reading {}", data_dir.join("root.key").display()))?;
     let token_file = token_path(&data_dir);
-    let token_ok = std::fs::read_to_string(&token_file)
-        .ok()
-        .is_some_and(|t| capabilities::verify(t.trim(), &root.public()).is_ok());
+    let token_ok = std::fs::read_to_string(&token_file).ok().is_some_and(|t| {
+        capabilities::Verifier::new(vec![root.public()])
+            .verify(t.trim())
+            .is_ok()
+    });
     if !token_ok {
         let token = root.mint_admin(&node_id)?;
         write_private(&token_file, &format!("{token}\n"))?;
@@ -132,8 +134,17 @@ pub async fn run(
     let store = Store::open(&db_path(&data_dir))
         .await
         .with_context(|| format!("opening the store {}", db_path(&data_dir).display()))?;
+    let root = Arc::new(root);
+    let mut roots = vec![root.public()];
+    for hex_key in &cfg.trusted_roots {
+        roots.push(
+            capabilities::public_key_from_hex(hex_key)
+                .with_context(|| format!("trusted_roots: {hex_key:?} is not an ed25519 public key in hex"))?,
+        );
+    }
     let node = Node::open(
         CoreConfig {
+            node_id: node_id.clone(),
             data_dir: data_dir.clone(),
             self_exe,
             rows: cfg.rows,
@@ -141,9 +152,11 @@ pub async fn run(
             send_queue: cfg.limits.send_queue,
             send_idle_timeout: Duration::from_millis(cfg.limits.send_idle_timeout_ms),
             send_ack_timeout: Duration::from_millis(cfg.limits.send_ack_timeout_ms),
+            instance_token_ttl: Duration::from_secs(cfg.instance_token_ttl_secs.max(2)),
         },
         store,
         runtime,
+        root.clone(),
     )
     .await
     .map_err(|e| anyhow::anyhow!("recovering the catalog: {e}"))?;
@@ -153,6 +166,7 @@ pub async fn run(
         .with_context(|| format!("binding {}", cfg.listen))?;
     let addr = listener.local_addr()?;
     let endpoint = format!("ws://{addr}{}", console_api::WS_PATH);
+    node.set_endpoint(endpoint.clone());
     let socket_path = data_dir.join("warren.sock");
     let unix = api::unix::bind(&socket_path).with_context(|| format!("binding {}", socket_path.display()))?;
 
@@ -165,7 +179,7 @@ pub async fn run(
             started_at,
             root_public_key: root.public_hex(),
         },
-        root_public: root.public(),
+        verifier: capabilities::Verifier::new(roots),
         limits: cfg.limits.clone(),
         connections: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_connections)),
     });

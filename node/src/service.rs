@@ -75,6 +75,7 @@ pub type NodeResult<T> = Result<T, NodeError>;
 /// Tunables of the node core.
 #[derive(Debug, Clone)]
 pub struct CoreConfig {
+    pub node_id: String,
     pub data_dir: PathBuf,
     /// The executable that provides `fake-cli` (normally this node's own).
     pub self_exe: PathBuf,
@@ -83,6 +84,8 @@ pub struct CoreConfig {
     pub send_queue: usize,
     pub send_idle_timeout: Duration,
     pub send_ack_timeout: Duration,
+    /// Lifetime of a conversation's instance token (renewed at half of it).
+    pub instance_token_ttl: Duration,
 }
 
 pub struct Node {
@@ -93,13 +96,27 @@ pub struct Node {
     transcripts: Arc<Transcripts>,
     runtime: Arc<dyn Runtime>,
     exits: mpsc::Sender<String>,
+    root: Arc<capabilities::RootKey>,
+    /// Revoked token ids, mirrored from the catalog for a lock-cheap check per call.
+    revoked: std::sync::RwLock<std::collections::HashSet<String>>,
+    /// Revocation ids of the instance tokens issued per live conversation.
+    instance_tokens: Mutex<HashMap<String, Vec<String>>>,
+    /// The API endpoint, handed to CLIs with their instance token.
+    endpoint: std::sync::OnceLock<String>,
+    /// Itself, for tasks that must not keep the node alive.
+    me: std::sync::OnceLock<std::sync::Weak<Node>>,
 }
 
 impl Node {
     /// Folds the catalog from the log, pauses every conversation that was
     /// live when the node last stopped (its process is gone), and starts the
     /// task that pauses conversations whose CLI exits.
-    pub async fn open(cfg: CoreConfig, store: Store, runtime: Arc<dyn Runtime>) -> NodeResult<Arc<Node>> {
+    pub async fn open(
+        cfg: CoreConfig,
+        store: Store,
+        runtime: Arc<dyn Runtime>,
+        root: Arc<capabilities::RootKey>,
+    ) -> NodeResult<Arc<Node>> {
         let events = store.catalog_events().await?;
         let mut catalog = Catalog::fold(&events);
         let transcripts = Arc::new(Transcripts::new(store.clone()));
@@ -126,6 +143,7 @@ impl Node {
         }
 
         let (exits, mut exit_rx) = mpsc::channel::<String>(256);
+        let revoked = std::sync::RwLock::new(catalog.revoked.iter().cloned().collect());
         let node = Arc::new(Node {
             cfg,
             store,
@@ -134,7 +152,13 @@ impl Node {
             transcripts,
             runtime,
             exits,
+            root,
+            revoked,
+            instance_tokens: Mutex::new(HashMap::new()),
+            endpoint: std::sync::OnceLock::new(),
+            me: std::sync::OnceLock::new(),
         });
+        let _ = node.me.set(Arc::downgrade(&node));
         let weak = Arc::downgrade(&node);
         tokio::spawn(async move {
             while let Some(id) = exit_rx.recv().await {
@@ -263,6 +287,7 @@ impl Node {
                             m.insert(id.to_string(), live);
                         }
                         drop(cat);
+                        self.start_renewal(id);
                         self.transcripts.append(id, "system", "lifecycle", note).await?;
                         let cat = self.catalog.lock().await;
                         Ok(self.conv_wire(cat.conversation(id)?))
@@ -271,12 +296,14 @@ impl Node {
                         // Paused or terminated while it was starting.
                         drop(cat);
                         live.shutdown().await;
+                        self.revoke_instance_tokens(id).await;
                         Err(e.into())
                     }
                 }
             }
             Err(reason) => {
                 tracing::warn!(conversation = id, %reason, "launch failed");
+                self.revoke_instance_tokens(id).await;
                 let mut cat = self.catalog.lock().await;
                 if let Ok(e) = cat.decide_transition(id, Transition::Pause, &format!("launch failed: {reason}")) {
                     self.commit(&mut cat, vec![e]).await?;
@@ -328,6 +355,14 @@ impl Node {
             None => 0,
         };
         let mut env = base_env(&home, &c.id, &agent.name);
+        let (token, token_file) = self
+            .issue_instance_token(&c.id, agent, &home)
+            .map_err(|e| e.to_string())?;
+        env.push(("WARREN_TOKEN".into(), token));
+        env.push(("WARREN_TOKEN_FILE".into(), token_file.display().to_string()));
+        if let Some(url) = self.endpoint.get() {
+            env.push(("WARREN_URL".into(), url.clone()));
+        }
         env.extend(plan.env);
         let spec = LaunchSpec {
             conversation: c.id.clone(),
@@ -386,6 +421,7 @@ impl Node {
         if let Some(live) = live {
             live.shutdown().await;
         }
+        self.revoke_instance_tokens(id).await;
         let verb = if t == Transition::Pause { "paused" } else { "archived" };
         self.transcripts
             .append(id, "system", "lifecycle", format!("{verb}: {reason}"))
@@ -413,6 +449,7 @@ impl Node {
             }
         }
         live.shutdown().await;
+        self.revoke_instance_tokens(id).await;
         let _ = self
             .transcripts
             .append(id, "system", "lifecycle", format!("paused: {reason}"))
@@ -567,6 +604,166 @@ impl Node {
         }
         Ok(())
     }
+}
+
+impl Node {
+    /// Where clients (and CLIs, with their instance token) reach this node.
+    pub fn set_endpoint(&self, endpoint: String) {
+        let _ = self.endpoint.set(endpoint);
+    }
+
+    pub fn node_id(&self) -> &str {
+        &self.cfg.node_id
+    }
+
+    pub fn root(&self) -> &capabilities::RootKey {
+        &self.root
+    }
+
+    /// True if any of `ids` has been revoked.
+    pub fn any_revoked(&self, ids: &[String]) -> bool {
+        self.revoked
+            .read()
+            .map(|set| ids.iter().any(|id| set.contains(id)))
+            .unwrap_or(true)
+    }
+
+    /// Records revocations durably; they apply to the very next call.
+    pub async fn revoke(&self, ids: Vec<String>) -> NodeResult<()> {
+        for id in &ids {
+            if id.is_empty() || id.len() > 256 || !id.chars().all(|c| c.is_ascii_hexdigit()) {
+                return Err(NodeError::Invalid(format!(
+                    "revocation_id: {id:?} is not a hex revocation id (see token.inspect)"
+                )));
+            }
+        }
+        let fresh: Vec<String> = {
+            let set = self
+                .revoked
+                .read()
+                .map_err(|_| NodeError::Internal("revocation set poisoned".into()))?;
+            ids.into_iter()
+                .filter(|id| !set.contains(&id.to_ascii_lowercase()))
+                .collect()
+        };
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let mut cat = self.catalog.lock().await;
+        let events = fresh
+            .iter()
+            .map(|id| Event::TokenRevoked {
+                revocation_id: id.to_ascii_lowercase(),
+            })
+            .collect();
+        self.commit(&mut cat, events).await?;
+        if let Ok(mut set) = self.revoked.write() {
+            set.extend(fresh.into_iter().map(|id| id.to_ascii_lowercase()));
+        }
+        Ok(())
+    }
+
+    /// Mints the conversation's instance token (exactly the agent's grants,
+    /// short-lived) and writes it to `<home>/.warren/instance.token` (0600).
+    fn issue_instance_token(
+        &self,
+        conversation: &str,
+        agent: &crate::events::AgentRecord,
+        home: &Path,
+    ) -> Result<(String, PathBuf), NodeError> {
+        use capabilities::{MintSpec, Operation, Resource, Right};
+        let mut rights = vec![Right::new(Resource::Agent(agent.name.clone()), Operation::Observe)];
+        match &agent.grants.peers {
+            Some(serde_json::Value::String(s)) if s == "all" => {
+                rights.push(Right::new(Resource::AllAgents, Operation::Message));
+            }
+            Some(serde_json::Value::Array(peers)) => {
+                for p in peers.iter().filter_map(|p| p.as_str()) {
+                    rights.push(Right::new(Resource::Agent(p.to_string()), Operation::Message));
+                }
+            }
+            _ => {}
+        }
+        let token = self
+            .root
+            .mint(&MintSpec {
+                rights,
+                expires_at: Some(std::time::SystemTime::now() + self.cfg.instance_token_ttl),
+                methods: None,
+                facts: vec![
+                    ("agent".into(), agent.name.clone()),
+                    ("conversation".into(), conversation.to_string()),
+                ],
+            })
+            .map_err(|e| NodeError::Internal(format!("could not mint the instance token: {e}")))?;
+        let ids = capabilities::inspect_unverified(&token)
+            .map(|i| i.revocation_ids)
+            .map_err(|e| NodeError::Internal(e.to_string()))?;
+        if let Ok(mut m) = self.instance_tokens.lock() {
+            m.entry(conversation.to_string()).or_default().extend(ids);
+        }
+        let dir = home.join(".warren");
+        std::fs::create_dir_all(&dir).map_err(|e| NodeError::Internal(format!("create {}: {e}", dir.display())))?;
+        let path = dir.join("instance.token");
+        write_private(&path, &token).map_err(|e| NodeError::Internal(format!("write {}: {e}", path.display())))?;
+        Ok((token, path))
+    }
+
+    /// Renews the instance token at half its lifetime while the conversation lives.
+    fn start_renewal(&self, id: &str) {
+        let Some(weak) = self.me.get().cloned() else { return };
+        let id = id.to_string();
+        let every = self.cfg.instance_token_ttl / 2;
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(node) = weak.upgrade() else { return };
+                if node.live(&id).is_none() {
+                    return;
+                }
+                let agent = {
+                    let cat = node.catalog.lock().await;
+                    let Some(c) = cat.conversations.get(&id) else { return };
+                    let Some(a) = cat.agents.get(&c.agent) else { return };
+                    a.record.clone()
+                };
+                let home = node.agent_dir(&agent.name).join("home");
+                if let Err(e) = node.issue_instance_token(&id, &agent, &home) {
+                    tracing::warn!(conversation = %id, error = %e, "instance token renewal failed");
+                }
+            }
+        });
+    }
+
+    /// Revokes every instance token issued to conversation `id`.
+    async fn revoke_instance_tokens(&self, id: &str) {
+        let ids = self
+            .instance_tokens
+            .lock()
+            .ok()
+            .and_then(|mut m| m.remove(id))
+            .unwrap_or_default();
+        if ids.is_empty() {
+            return;
+        }
+        if let Err(e) = self.revoke(ids).await {
+            tracing::error!(conversation = id, error = %e, "could not revoke the instance tokens");
+        }
+    }
+}
+
+fn write_private(path: &Path, content: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(content.as_bytes())?;
+    std::fs::rename(&tmp, path)
 }
 
 fn base_env(home: &Path, conversation: &str, agent: &str) -> Vec<(String, String)> {

@@ -193,6 +193,60 @@ pub enum TranscriptVerb {
 }
 
 #[derive(Subcommand)]
+pub enum TokenVerb {
+    /// Mint a token on the node. Rights with admin or supervise are minted over
+    /// the local Unix socket (never over the network).
+    Mint {
+        /// RESOURCE:OPERATION, e.g. agent:coder:observe, node:observe, agent:*:message.
+        #[arg(long = "right")]
+        rights: Vec<String>,
+        /// Lifetime in seconds.
+        #[arg(long)]
+        ttl: Option<u64>,
+        /// Only these methods.
+        #[arg(long = "method")]
+        methods: Vec<String>,
+        /// The phone companion's read-only profile.
+        #[arg(long, conflicts_with = "rights")]
+        companion: bool,
+        /// With --companion: also supervision.nudge and supervision.answer.
+        #[arg(long, requires = "companion")]
+        with_actions: bool,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Narrow a token offline (no node needed). TOKEN `-` reads stdin.
+    Attenuate {
+        token: String,
+        #[arg(long = "agent")]
+        agents: Vec<String>,
+        #[arg(long = "conversation")]
+        conversations: Vec<String>,
+        #[arg(long = "operation")]
+        operations: Vec<String>,
+        #[arg(long = "method")]
+        methods: Vec<String>,
+        /// Expire this many seconds from now.
+        #[arg(long)]
+        ttl: Option<u64>,
+    },
+    /// Show a token's blocks as Datalog (asks the node unless --offline).
+    Inspect {
+        token: String,
+        #[arg(long)]
+        offline: bool,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Revoke a token by one of its revocation ids (see inspect).
+    Revoke {
+        revocation_id: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
 pub enum AdminVerb {
     /// Refold the projections from the event log (the node must be stopped).
     Rebuild {
@@ -588,6 +642,145 @@ pub async fn transcript(verb: TranscriptVerb, conn: Conn, out: Output) -> anyhow
                 }
             }
         }
+    }
+}
+
+fn read_token_arg(token: String) -> anyhow::Result<String> {
+    if token == "-" {
+        let mut buf = String::new();
+        std::io::stdin().read_to_string(&mut buf)?;
+        Ok(buf.trim().to_string())
+    } else {
+        Ok(token.trim().to_string())
+    }
+}
+
+pub async fn token(verb: TokenVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
+    use capabilities::methods::{COMPANION_ACTIONS, COMPANION_READ, LOCAL_ONLY_OPERATIONS};
+    match verb {
+        TokenVerb::Mint {
+            rights,
+            ttl,
+            methods,
+            companion,
+            with_actions,
+            data_dir,
+        } => {
+            let (rights, methods) = if companion {
+                let mut rights = vec!["node:observe".to_string()];
+                let mut list: Vec<String> = COMPANION_READ.iter().map(|s| s.to_string()).collect();
+                if with_actions {
+                    rights.push("node:supervise".into());
+                    list.extend(COMPANION_ACTIONS.iter().map(|s| s.to_string()));
+                }
+                (rights, list)
+            } else {
+                (rights, methods)
+            };
+            if rights.is_empty() {
+                anyhow::bail!("give at least one --right RESOURCE:OPERATION (or --companion)");
+            }
+            let mut specs = vec![];
+            let mut needs_local = false;
+            for r in &rights {
+                let right = capabilities::Right::parse_cli(r).map_err(|e| anyhow::anyhow!(e))?;
+                needs_local |= LOCAL_ONLY_OPERATIONS.contains(&right.operation);
+                specs.push(json!({ "resource": right.resource.to_string(), "operation": right.operation.as_str() }));
+            }
+            let mut p = json!({ "rights": specs });
+            if let Some(t) = ttl {
+                p["ttl_secs"] = json!(t);
+            }
+            if !methods.is_empty() {
+                p["methods"] = json!(methods);
+            }
+            let r = if needs_local {
+                client::unix_call(&client::data_dir(data_dir), m::TOKEN_MINT, p).await
+            } else {
+                conn.connect(data_dir).await?.call(m::TOKEN_MINT, p).await
+            };
+            finish(out, r, |v| println!("{}", s(v, "token")))
+        }
+        TokenVerb::Attenuate {
+            token,
+            agents,
+            conversations,
+            operations,
+            methods,
+            ttl,
+        } => {
+            let token = read_token_arg(token)?;
+            let operations = operations
+                .iter()
+                .map(|o| o.parse::<capabilities::Operation>().map_err(|e| anyhow::anyhow!(e)))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let r = capabilities::Restriction {
+                agents,
+                conversations,
+                operations,
+                methods,
+                expires_at: ttl.map(|t| std::time::SystemTime::now() + Duration::from_secs(t)),
+            };
+            let narrowed = capabilities::attenuate(&token, &r)?;
+            if out.json {
+                println!("{}", json!({ "token": narrowed }));
+            } else {
+                println!("{narrowed}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        TokenVerb::Inspect {
+            token,
+            offline,
+            data_dir,
+        } => {
+            let token = read_token_arg(token)?;
+            if offline {
+                let i = capabilities::inspect_unverified(&token)?;
+                let v = json!({ "blocks": i.blocks, "revocation_ids": i.revocation_ids, "verified": false });
+                return finish(out, Ok(v), print_inspection);
+            }
+            let mut c = conn.connect(data_dir).await?;
+            finish(
+                out,
+                c.call(m::TOKEN_INSPECT, json!({ "token": token })).await,
+                print_inspection,
+            )
+        }
+        TokenVerb::Revoke {
+            revocation_id,
+            data_dir,
+        } => {
+            let mut c = conn.connect(data_dir).await?;
+            let r = c.call(m::TOKEN_REVOKE, json!({ "revocation_id": revocation_id })).await;
+            finish(out, r, |_| println!("revoked"))
+        }
+    }
+}
+
+fn print_inspection(v: &Value) {
+    for (i, b) in v
+        .get("blocks")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        println!("// block {i}{}", if i == 0 { " (authority)" } else { "" });
+        println!("{}", b.as_str().unwrap_or("").trim_end());
+    }
+    println!("// revocation ids");
+    for id in v.get("revocation_ids").and_then(Value::as_array).into_iter().flatten() {
+        println!("{}", id.as_str().unwrap_or(""));
+    }
+    if let Some(verified) = v.get("verified").and_then(Value::as_bool) {
+        println!("// verified by the node: {verified}");
+    }
+    if v.get("revoked").and_then(Value::as_bool) == Some(true) {
+        println!("// REVOKED");
+    }
+    if let Some(e) = v.get("error").and_then(Value::as_str) {
+        println!("// {e}");
     }
 }
 

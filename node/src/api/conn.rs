@@ -4,7 +4,7 @@
 //! slows the node or other clients.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,9 +21,20 @@ use crate::transcript::as_transcript;
 /// Why the server closes a connection.
 pub const CLOSE_SLOW: &str = "subscriber too slow: outbound queue full";
 
+/// Who is calling on a connection.
+#[derive(Clone)]
+pub enum Caller {
+    /// The Unix socket: local admin authority, no token.
+    Local,
+    /// A WebSocket client and the token it presented.
+    Token(Arc<capabilities::Verified>),
+    /// Nothing presented yet.
+    Anonymous,
+}
+
 pub struct Conn {
     transport: &'static str,
-    authed: AtomicBool,
+    caller: Mutex<Caller>,
     out: mpsc::Sender<String>,
     kill: watch::Sender<Option<String>>,
     subs: Mutex<HashMap<String, AbortHandle>>,
@@ -38,7 +49,7 @@ impl Conn {
     /// watches the returned kill receiver.
     pub fn new(
         transport: &'static str,
-        authed: bool,
+        caller: Caller,
         queue: usize,
         max_subs: usize,
     ) -> (Arc<Conn>, mpsc::Receiver<String>, watch::Receiver<Option<String>>) {
@@ -46,7 +57,7 @@ impl Conn {
         let (kill, kill_rx) = watch::channel(None);
         let conn = Arc::new(Conn {
             transport,
-            authed: AtomicBool::new(authed),
+            caller: Mutex::new(caller),
             out,
             kill,
             subs: Mutex::new(HashMap::new()),
@@ -66,22 +77,23 @@ impl Conn {
         "human"
     }
 
-    pub fn authenticate(&self, root: &capabilities::PublicKey, token: &str) -> Result<(), RpcError> {
-        capabilities::verify(token, root)
+    /// Verifies `token` and makes it this connection's authority.
+    pub fn authenticate(&self, verifier: &capabilities::Verifier, token: &str) -> Result<(), RpcError> {
+        let v = verifier
+            .verify(token)
             .map_err(|e| RpcError::new(ErrorCode::Unauthenticated, format!("token refused: {e}")))?;
-        self.authed.store(true, Ordering::SeqCst);
+        if let Ok(mut c) = self.caller.lock() {
+            *c = Caller::Token(v);
+        }
         Ok(())
     }
 
-    pub fn check_auth(&self) -> Result<(), RpcError> {
-        if self.authed.load(Ordering::SeqCst) {
-            Ok(())
-        } else {
-            Err(RpcError::new(
-                ErrorCode::Unauthenticated,
-                "unauthenticated: send `Authorization: Bearer <token>` on the upgrade or call session.authenticate first",
-            ))
-        }
+    pub fn caller(&self) -> Caller {
+        self.caller.lock().map(|c| c.clone()).unwrap_or(Caller::Anonymous)
+    }
+
+    pub fn is_local(&self) -> bool {
+        matches!(self.caller(), Caller::Local)
     }
 
     /// Queues a response, waiting for room (responses are bounded by the

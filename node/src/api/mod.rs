@@ -2,6 +2,7 @@
 //! Each request is parsed, authenticated, routed to the node core, and answered
 //! with a result or an error whose code and message say what was wrong.
 
+pub mod auth;
 pub mod conn;
 pub mod unix;
 pub mod ws;
@@ -27,7 +28,7 @@ pub struct NodeIdentity {
 pub struct App {
     pub node: Arc<Node>,
     pub identity: NodeIdentity,
-    pub root_public: capabilities::PublicKey,
+    pub verifier: capabilities::Verifier,
     pub limits: crate::config::Limits,
     pub connections: Arc<tokio::sync::Semaphore>,
 }
@@ -170,10 +171,10 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
             token: String,
         }
         let a: Auth = params(p)?;
-        conn.authenticate(&app.root_public, &a.token)?;
+        conn.authenticate(&app.verifier, &a.token)?;
         return Ok(json!({ "authenticated": true }));
     }
-    conn.check_auth()?;
+    auth::check(app, conn, method, p.as_ref()).await?;
     let node = &app.node;
     let v = match method {
         m::NODE_INFO => serde_json::to_value(console_api::NodeInfo {
@@ -228,6 +229,15 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
             let session = node.live_session(&id).await?;
             json!({ "subscription": conn.subscribe_terminal(session)? })
         }
+        m::TOKEN_MINT => serde_json::to_value(auth::mint(app, conn, params(p)?)?).map_err(internal)?,
+        m::TOKEN_INSPECT => {
+            serde_json::to_value(auth::inspect(app, &params::<console_api::TokenRef>(p)?.token)).map_err(internal)?
+        }
+        m::TOKEN_REVOKE => {
+            let r: console_api::TokenRevoke = params(p)?;
+            node.revoke(vec![r.revocation_id]).await?;
+            json!({ "revoked": true })
+        }
         m::SUBSCRIPTION_CANCEL => {
             let s: console_api::SubscriptionRef = params(p)?;
             conn.cancel(&s.subscription)?;
@@ -236,7 +246,7 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
         other => {
             return Err(RpcError::new(
                 ErrorCode::MethodNotFound,
-                format!("unknown method {other:?}"),
+                format!("method {other:?} is not served by this node yet"),
             ));
         }
     };

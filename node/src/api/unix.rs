@@ -10,7 +10,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 
 use super::App;
-use super::conn::Conn;
+use super::conn::{Caller, Conn};
 use tokio::io::AsyncReadExt;
 
 pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
@@ -41,8 +41,12 @@ pub async fn serve(app: Arc<App>, listener: UnixListener) {
 
 async fn serve_one(app: Arc<App>, stream: UnixStream) {
     let (read, mut write) = stream.into_split();
-    let (conn, mut out_rx, mut kill_rx) =
-        Conn::new("unix", true, app.limits.outbound_queue, app.limits.max_subscriptions);
+    let (conn, mut out_rx, mut kill_rx) = Conn::new(
+        "unix",
+        Caller::Local,
+        app.limits.outbound_queue,
+        app.limits.max_subscriptions,
+    );
     let writer = tokio::spawn(async move {
         loop {
             tokio::select! {

@@ -14,7 +14,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::sync::Semaphore;
 
 use super::App;
-use super::conn::Conn;
+use super::conn::{Caller, Conn};
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
@@ -34,12 +34,15 @@ async fn upgrade(State(app): State<Arc<App>>, headers: HeaderMap, ws: WebSocketU
         .map(str::to_string);
     // A bad bearer token is refused at the upgrade with a reason; no token at
     // all upgrades unauthenticated (browsers call session.authenticate).
-    let authed = match bearer {
-        Some(token) => match capabilities::verify(&token, &app.root_public) {
-            Ok(_) => true,
+    let caller = match bearer {
+        Some(token) => match app.verifier.verify(&token) {
+            Ok(v) if app.node.any_revoked(&v.revocation_ids) => {
+                return (StatusCode::UNAUTHORIZED, "token refused: it has been revoked\n").into_response();
+            }
+            Ok(v) => Caller::Token(v),
             Err(e) => return (StatusCode::UNAUTHORIZED, format!("token refused: {e}\n")).into_response(),
         },
-        None => false,
+        None => Caller::Anonymous,
     };
     // Frames above the soft limit are answered with -32600; far above it the
     // socket itself gives up (close code 1009).
@@ -48,14 +51,14 @@ async fn upgrade(State(app): State<Arc<App>>, headers: HeaderMap, ws: WebSocketU
         .max_message_size(hard_limit)
         .max_frame_size(hard_limit)
         .on_upgrade(move |socket| async move {
-            serve(app, socket, authed).await;
+            serve(app, socket, caller).await;
             drop(permit);
         })
 }
 
-async fn serve(app: Arc<App>, socket: WebSocket, authed: bool) {
+async fn serve(app: Arc<App>, socket: WebSocket, caller: Caller) {
     let (conn, mut out_rx, mut kill_rx) =
-        Conn::new("ws", authed, app.limits.outbound_queue, app.limits.max_subscriptions);
+        Conn::new("ws", caller, app.limits.outbound_queue, app.limits.max_subscriptions);
     let (mut sink, mut stream) = socket.split();
 
     let writer = tokio::spawn(async move {

@@ -1,0 +1,194 @@
+//! Authorization of every call, and the token methods. Each call is checked
+//! before it runs: local-only methods refuse the network, the caller's token
+//! must not be revoked (checked on every call, cached verifications too), and
+//! the token's Datalog must allow the method on the resources it touches.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use capabilities::methods::{LOCAL_ONLY, LOCAL_ONLY_OPERATIONS, Scope, need_of};
+use capabilities::{AuthError, MintSpec, Request, Resource, Right};
+use console_api::{ErrorCode, RpcError};
+use serde_json::{Value, json};
+
+use super::App;
+use super::conn::{Caller, Conn};
+
+/// Longest lifetime a minted token may ask for: one year.
+const MAX_TTL_SECS: u64 = 366 * 24 * 3600;
+
+fn local_only(method: &str) -> RpcError {
+    RpcError::new(
+        ErrorCode::LocalOnly,
+        format!("{method} is local-only: call it on the node's Unix socket (warren.sock), not over the network"),
+    )
+}
+
+fn str_param<'a>(p: Option<&'a Value>, key: &str) -> Option<&'a str> {
+    p.and_then(|p| p.get(key)).and_then(Value::as_str)
+}
+
+/// The resources a call touches, from its method's scope and its params.
+async fn resources(app: &Arc<App>, scope: Scope, method: &str, p: Option<&Value>) -> Vec<Resource> {
+    let agent_key = if method == "mailbox.send" { "to" } else { "agent" };
+    let conversation = |id: &str| {
+        let id = id.to_string();
+        async move {
+            let mut r = vec![Resource::Conversation(id.clone())];
+            if let Some(agent) = app.node.conversation_agent(&id).await {
+                r.push(Resource::Agent(agent));
+            }
+            r
+        }
+    };
+    match scope {
+        Scope::Node | Scope::Caller => vec![Resource::Node],
+        Scope::Agent => match str_param(p, agent_key) {
+            Some(a) => vec![Resource::Agent(a.to_string())],
+            None => vec![Resource::Node],
+        },
+        Scope::Conversation => match str_param(p, "conversation") {
+            Some(c) => conversation(c).await,
+            None => vec![Resource::Node],
+        },
+        Scope::Narrowest => {
+            if let Some(c) = str_param(p, "conversation") {
+                conversation(c).await
+            } else if let Some(a) = str_param(p, "agent") {
+                vec![Resource::Agent(a.to_string())]
+            } else {
+                vec![Resource::Node]
+            }
+        }
+    }
+}
+
+/// Checks that the connection's caller may make this call.
+pub async fn check(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<&Value>) -> Result<(), RpcError> {
+    let Some(need) = need_of(method) else {
+        return Err(RpcError::new(
+            ErrorCode::MethodNotFound,
+            format!("unknown method {method:?}"),
+        ));
+    };
+    let token = match conn.caller() {
+        Caller::Local => return Ok(()),
+        Caller::Anonymous => {
+            return Err(RpcError::new(
+                ErrorCode::Unauthenticated,
+                "unauthenticated: send `Authorization: Bearer <token>` on the upgrade or call session.authenticate first",
+            ));
+        }
+        Caller::Token(t) => t,
+    };
+    if LOCAL_ONLY.contains(&method) {
+        return Err(local_only(method));
+    }
+    if app.node.any_revoked(&token.revocation_ids) {
+        return Err(RpcError::new(
+            ErrorCode::Unauthenticated,
+            "token refused: it has been revoked",
+        ));
+    }
+    if need.scope == Scope::Caller {
+        return Ok(());
+    }
+    let req = Request {
+        method,
+        operation: need.operation,
+        resources: resources(app, need.scope, method, p).await,
+        node: app.node.node_id(),
+        now: SystemTime::now(),
+    };
+    app.verifier.authorize(&token, &req).map_err(|e| match e {
+        AuthError::Unauthenticated(m) => RpcError::new(ErrorCode::Unauthenticated, format!("token refused: {m}")),
+        AuthError::Forbidden { message, failed_check } => {
+            RpcError::new(ErrorCode::Forbidden, message).with_data(json!({ "failed_check": failed_check }))
+        }
+    })
+}
+
+/// `token.mint`: a token signed by this node's root. Rights carrying `admin`
+/// or `supervise` are only minted on the Unix socket.
+pub fn mint(app: &Arc<App>, conn: &Arc<Conn>, p: console_api::TokenMint) -> Result<console_api::TokenMinted, RpcError> {
+    if p.rights.is_empty() {
+        return Err(RpcError::new(
+            ErrorCode::InvalidParams,
+            "rights: give at least one right",
+        ));
+    }
+    let mut rights = vec![];
+    for (i, r) in p.rights.iter().enumerate() {
+        let resource: Resource = r
+            .resource
+            .parse()
+            .map_err(|e| RpcError::new(ErrorCode::InvalidParams, format!("rights[{i}].resource: {e}")))?;
+        let operation = r
+            .operation
+            .parse()
+            .map_err(|e| RpcError::new(ErrorCode::InvalidParams, format!("rights[{i}].operation: {e}")))?;
+        if !conn.is_local() && LOCAL_ONLY_OPERATIONS.contains(&operation) {
+            return Err(local_only(&format!("minting a token with {operation} rights")));
+        }
+        rights.push(Right::new(resource, operation));
+    }
+    if let Some(methods) = &p.methods {
+        if let Some(bad) = methods.iter().find(|m| need_of(m).is_none()) {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                format!("methods: unknown method {bad:?}"),
+            ));
+        }
+    }
+    let expires_at = match p.ttl_secs {
+        Some(0) => return Err(RpcError::new(ErrorCode::InvalidParams, "ttl_secs: must be at least 1")),
+        Some(s) if s > MAX_TTL_SECS => {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                format!("ttl_secs: {s} is over the limit of {MAX_TTL_SECS}"),
+            ));
+        }
+        Some(s) => Some(SystemTime::now() + Duration::from_secs(s)),
+        None => None,
+    };
+    let token = app
+        .node
+        .root()
+        .mint(&MintSpec {
+            rights,
+            expires_at,
+            methods: p.methods,
+            facts: vec![("issued_by".into(), app.node.node_id().to_string())],
+        })
+        .map_err(|e| RpcError::new(ErrorCode::Internal, e.to_string()))?;
+    let revocation_ids = capabilities::inspect_unverified(&token)
+        .map(|i| i.revocation_ids)
+        .map_err(|e| RpcError::new(ErrorCode::Internal, e.to_string()))?;
+    Ok(console_api::TokenMinted { token, revocation_ids })
+}
+
+/// `token.inspect`: the blocks as Datalog, whether this node trusts the
+/// signature, and whether the token is revoked.
+pub fn inspect(app: &Arc<App>, token: &str) -> console_api::TokenInspection {
+    let verified = app.verifier.verify_uncached(token.trim());
+    let read = match &verified {
+        Ok(v) => capabilities::token::inspect(&v.biscuit),
+        Err(_) => capabilities::inspect_unverified(token),
+    };
+    match read {
+        Ok(i) => console_api::TokenInspection {
+            revoked: app.node.any_revoked(&i.revocation_ids),
+            blocks: i.blocks,
+            revocation_ids: i.revocation_ids,
+            verified: verified.is_ok(),
+            error: verified.err().map(|e| e.to_string()),
+        },
+        Err(e) => console_api::TokenInspection {
+            blocks: vec![],
+            revocation_ids: vec![],
+            verified: false,
+            revoked: false,
+            error: Some(e.to_string()),
+        },
+    }
+}
