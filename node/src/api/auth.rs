@@ -132,13 +132,13 @@ pub fn mint(app: &Arc<App>, conn: &Arc<Conn>, p: console_api::TokenMint) -> Resu
         }
         rights.push(Right::new(resource, operation));
     }
-    if let Some(methods) = &p.methods {
-        if let Some(bad) = methods.iter().find(|m| need_of(m).is_none()) {
-            return Err(RpcError::new(
-                ErrorCode::InvalidParams,
-                format!("methods: unknown method {bad:?}"),
-            ));
-        }
+    if let Some(methods) = &p.methods
+        && let Some(bad) = methods.iter().find(|m| need_of(m).is_none())
+    {
+        return Err(RpcError::new(
+            ErrorCode::InvalidParams,
+            format!("methods: unknown method {bad:?}"),
+        ));
     }
     let expires_at = match p.ttl_secs {
         Some(0) => return Err(RpcError::new(ErrorCode::InvalidParams, "ttl_secs: must be at least 1")),
