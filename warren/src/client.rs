@@ -229,6 +229,37 @@ pub fn data_dir(flag: Option<PathBuf>) -> PathBuf {
         .unwrap_or_else(node::config::default_data_dir)
 }
 
+/// One call over the local node's Unix socket (`<data_dir>/warren.sock`):
+/// local admin authority, for what the network may not do (minting admin or
+/// supervise rights).
+pub async fn unix_call(data_dir: &Path, method: &str, params: Value) -> Result<Value, CallError> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let path = data_dir.join("warren.sock");
+    let stream = tokio::net::UnixStream::connect(&path)
+        .await
+        .with_context(|| format!("connecting to the local node's socket {}", path.display()))
+        .map_err(CallError::Transport)?;
+    let (r, mut w) = stream.into_split();
+    let mut line =
+        serde_json::to_string(&Request::new(1, method, params)).map_err(|e| CallError::Transport(e.into()))?;
+    line.push('\n');
+    w.write_all(line.as_bytes())
+        .await
+        .map_err(|e| CallError::Transport(e.into()))?;
+    let mut lines = BufReader::new(r).lines();
+    let answer = lines
+        .next_line()
+        .await
+        .map_err(|e| CallError::Transport(e.into()))?
+        .ok_or_else(|| CallError::Transport(anyhow!("the node closed its socket without answering")))?;
+    let resp: Response = serde_json::from_str(&answer).map_err(|e| CallError::Transport(e.into()))?;
+    match (resp.result, resp.error) {
+        (_, Some(e)) => Err(CallError::Rpc(e)),
+        (Some(v), None) => Ok(v),
+        (None, None) => Ok(Value::Null),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,36 +292,5 @@ mod tests {
         let empty = tempfile::tempdir().expect("tempdir");
         let err = Target::resolve(None, None, empty.path()).expect_err("no node");
         assert!(err.to_string().contains("is `warren up` running"), "{err}");
-    }
-}
-
-/// One call over the local node's Unix socket (`<data_dir>/warren.sock`):
-/// local admin authority, for what the network may not do (minting admin or
-/// supervise rights).
-pub async fn unix_call(data_dir: &Path, method: &str, params: Value) -> Result<Value, CallError> {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let path = data_dir.join("warren.sock");
-    let stream = tokio::net::UnixStream::connect(&path)
-        .await
-        .with_context(|| format!("connecting to the local node's socket {}", path.display()))
-        .map_err(CallError::Transport)?;
-    let (r, mut w) = stream.into_split();
-    let mut line =
-        serde_json::to_string(&Request::new(1, method, params)).map_err(|e| CallError::Transport(e.into()))?;
-    line.push('\n');
-    w.write_all(line.as_bytes())
-        .await
-        .map_err(|e| CallError::Transport(e.into()))?;
-    let mut lines = BufReader::new(r).lines();
-    let answer = lines
-        .next_line()
-        .await
-        .map_err(|e| CallError::Transport(e.into()))?
-        .ok_or_else(|| CallError::Transport(anyhow!("the node closed its socket without answering")))?;
-    let resp: Response = serde_json::from_str(&answer).map_err(|e| CallError::Transport(e.into()))?;
-    match (resp.result, resp.error) {
-        (_, Some(e)) => Err(CallError::Rpc(e)),
-        (Some(v), None) => Ok(v),
-        (None, None) => Ok(Value::Null),
     }
 }
