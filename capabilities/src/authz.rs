@@ -71,12 +71,96 @@ pub struct Request<'a> {
     pub now: SystemTime,
 }
 
+/// Decisions kept per verified token.
+const DECISIONS_PER_TOKEN: usize = 256;
+
+/// How a token depends on time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeBound {
+    /// No check mentions time.
+    Never,
+    /// Its only time checks are `check if time($time), $time <= T`: valid
+    /// until the earliest such T.
+    Until(SystemTime),
+    /// It uses time in another way: every call runs the Datalog.
+    Other,
+}
+
 /// A token that passed signature verification.
 #[derive(Debug)]
 pub struct Verified {
     pub biscuit: Biscuit,
     /// Hex revocation ids of every block: revoking any one kills the token.
     pub revocation_ids: Vec<String>,
+    pub time_bound: TimeBound,
+    /// Decisions by (method, operation, resources). Sound because, within its
+    /// time bound, a decision depends only on those and the token.
+    decisions: Mutex<HashMap<String, Result<(), AuthError>>>,
+}
+
+impl Verified {
+    fn new(biscuit: Biscuit) -> Verified {
+        let revocation_ids = biscuit.revocation_identifiers().iter().map(hex::encode).collect();
+        let sources: Vec<String> = (0..biscuit.block_count())
+            .map(|i| biscuit.print_block_source(i).unwrap_or_else(|_| "time(".into()))
+            .collect();
+        Verified {
+            biscuit,
+            revocation_ids,
+            time_bound: time_bound(&sources),
+            decisions: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// Reads the time dependence of a token from its blocks' Datalog.
+pub fn time_bound(sources: &[String]) -> TimeBound {
+    const CANONICAL: &str = "check if time($time), $time <= ";
+    let mut until: Option<SystemTime> = None;
+    for src in sources {
+        let mut rest = src.as_str();
+        while let Some(i) = rest.find("time(") {
+            let at = &rest[i.saturating_sub(9)..];
+            if !at.starts_with(CANONICAL) || i < 9 {
+                return TimeBound::Other;
+            }
+            let after = &at[CANONICAL.len()..];
+            let end = after.find(';').unwrap_or(after.len());
+            let Some(t) = parse_rfc3339_utc(after[..end].trim()) else {
+                return TimeBound::Other;
+            };
+            until = Some(until.map_or(t, |u| u.min(t)));
+            rest = &after[end..];
+        }
+    }
+    until.map_or(TimeBound::Never, TimeBound::Until)
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` (as biscuit prints dates) to a time.
+fn parse_rfc3339_utc(s: &str) -> Option<SystemTime> {
+    let b = s.as_bytes();
+    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'Z'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r).and_then(|x| x.parse::<i64>().ok());
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+        return None;
+    }
+    // Days from the civil date (proleptic Gregorian), 1970-01-01 = 0.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + hh * 3600 + mm * 60 + ss;
+    u64::try_from(secs)
+        .ok()
+        .map(|s| std::time::UNIX_EPOCH + Duration::from_secs(s))
 }
 
 /// Verifies and authorizes tokens for one node.
@@ -135,21 +219,47 @@ impl Verifier {
         let mut last = String::from("no trusted root key is configured");
         for root in &self.roots {
             match Biscuit::from_base64(token, *root) {
-                Ok(biscuit) => {
-                    let revocation_ids = biscuit.revocation_identifiers().iter().map(hex::encode).collect();
-                    return Ok(Verified {
-                        biscuit,
-                        revocation_ids,
-                    });
-                }
+                Ok(biscuit) => return Ok(Verified::new(biscuit)),
                 Err(e) => last = describe_format(&e),
             }
         }
         Err(AuthError::Unauthenticated(last))
     }
 
-    /// Runs the policies for `req` against a verified token.
+    /// Decides `req` for a verified token: from the token's decision cache
+    /// when its time bound allows, else by running the Datalog.
     pub fn authorize(&self, token: &Verified, req: &Request<'_>) -> Result<(), AuthError> {
+        let key = match token.time_bound {
+            TimeBound::Other => return self.run_datalog(token, req),
+            TimeBound::Until(t) if req.now > t => {
+                return Err(AuthError::Unauthenticated("the token has expired".into()));
+            }
+            TimeBound::Until(_) | TimeBound::Never => {
+                let mut key = format!("{}|{}|{}", req.method, req.operation.as_str(), req.node);
+                for r in &req.resources {
+                    key.push('|');
+                    key.push_str(&r.to_string());
+                }
+                key
+            }
+        };
+        if let Some(d) = token.decisions.lock().ok().and_then(|d| d.get(&key).cloned()) {
+            return d;
+        }
+        let decision = self.run_datalog(token, req);
+        let limited =
+            matches!(&decision, Err(AuthError::Forbidden { failed_check, .. }) if failed_check == "run limits");
+        if !limited && let Ok(mut d) = token.decisions.lock() {
+            if d.len() >= DECISIONS_PER_TOKEN {
+                d.clear();
+            }
+            d.insert(key, decision.clone());
+        }
+        decision
+    }
+
+    /// Runs the policies for `req` against a verified token.
+    pub fn run_datalog(&self, token: &Verified, req: &Request<'_>) -> Result<(), AuthError> {
         let mut b = base()
             .clone()
             .fact(fact("method", &[string(req.method)]))
@@ -258,4 +368,43 @@ pub fn judge_raw(token: &[u8], root: PublicKey, authorizer_code: &str) -> Result
         .set_limits(JUDGE_LIMITS)
         .build(&biscuit)?;
     authorizer.authorize()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_bounds_are_read_only_from_the_canonical_expiry_check() {
+        let until = |s: &str| TimeBound::Until(parse_rfc3339_utc(s).expect("date"));
+        assert_eq!(time_bound(&[r#"right("node", "admin");"#.into()]), TimeBound::Never);
+        assert_eq!(
+            time_bound(&[
+                "check if time($time), $time <= 2026-11-30T06:49:15Z;\n".into(),
+                "check if time($time), $time <= 2026-01-01T00:00:00Z;".into()
+            ]),
+            until("2026-01-01T00:00:00Z")
+        );
+        for other in [
+            "check if time($t), $t <= 2026-01-01T00:00:00Z;",
+            "check if time($time), $time < 2026-01-01T00:00:00Z;",
+            "allowed(true) <- time($time);",
+            "check if time($time), $time <= 2026-01-01T00:00:00+01:00;",
+        ] {
+            assert_eq!(time_bound(&[other.into()]), TimeBound::Other, "{other}");
+        }
+    }
+
+    #[test]
+    fn rfc3339_dates() {
+        let t = parse_rfc3339_utc("2026-06-01T00:00:00Z").expect("date");
+        assert_eq!(
+            t.duration_since(std::time::UNIX_EPOCH).expect("after").as_secs(),
+            1_780_272_000
+        );
+        let t = parse_rfc3339_utc("1970-01-01T00:00:01Z").expect("date");
+        assert_eq!(t.duration_since(std::time::UNIX_EPOCH).expect("after").as_secs(), 1);
+        assert!(parse_rfc3339_utc("2026-13-01T00:00:00Z").is_none());
+        assert!(parse_rfc3339_utc("yesterday").is_none());
+    }
 }

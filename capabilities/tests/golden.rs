@@ -27,7 +27,15 @@ fn golden_tokens_keep_their_outcomes() {
                 .get(&key)
                 .and_then(Value::as_str)
                 .unwrap_or("(no golden outcome)");
-            let got = outcome(&v, &verified, &method, resources, now());
+            let got = outcome(&v, &verified, &method, resources.clone(), now());
+            // The decision cache answers exactly what the Datalog answers.
+            let again = outcome(&v, &verified, &method, resources.clone(), now());
+            let datalog = match v.run_datalog(&verified, &request(&method, resources, now())) {
+                Ok(()) => "allow",
+                Err(capabilities::AuthError::Forbidden { .. }) => "deny",
+                Err(capabilities::AuthError::Unauthenticated(_)) => "unauthenticated",
+            };
+            assert_eq!((got, again), (datalog, datalog), "{name}: {key}");
             checked += 1;
             if want != got {
                 changed.push(format!("{name}: {key}: golden {want}, now {got}"));

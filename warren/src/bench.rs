@@ -18,7 +18,7 @@ use node::store::Store;
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Which benchmark: store | latency | rss | startup | all
+    /// Which benchmark: store | latency | rss | startup | auth | all
     #[arg(default_value = "all")]
     which: String,
     /// Scratch directory (default: a new temp dir, removed afterwards).
@@ -91,7 +91,7 @@ fn summary(mut v: Vec<f64>) -> (f64, f64, f64) {
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let all = args.which == "all";
-    let known = ["all", "store", "latency", "rss", "startup"];
+    let known = ["all", "store", "latency", "rss", "startup", "auth"];
     if !known.contains(&args.which.as_str()) {
         bail!("unknown benchmark {:?}; one of {}", args.which, known.join(", "));
     }
@@ -106,6 +106,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if all || args.which == "startup" {
         bench_startup(&args).await?;
+    }
+    if all || args.which == "auth" {
+        bench_auth(&args)?;
     }
     Ok(())
 }
@@ -464,6 +467,72 @@ async fn bench_startup(args: &BenchArgs) -> anyhow::Result<()> {
     println!(
         "start  process start -> /healthz answering with {} events stored: median {p50:.2} s, max {max:.2} s (3 runs)",
         args.startup_events
+    );
+    Ok(())
+}
+
+/// Authorization per call: cold (parse + verify + Datalog) and cached (the
+/// verified token from the cache + revocation check + Datalog), for an admin
+/// token narrowed by one attenuation block, on a conversation-scoped read.
+fn bench_auth(args: &BenchArgs) -> anyhow::Result<()> {
+    use capabilities::{Operation, Request, Resource, Restriction, RootKey, Verifier};
+    let root = RootKey::generate();
+    let token = capabilities::attenuate(
+        &root.mint_admin("n-bench")?,
+        &Restriction {
+            agents: vec!["a".into()],
+            operations: vec![Operation::Observe],
+            ..Restriction::default()
+        },
+    )?;
+    let verifier = Verifier::new(vec![root.public()]);
+    let revoked: std::collections::HashSet<String> = (0..1000).map(|i| format!("{i:0128x}")).collect();
+    let request = || Request {
+        method: "transcript.read",
+        operation: Operation::Observe,
+        resources: vec![Resource::Conversation("c-1".into()), Resource::Agent("a".into())],
+        node: "n-bench",
+        now: SystemTime::now(),
+    };
+    let n = args.samples.max(100) * 10;
+    let mut cold = Vec::with_capacity(n);
+    let mut cached = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t0 = Instant::now();
+        let v = verifier.verify_uncached(&token).map_err(|e| anyhow::anyhow!("{e}"))?;
+        verifier.authorize(&v, &request()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        cold.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    for _ in 0..n {
+        let t0 = Instant::now();
+        let v = verifier.verify(&token).map_err(|e| anyhow::anyhow!("{e}"))?;
+        if v.revocation_ids.iter().any(|id| revoked.contains(id)) {
+            bail!("revoked");
+        }
+        verifier.authorize(&v, &request()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        cached.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    let (p50, p99, _) = summary(cold);
+    println!("auth   cold (parse + verify + Datalog), {n} calls: p50 {p50:.1} µs, p99 {p99:.1} µs");
+    let mut datalog = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t0 = Instant::now();
+        let v = verifier.verify(&token).map_err(|e| anyhow::anyhow!("{e}"))?;
+        if v.revocation_ids.iter().any(|id| revoked.contains(id)) {
+            bail!("revoked");
+        }
+        verifier
+            .run_datalog(&v, &request())
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        datalog.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    let (p50, p99, _) = summary(cached);
+    println!(
+        "auth   cached (verified-token cache + revocation check + decision cache), {n} calls: p50 {p50:.1} µs, p99 {p99:.1} µs"
+    );
+    let (p50, p99, _) = summary(datalog);
+    println!(
+        "auth   cached token, decision not cached (revocation check + Datalog), {n} calls: p50 {p50:.1} µs, p99 {p99:.1} µs"
     );
     Ok(())
 }

@@ -1,0 +1,398 @@
+//! Capabilities on a real node: attenuated tokens (with the CLI, and with the
+//! biscuit library as a third party would) narrow what a client may do, bad
+//! tokens are unauthenticated with a reason, revocation bites on the very next
+//! call, the companion profile reads and does nothing else, local-only methods
+//! refuse the network, and a conversation's instance token carries exactly its
+//! agent's grants and dies with the conversation.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+use warren::client::{CallError, Client, Target};
+
+fn admin_token(node: &TestNode) -> String {
+    std::fs::read_to_string(node.path().join("admin.token"))
+        .expect("admin token")
+        .trim()
+        .to_string()
+}
+
+async fn client_with(node: &TestNode, token: &str) -> Client {
+    Client::connect(&Target {
+        url: node.target().url,
+        token: Some(token.to_string()),
+    })
+    .await
+    .expect("connect with token")
+}
+
+async fn code_of(c: &mut Client, method: &str, params: Value) -> Result<Value, console_api::RpcError> {
+    match c.call(method, params).await {
+        Ok(v) => Ok(v),
+        Err(CallError::Rpc(e)) => Err(e),
+        Err(e) => panic!("{method}: transport error {e}"),
+    }
+}
+
+/// Two agents with a conversation each and some transcript.
+async fn two_agents(node: &TestNode) -> (String, String) {
+    let mut c = node.client().await;
+    let a = agent_with_conversation(&mut c, "alice").await;
+    let b = agent_with_conversation(&mut c, "bob").await;
+    send(&mut c, &a, "hello alice").await;
+    send(&mut c, &b, "hello bob").await;
+    wait_event(&mut c, &a, "agent", "echo: hello alice").await;
+    wait_event(&mut c, &b, "agent", "echo: hello bob").await;
+    (a, b)
+}
+
+async fn assert_observes_alice_only(node: &TestNode, token: &str, a: &str, b: &str) {
+    let mut t = client_with(node, token).await;
+    let page = code_of(&mut t, "transcript.read", json!({ "conversation": a }))
+        .await
+        .expect("read alice");
+    assert!(
+        page["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .any(|e| e["text"] == "hello alice")
+    );
+    for (method, params, needle) in [
+        (
+            "conversation.sendMessage",
+            json!({ "conversation": a, "text": "sneaky" }),
+            "operation",
+        ),
+        ("transcript.read", json!({ "conversation": b }), "resource"),
+        (
+            "agent.create",
+            json!({ "name": "mallory", "harness": "fake" }),
+            "resource",
+        ),
+        (
+            "conversation.sendKeys",
+            json!({ "conversation": a, "keys": "x" }),
+            "operation",
+        ),
+    ] {
+        let e = code_of(&mut t, method, params).await.expect_err(method);
+        assert_eq!(e.code, -32003, "{method}: {}", e.message);
+        let failed = e
+            .data
+            .as_ref()
+            .and_then(|d| d["failed_check"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            failed.starts_with("check if") && failed.contains(needle),
+            "{method}: failed_check {failed:?}"
+        );
+        assert!(e.message.contains(&failed), "{method}: {}", e.message);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attenuated_token_observes_one_agent_and_nothing_else() {
+    let node = TestNode::start();
+    let (a, b) = two_agents(&node).await;
+    let admin = admin_token(&node);
+
+    // With the CLI, offline (no node involved).
+    let out = std::process::Command::new(EXE)
+        .args([
+            "token",
+            "attenuate",
+            &admin,
+            "--agent",
+            "alice",
+            "--operation",
+            "observe",
+        ])
+        .env("WARREN_DATA_DIR", "/nonexistent")
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let narrowed = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_observes_alice_only(&node, &narrowed, &a, &b).await;
+
+    // As a third party would: the biscuit library, plain Datalog.
+    let t = biscuit_auth::UnverifiedBiscuit::from_base64(&admin).expect("parse");
+    let block = biscuit_auth::builder::BlockBuilder::new()
+        .code(r#"check if resource("agent:alice"); check if operation("observe");"#)
+        .expect("datalog");
+    let third = t.append(block).expect("append").to_base64().expect("encode");
+    assert_observes_alice_only(&node, &third, &a, &b).await;
+
+    // node.info shows the root key third parties verify against.
+    let mut c = node.client().await;
+    let info = call(&mut c, "node.info", json!({})).await;
+    let root = capabilities::public_key_from_hex(info["root_public_key"].as_str().expect("key")).expect("hex key");
+    assert!(
+        biscuit_auth::Biscuit::from_base64(&third, root).is_ok(),
+        "verifiable with the published root key"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unusable_tokens_are_refused_and_revocation_bites_on_the_next_call() {
+    let node = TestNode::start();
+    let (a, _) = two_agents(&node).await;
+    let admin = admin_token(&node);
+    let expired = capabilities::attenuate(
+        &admin,
+        &capabilities::Restriction {
+            expires_at: Some(std::time::SystemTime::now() - Duration::from_secs(5)),
+            ..Default::default()
+        },
+    )
+    .expect("attenuate");
+    let foreign = capabilities::RootKey::generate().mint_admin("elsewhere").expect("mint");
+    for (label, token, needle) in [
+        ("expired", expired.as_str(), "expired"),
+        ("another root", foreign.as_str(), "signature"),
+        ("truncated", &admin[..admin.len() - 20], "malformed"),
+        (
+            "random base64",
+            "c29tZSByYW5kb20gYnl0ZXMgdGhhdCBhcmUgbm90IGEgdG9rZW4",
+            "malformed",
+        ),
+    ] {
+        let mut anon = Client::connect(&Target {
+            url: node.target().url,
+            token: None,
+        })
+        .await
+        .expect("connect");
+        let e = match code_of(&mut anon, "session.authenticate", json!({ "token": token })).await {
+            Err(e) => e,
+            // An expired token has a good signature: it fails at its first call.
+            Ok(_) => code_of(&mut anon, "agent.list", json!({})).await.expect_err(label),
+        };
+        assert_eq!(e.code, -32001, "{label}: {}", e.message);
+        assert!(e.message.contains(needle), "{label}: {}", e.message);
+    }
+
+    // Revocation takes effect on the very next call of a live connection.
+    let mut c = node.client().await;
+    let minted = call(
+        &mut c,
+        "token.mint",
+        json!({ "rights": [{ "resource": "agent:alice", "operation": "observe" }], "ttl_secs": 600 }),
+    )
+    .await;
+    let token = minted["token"].as_str().expect("token").to_string();
+    let mut t = client_with(&node, &token).await;
+    code_of(&mut t, "transcript.read", json!({ "conversation": a }))
+        .await
+        .expect("works before");
+    code_of(&mut t, "transcript.read", json!({ "conversation": a }))
+        .await
+        .expect("and is cached");
+    let id = minted["revocation_ids"][0].as_str().expect("id");
+    let (code, _, err) = warren(&["token", "revoke", id], &node.path());
+    assert_eq!(code, 0, "{err}");
+    let e = code_of(&mut t, "transcript.read", json!({ "conversation": a }))
+        .await
+        .expect_err("revoked");
+    assert_eq!(e.code, -32001);
+    assert!(e.message.contains("revoked"), "{}", e.message);
+    let inspected = call(&mut c, "token.inspect", json!({ "token": token })).await;
+    assert_eq!(inspected["revoked"], true);
+    assert_eq!(inspected["verified"], true);
+    assert!(
+        inspected["blocks"][0]
+            .as_str()
+            .expect("block")
+            .contains(r#"right("agent:alice", "observe")"#)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_companion_reads_and_does_nothing_else() {
+    let node = TestNode::start();
+    let (a, _) = two_agents(&node).await;
+    let (code, out, err) = warren(&["token", "mint", "--companion"], &node.path());
+    assert_eq!(code, 0, "{err}");
+    let companion = out.trim().to_string();
+    let mut t = client_with(&node, &companion).await;
+    let reads = [
+        ("node.info", json!({})),
+        ("agent.list", json!({})),
+        ("agent.get", json!({ "agent": "alice" })),
+        ("conversation.list", json!({})),
+        ("conversation.get", json!({ "conversation": a })),
+        ("conversation.screen", json!({ "conversation": a })),
+        ("transcript.read", json!({ "conversation": a })),
+        ("transcript.subscribe", json!({ "conversation": a })),
+    ];
+    for (method, params) in reads {
+        code_of(&mut t, method, params)
+            .await
+            .unwrap_or_else(|e| panic!("companion {method}: {e}"));
+    }
+    // Read-only methods this node does not serve yet pass authorization.
+    for method in ["fleet.nodes", "supervision.status", "supervision.holds", "usage.get"] {
+        let e = code_of(&mut t, method, json!({})).await.expect_err(method);
+        assert_eq!(e.code, -32601, "{method} is allowed for the companion: {}", e.message);
+    }
+    let writes = [
+        ("agent.create", json!({ "name": "x", "harness": "fake" })),
+        ("agent.archive", json!({ "agent": "bob" })),
+        ("conversation.start", json!({ "agent": "bob" })),
+        ("conversation.pause", json!({ "conversation": a })),
+        ("conversation.sendMessage", json!({ "conversation": a, "text": "hi" })),
+        ("conversation.sendKeys", json!({ "conversation": a, "keys": "x" })),
+        ("terminal.subscribe", json!({ "conversation": a })),
+        ("token.revoke", json!({ "revocation_id": "00" })),
+        ("supervision.nudge", json!({ "agent": "alice" })),
+        ("supervision.answer", json!({ "hold": "h", "decision": "approve" })),
+    ];
+    for (method, params) in writes {
+        let e = code_of(&mut t, method, params).await.expect_err(method);
+        assert_eq!(e.code, -32003, "companion {method}: {}", e.message);
+    }
+    // With actions, nudge and answer pass authorization too (minted locally).
+    let (code, out, err) = warren(&["token", "mint", "--companion", "--with-actions"], &node.path());
+    assert_eq!(code, 0, "{err}");
+    let mut t = client_with(&node, out.trim()).await;
+    let e = code_of(&mut t, "supervision.nudge", json!({ "agent": "alice" }))
+        .await
+        .expect_err("not served yet");
+    assert_eq!(e.code, -32601, "{}", e.message);
+    let e = code_of(&mut t, "conversation.pause", json!({ "conversation": a }))
+        .await
+        .expect_err("still no writes");
+    assert_eq!(e.code, -32003);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standing_authority_never_crosses_the_network() {
+    let node = TestNode::start();
+    let mut c = node.client().await;
+    for (method, params) in [
+        ("supervision.set", json!({ "agent": "x", "enabled": true })),
+        ("config.set", json!({})),
+        (
+            "token.mint",
+            json!({ "rights": [{ "resource": "node", "operation": "admin" }] }),
+        ),
+        (
+            "token.mint",
+            json!({ "rights": [{ "resource": "agent:x", "operation": "supervise" }] }),
+        ),
+    ] {
+        let e = call_err(&mut c, method, params.clone()).await;
+        assert_eq!(e.code, -32010, "{method} {params}: {}", e.message);
+        assert!(e.message.contains("local-only"), "{}", e.message);
+    }
+    // On the Unix socket the same mint works.
+    let (code, out, err) = warren(&["token", "mint", "--right", "node:admin", "--ttl", "60"], &node.path());
+    assert_eq!(code, 0, "{err}");
+    let mut t = client_with(&node, out.trim()).await;
+    code_of(&mut t, "agent.list", json!({}))
+        .await
+        .expect("a locally minted admin token works");
+    // Bad mint requests name the problem.
+    let e = call_err(
+        &mut c,
+        "token.mint",
+        json!({ "rights": [{ "resource": "planet:mars", "operation": "observe" }] }),
+    )
+    .await;
+    assert_eq!(e.code, -32602);
+    assert!(e.message.contains("rights[0].resource"), "{}", e.message);
+    let e = call_err(
+        &mut c,
+        "token.mint",
+        json!({ "rights": [{ "resource": "node", "operation": "fly" }] }),
+    )
+    .await;
+    assert!(e.message.contains("rights[0].operation"), "{}", e.message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversations_instance_token_has_its_agents_grants_and_dies_with_it() {
+    let node = TestNode::start();
+    let mut c = node.client().await;
+    agent_with_conversation(&mut c, "other").await;
+    let other = call(&mut c, "conversation.list", json!({ "agent": "other" })).await["conversations"][0]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "worker", "harness": "fake", "grants": { "peers": ["other"] },
+                "rules": [{ "match": "^leak$", "actions": [
+                    { "shell": "printf %s \"$WARREN_TOKEN\" > token.txt && printf %s \"$WARREN_URL\" > url.txt" } ] }] }),
+    )
+    .await;
+    let id = conversation_id(&mut c, "worker").await;
+    send(&mut c, &id, "leak").await;
+    let workspace = node.path().join("agents/worker/workspace");
+    let token = wait_until("the CLI wrote its token", Duration::from_secs(15), || {
+        let p = workspace.join("token.txt");
+        async move { std::fs::read_to_string(p).ok().filter(|t| !t.is_empty()) }
+    })
+    .await;
+    let url = std::fs::read_to_string(workspace.join("url.txt")).expect("url");
+    assert_eq!(url, node.target().url, "the CLI is told where its node is");
+    let file = node.path().join("agents/worker/home/.warren/instance.token");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&file).expect("token file").permissions().mode() & 0o777,
+        0o600
+    );
+
+    let mut t = client_with(&node, &token).await;
+    code_of(&mut t, "transcript.read", json!({ "conversation": id }))
+        .await
+        .expect("its own transcript");
+    code_of(&mut t, "agent.get", json!({ "agent": "worker" }))
+        .await
+        .expect("its own definition");
+    let e = code_of(&mut t, "transcript.read", json!({ "conversation": other }))
+        .await
+        .expect_err("another agent");
+    assert_eq!(e.code, -32003);
+    let e = code_of(
+        &mut t,
+        "conversation.sendMessage",
+        json!({ "conversation": other, "text": "hi" }),
+    )
+    .await
+    .expect_err("inject");
+    assert_eq!(e.code, -32003);
+    // May message its permitted peer (the mailbox itself is not served yet) and no one else.
+    let e = code_of(
+        &mut t,
+        "mailbox.send",
+        json!({ "from": "worker", "to": "other", "body": "hi" }),
+    )
+    .await
+    .expect_err("x");
+    assert_eq!(
+        e.code, -32601,
+        "mail to a permitted peer passes authorization: {}",
+        e.message
+    );
+    let e = code_of(
+        &mut t,
+        "mailbox.send",
+        json!({ "from": "worker", "to": "stranger", "body": "hi" }),
+    )
+    .await
+    .expect_err("x");
+    assert_eq!(e.code, -32003);
+
+    call(&mut c, "conversation.pause", json!({ "conversation": id })).await;
+    let e = code_of(&mut t, "transcript.read", json!({ "conversation": id }))
+        .await
+        .expect_err("paused");
+    assert_eq!(e.code, -32001, "{}", e.message);
+    assert!(e.message.contains("revoked"), "{}", e.message);
+}
