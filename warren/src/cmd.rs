@@ -212,6 +212,10 @@ pub enum TokenVerb {
         /// With --companion: also supervision.nudge and supervision.answer.
         #[arg(long, requires = "companion")]
         with_actions: bool,
+        /// Sign offline with this root key file (e.g. the fleet owner key from
+        /// `warren fleet init`) instead of asking a node.
+        #[arg(long)]
+        key_file: Option<PathBuf>,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -244,6 +248,43 @@ pub enum TokenVerb {
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
+}
+
+#[derive(Subcommand)]
+pub enum FleetVerb {
+    /// Create a fleet owner key: its private half signs tokens offline
+    /// (`warren token mint --key-file`), its public half goes into each
+    /// node's `trusted_roots`.
+    Init {
+        /// Where to write the private key (created 0600, never overwritten).
+        #[arg(long, default_value = "owner.key")]
+        key_file: PathBuf,
+    },
+}
+
+pub fn fleet(verb: FleetVerb, out: Output) -> anyhow::Result<ExitCode> {
+    let FleetVerb::Init { key_file } = verb;
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let key = capabilities::RootKey::generate();
+    let mut f = std::fs::OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .mode(0o600)
+        .open(&key_file)
+        .with_context(|| format!("creating {} (it must not exist yet)", key_file.display()))?;
+    writeln!(f, "{}", key.private_hex())?;
+    if out.json {
+        println!("{}", json!({ "key_file": key_file, "public_key": key.public_hex() }));
+    } else {
+        println!("fleet owner key written to {}", key_file.display());
+        println!("public key: {}", key.public_hex());
+        println!(
+            "trust it on each node, in warren.toml: trusted_roots = [\"{}\"]",
+            key.public_hex()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Subcommand)]
@@ -664,6 +705,7 @@ pub async fn token(verb: TokenVerb, conn: Conn, out: Output) -> anyhow::Result<E
             methods,
             companion,
             with_actions,
+            key_file,
             data_dir,
         } => {
             let (rights, methods) = if companion {
@@ -679,6 +721,24 @@ pub async fn token(verb: TokenVerb, conn: Conn, out: Output) -> anyhow::Result<E
             };
             if rights.is_empty() {
                 anyhow::bail!("give at least one --right RESOURCE:OPERATION (or --companion)");
+            }
+            if let Some(key_file) = key_file {
+                let hex_key = std::fs::read_to_string(&key_file)
+                    .with_context(|| format!("reading the key file {}", key_file.display()))?;
+                let key = capabilities::RootKey::from_private_hex(&hex_key)
+                    .with_context(|| format!("{} is not a root key", key_file.display()))?;
+                let rights = rights
+                    .iter()
+                    .map(|r| capabilities::Right::parse_cli(r).map_err(|e| anyhow::anyhow!(e)))
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                let token = key.mint(&capabilities::MintSpec {
+                    rights,
+                    expires_at: ttl.map(|t| std::time::SystemTime::now() + Duration::from_secs(t)),
+                    methods: (!methods.is_empty()).then_some(methods),
+                    facts: vec![],
+                })?;
+                let v = json!({ "token": token, "revocation_ids": capabilities::inspect_unverified(&token)?.revocation_ids });
+                return finish(out, Ok(v), |v| println!("{}", s(v, "token")));
             }
             let mut specs = vec![];
             let mut needs_local = false;

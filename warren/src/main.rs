@@ -50,6 +50,11 @@ enum Command {
         #[command(subcommand)]
         verb: cmd::TranscriptVerb,
     },
+    /// The fleet's roots of trust.
+    Fleet {
+        #[command(subcommand)]
+        verb: cmd::FleetVerb,
+    },
     /// Capability tokens: mint, attenuate (offline), inspect, revoke.
     Token {
         #[command(subcommand)]
@@ -125,6 +130,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Node { verb } => cmd::node(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Agent { verb } => cmd::agent(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Conv { verb } => cmd::conv(verb, cmd::Conn::new(cli.url, cli.token), out).await,
+        Command::Fleet { verb } => cmd::fleet(verb, out),
         Command::Token { verb } => cmd::token(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Transcript { verb } => cmd::transcript(verb, cmd::Conn::new(cli.url, cli.token), out).await,
     }

@@ -396,3 +396,62 @@ async fn a_conversations_instance_token_has_its_agents_grants_and_dies_with_it()
     assert_eq!(e.code, -32001, "{}", e.message);
     assert!(e.message.contains("revoked"), "{}", e.message);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_trust_the_fleet_owner_key_they_are_configured_with() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key_file = dir.path().join("owner.key");
+    let out = std::process::Command::new(EXE)
+        .args(["fleet", "init", "--json", "--key-file"])
+        .arg(&key_file)
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let init: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let public = init["public_key"].as_str().expect("public key").to_string();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&key_file).expect("key").permissions().mode() & 0o777,
+        0o600
+    );
+    // A second init never overwrites the key.
+    let again = std::process::Command::new(EXE)
+        .args(["fleet", "init", "--key-file"])
+        .arg(&key_file)
+        .output()
+        .expect("run");
+    assert!(!again.status.success());
+
+    // A token signed offline by the owner key.
+    let out = std::process::Command::new(EXE)
+        .args(["token", "mint", "--right", "node:observe", "--ttl", "300", "--key-file"])
+        .arg(&key_file)
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let owner_token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+
+    let trusting = TestNode::start_with_config(&format!("trusted_roots = [\"{public}\"]\n"));
+    let mut t = client_with(&trusting, &owner_token).await;
+    code_of(&mut t, "agent.list", json!({}))
+        .await
+        .expect("the configured owner root is trusted");
+    let e = code_of(&mut t, "agent.create", json!({ "name": "x", "harness": "fake" }))
+        .await
+        .expect_err("observe only");
+    assert_eq!(e.code, -32003);
+
+    let stranger = TestNode::start();
+    let refused = Client::connect(&Target {
+        url: stranger.target().url,
+        token: Some(owner_token),
+    })
+    .await;
+    assert!(
+        refused
+            .err()
+            .expect("an unconfigured node refuses it")
+            .to_string()
+            .contains("signature")
+    );
+}
