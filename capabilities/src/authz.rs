@@ -93,6 +93,9 @@ pub struct Verified {
     /// Hex revocation ids of every block: revoking any one kills the token.
     pub revocation_ids: Vec<String>,
     pub time_bound: TimeBound,
+    /// The agent an instance token speaks for (`agent("NAME")` in its
+    /// authority block), if it is one.
+    pub agent: Option<String>,
     /// Decisions by (method, operation, resources). Sound because, within its
     /// time bound, a decision depends only on those and the token.
     decisions: Mutex<HashMap<String, Result<(), AuthError>>>,
@@ -104,13 +107,27 @@ impl Verified {
         let sources: Vec<String> = (0..biscuit.block_count())
             .map(|i| biscuit.print_block_source(i).unwrap_or_else(|_| "time(".into()))
             .collect();
+        let agent = sources.first().and_then(|authority| identity(authority, "agent"));
         Verified {
             biscuit,
             revocation_ids,
+            agent,
             time_bound: time_bound(&sources),
             decisions: Mutex::new(HashMap::new()),
         }
     }
+}
+
+/// The value of a one-string identity fact (`name("value");`) in a block.
+fn identity(source: &str, name: &str) -> Option<String> {
+    let prefix = format!("{name}(\"");
+    source.lines().find_map(|l| {
+        l.trim()
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix("\");"))
+            .filter(|v| !v.contains('"'))
+            .map(str::to_string)
+    })
 }
 
 /// Reads the time dependence of a token from its blocks' Datalog.

@@ -26,6 +26,10 @@ pub const TRANSCRIPT_SUBSCRIBE: &str = "transcript.subscribe";
 pub const TERMINAL_SUBSCRIBE: &str = "terminal.subscribe";
 pub const SUBSCRIPTION_CANCEL: &str = "subscription.cancel";
 
+pub const MAILBOX_SEND: &str = "mailbox.send";
+pub const MAILBOX_INBOX: &str = "mailbox.inbox";
+pub const MAILBOX_ACK: &str = "mailbox.ack";
+
 pub const TOKEN_MINT: &str = "token.mint";
 pub const TOKEN_INSPECT: &str = "token.inspect";
 pub const TOKEN_REVOKE: &str = "token.revoke";
@@ -57,6 +61,9 @@ pub const ALL: &[&str] = &[
     TRANSCRIPT_SUBSCRIBE,
     TERMINAL_SUBSCRIBE,
     SUBSCRIPTION_CANCEL,
+    MAILBOX_SEND,
+    MAILBOX_INBOX,
+    MAILBOX_ACK,
     TOKEN_MINT,
     TOKEN_INSPECT,
     TOKEN_REVOKE,

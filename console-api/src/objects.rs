@@ -238,6 +238,48 @@ pub struct SubscriptionRef {
     pub subscription: String,
 }
 
+/// One message in an agent's mailbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MailMessage {
+    pub id: String,
+    /// The inbox cursor of this message.
+    pub seq: u64,
+    pub ts: u64,
+    pub from: String,
+    pub to: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    pub body: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MailSend {
+    pub from: String,
+    pub to: String,
+    pub body: String,
+    #[serde(default)]
+    pub context: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MailInbox {
+    pub agent: String,
+    /// Messages after this cursor (default: the agent's acknowledged cursor).
+    #[serde(default)]
+    pub after: Option<u64>,
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MailAck {
+    pub agent: String,
+    pub cursor: u64,
+}
+
 /// One right to put in a token: `{resource: "agent:coder", operation: "observe"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -7,9 +7,10 @@ CREATE TABLE events (
     body         TEXT    NOT NULL
 );
 
--- Start-up folds only the catalog events (agents, conversations); this partial
--- index lets it skip the transcript deltas, which are the bulk of the log.
-CREATE INDEX events_catalog ON events (seq) WHERE kind <> 'transcript';
+-- Start-up folds only the catalog events (agents, conversations, revocations,
+-- mail cursors); this partial index lets it skip transcript deltas and mail,
+-- which are the bulk of the log.
+CREATE INDEX events_catalog ON events (seq) WHERE kind NOT IN ('transcript', 'mail_sent');
 
 -- Projection of the transcript events, keyed for ranged reads per conversation.
 -- Rows are appended in log order (rowid = the event's seq), so a commit writes
@@ -26,3 +27,16 @@ CREATE TABLE transcript (
     cursor       INTEGER
 );
 CREATE UNIQUE INDEX transcript_by_conversation ON transcript (conversation, seq);
+
+-- Projection of the mailbox: every message sent, by recipient. The inbox
+-- cursor is the event's seq. Rebuildable from `events` (warren admin rebuild).
+CREATE TABLE mail (
+    event_seq INTEGER PRIMARY KEY,
+    id        TEXT    NOT NULL UNIQUE,
+    ts        INTEGER NOT NULL,
+    sender    TEXT    NOT NULL,
+    recipient TEXT    NOT NULL,
+    context   TEXT,
+    body      TEXT    NOT NULL
+);
+CREATE INDEX mail_by_recipient ON mail (recipient, event_seq);

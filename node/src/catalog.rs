@@ -18,6 +18,8 @@ pub enum CatalogError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    #[error("{0}")]
+    Forbidden(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -45,6 +47,8 @@ pub struct ConvEntry {
 pub struct Catalog {
     pub agents: BTreeMap<String, AgentEntry>,
     pub conversations: BTreeMap<String, ConvEntry>,
+    /// How far each agent has acknowledged its inbox.
+    pub mail_cursors: BTreeMap<String, u64>,
     /// Revocation ids of revoked tokens (hex).
     pub revoked: std::collections::BTreeSet<String>,
     /// Seq of the last event applied.
@@ -110,6 +114,11 @@ impl Catalog {
             }
             Event::ConversationContinued { id } => self.set_state(id, ts, ConversationState::Starting, None, 0),
             Event::ConversationArchived { id, .. } => self.set_state(id, ts, ConversationState::Archived, None, 0),
+            Event::MailAcked { agent, cursor } => {
+                let c = self.mail_cursors.entry(agent.clone()).or_default();
+                *c = (*c).max(*cursor);
+            }
+            Event::MailSent { .. } => {}
             Event::TokenRevoked { revocation_id } => {
                 self.revoked.insert(revocation_id.clone());
             }
@@ -249,6 +258,50 @@ impl Catalog {
                 reason: reason.to_string(),
             },
         })
+    }
+}
+
+impl Catalog {
+    /// A message from `from` to `to`: both must be agents here, the recipient
+    /// not archived, and `from`'s grants must allow messaging `to`.
+    pub fn decide_mail_send(&self, p: console_api::MailSend, id: String) -> Result<Event, CatalogError> {
+        let sender = self.agent(&p.from)?;
+        let recipient = self.agent(&p.to)?;
+        if recipient.archived {
+            return Err(CatalogError::Conflict(format!("agent {:?} is archived", p.to)));
+        }
+        let allowed = match &sender.record.grants.peers {
+            Some(serde_json::Value::String(s)) => s == "all",
+            Some(serde_json::Value::Array(peers)) => peers.iter().any(|x| x.as_str() == Some(p.to.as_str())),
+            _ => false,
+        };
+        if !allowed {
+            return Err(CatalogError::Forbidden(format!(
+                "agent {:?} may not message {:?}: not in its grants.peers",
+                p.from, p.to
+            )));
+        }
+        validate::mail_body(&p.body)?;
+        if let Some(c) = &p.context {
+            validate::mail_context(c)?;
+        }
+        Ok(Event::MailSent {
+            id,
+            from: p.from,
+            to: p.to,
+            context: p.context,
+            body: p.body,
+        })
+    }
+
+    /// Moves `agent`'s inbox cursor forward (never back: `None` if it would not move).
+    pub fn decide_mail_ack(&self, agent: &str, cursor: u64) -> Result<Option<Event>, CatalogError> {
+        self.agent(agent)?;
+        let current = self.mail_cursors.get(agent).copied().unwrap_or(0);
+        Ok((cursor > current).then(|| Event::MailAcked {
+            agent: agent.to_string(),
+            cursor,
+        }))
     }
 }
 
@@ -550,5 +603,88 @@ mod tests {
             c.decide_transition("nope", Transition::Pause, ""),
             Err(CatalogError::NotFound(_))
         ));
+    }
+}
+
+#[cfg(test)]
+mod mail_tests {
+    use super::*;
+
+    fn with_agents() -> Catalog {
+        let mut c = Catalog::default();
+        let mut seq = 0;
+        for (name, peers) in [
+            ("a", Some(serde_json::json!(["b"]))),
+            ("b", Some(serde_json::json!("all"))),
+            ("c", None),
+        ] {
+            seq += 1;
+            c.apply(&StoredEvent {
+                seq,
+                ts: 0,
+                event: Event::AgentCreated {
+                    agent: AgentRecord {
+                        name: name.into(),
+                        harness: "fake".into(),
+                        persona: None,
+                        model: None,
+                        grants: GrantsRecord {
+                            tools: vec![],
+                            peers,
+                            recall: false,
+                            egress: vec![],
+                        },
+                        rules: vec![],
+                    },
+                },
+            });
+        }
+        c
+    }
+
+    fn mail(from: &str, to: &str) -> console_api::MailSend {
+        console_api::MailSend {
+            from: from.into(),
+            to: to.into(),
+            body: "hi".into(),
+            context: None,
+        }
+    }
+
+    #[test]
+    fn peers_decide_who_may_mail_whom_per_direction() {
+        let c = with_agents();
+        assert!(c.decide_mail_send(mail("a", "b"), "m1".into()).is_ok());
+        assert!(matches!(
+            c.decide_mail_send(mail("a", "c"), "m".into()),
+            Err(CatalogError::Forbidden(_))
+        ));
+        assert!(c.decide_mail_send(mail("b", "c"), "m".into()).is_ok(), "all peers");
+        assert!(
+            matches!(
+                c.decide_mail_send(mail("c", "a"), "m".into()),
+                Err(CatalogError::Forbidden(_))
+            ),
+            "no peers"
+        );
+        assert!(matches!(
+            c.decide_mail_send(mail("a", "zz"), "m".into()),
+            Err(CatalogError::NotFound(_))
+        ));
+    }
+
+    #[test]
+    fn acks_only_move_forward() {
+        let mut c = with_agents();
+        let e = c.decide_mail_ack("a", 10).expect("ok").expect("moves");
+        c.apply(&StoredEvent {
+            seq: 100,
+            ts: 0,
+            event: e,
+        });
+        assert_eq!(c.mail_cursors.get("a"), Some(&10));
+        assert_eq!(c.decide_mail_ack("a", 5).expect("ok"), None);
+        assert_eq!(c.decide_mail_ack("a", 10).expect("ok"), None);
+        assert!(c.decide_mail_ack("nobody", 1).is_err());
     }
 }

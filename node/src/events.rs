@@ -85,6 +85,20 @@ pub enum Event {
         id: String,
         reason: String,
     },
+    /// A message from one agent to another (the mailbox's command).
+    MailSent {
+        id: String,
+        from: String,
+        to: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context: Option<String>,
+        body: String,
+    },
+    /// `agent` has read its inbox up to `cursor` (a mail event's seq).
+    MailAcked {
+        agent: String,
+        cursor: u64,
+    },
     /// A token (any token one of whose blocks has this revocation id) is dead.
     TokenRevoked {
         revocation_id: String,
@@ -115,6 +129,8 @@ impl Event {
             Event::ConversationPaused { .. } => "conversation_paused",
             Event::ConversationContinued { .. } => "conversation_continued",
             Event::ConversationArchived { .. } => "conversation_archived",
+            Event::MailSent { .. } => "mail_sent",
+            Event::MailAcked { .. } => "mail_acked",
             Event::TokenRevoked { .. } => "token_revoked",
             Event::Transcript { .. } => "transcript",
         }

@@ -120,6 +120,39 @@ pub fn message_text(text: &str) -> Result<(), Invalid> {
     Ok(())
 }
 
+/// Largest mail body.
+pub const MAX_MAIL_BYTES: usize = 64 * 1024;
+/// Largest mail context.
+pub const MAX_MAIL_CONTEXT_BYTES: usize = 4 * 1024;
+
+/// A mail body: 1 byte to 64 KiB, no control characters but newline and tab.
+pub fn mail_body(body: &str) -> Result<(), Invalid> {
+    text_field("body", body, MAX_MAIL_BYTES, false)
+}
+
+pub fn mail_context(context: &str) -> Result<(), Invalid> {
+    text_field("context", context, MAX_MAIL_CONTEXT_BYTES, true)
+}
+
+fn text_field(field: &'static str, text: &str, max: usize, may_be_empty: bool) -> Result<(), Invalid> {
+    if !may_be_empty && text.trim().is_empty() {
+        return Err(invalid(field, "is empty"));
+    }
+    if text.len() > max {
+        return Err(invalid(
+            field,
+            format!("{} bytes is over the limit of {max}", text.len()),
+        ));
+    }
+    if let Some((i, c)) = text.char_indices().find(|&(_, c)| c != '\t' && is_forbidden_control(c)) {
+        return Err(invalid(
+            field,
+            format!("control character U+{:04X} at byte {i} is not allowed", c as u32),
+        ));
+    }
+    Ok(())
+}
+
 fn is_forbidden_control(c: char) -> bool {
     let u = c as u32;
     c != '\n' && (u < 0x20 || u == 0x7f || (0x80..=0x9f).contains(&u))

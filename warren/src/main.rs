@@ -50,6 +50,11 @@ enum Command {
         #[command(subcommand)]
         verb: cmd::TranscriptVerb,
     },
+    /// The mailbox between agents: send, inbox, ack.
+    Mail {
+        #[command(subcommand)]
+        verb: cmd::MailVerb,
+    },
     /// The fleet's roots of trust.
     Fleet {
         #[command(subcommand)]
@@ -131,6 +136,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Agent { verb } => cmd::agent(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Conv { verb } => cmd::conv(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Fleet { verb } => cmd::fleet(verb, out),
+        Command::Mail { verb } => cmd::mail(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Token { verb } => cmd::token(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Transcript { verb } => cmd::transcript(verb, cmd::Conn::new(cli.url, cli.token), out).await,
     }

@@ -367,27 +367,35 @@ async fn a_conversations_instance_token_has_its_agents_grants_and_dies_with_it()
     .await
     .expect_err("inject");
     assert_eq!(e.code, -32003);
-    // May message its permitted peer (the mailbox itself is not served yet) and no one else.
-    let e = code_of(
+    // Mails its permitted peer, as itself only, and no one else.
+    let sent = code_of(
         &mut t,
         "mailbox.send",
-        json!({ "from": "worker", "to": "other", "body": "hi" }),
+        json!({ "from": "worker", "to": "other", "body": "hi peer" }),
     )
     .await
-    .expect_err("x");
-    assert_eq!(
-        e.code, -32601,
-        "mail to a permitted peer passes authorization: {}",
-        e.message
-    );
+    .expect("mail to a permitted peer");
+    assert!(sent["message_id"].as_str().is_some());
+    let inbox = call(&mut c, "mailbox.inbox", json!({ "agent": "other" })).await;
+    assert_eq!(inbox["messages"][0]["body"], "hi peer");
+    assert_eq!(inbox["messages"][0]["from"], "worker");
     let e = code_of(
         &mut t,
         "mailbox.send",
         json!({ "from": "worker", "to": "stranger", "body": "hi" }),
     )
     .await
-    .expect_err("x");
+    .expect_err("not a peer");
     assert_eq!(e.code, -32003);
+    let e = code_of(
+        &mut t,
+        "mailbox.send",
+        json!({ "from": "other", "to": "other", "body": "forged" }),
+    )
+    .await
+    .expect_err("as someone else");
+    assert_eq!(e.code, -32003);
+    assert!(e.message.contains("speaks for agent \"worker\""), "{}", e.message);
 
     call(&mut c, "conversation.pause", json!({ "conversation": id })).await;
     let e = code_of(&mut t, "transcript.read", json!({ "conversation": id }))

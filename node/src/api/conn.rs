@@ -92,6 +92,14 @@ impl Conn {
         self.caller.lock().map(|c| c.clone()).unwrap_or(Caller::Anonymous)
     }
 
+    /// The agent an instance token speaks for.
+    pub fn speaks_for(&self) -> Option<String> {
+        match self.caller() {
+            Caller::Token(t) => t.agent.clone(),
+            _ => None,
+        }
+    }
+
     pub fn is_local(&self) -> bool {
         matches!(self.caller(), Caller::Local)
     }

@@ -58,6 +58,9 @@ impl From<NodeError> for RpcError {
             NodeError::Invalid(m) => RpcError::new(ErrorCode::InvalidParams, m),
             NodeError::NotFound(m) => RpcError::new(ErrorCode::NotFound, m),
             NodeError::Conflict(m) => RpcError::new(ErrorCode::Conflict, m),
+            NodeError::Forbidden(m) => {
+                RpcError::new(ErrorCode::Forbidden, m.clone()).with_data(json!({ "failed_check": m }))
+            }
             NodeError::Busy {
                 message,
                 retry_after_ms,
@@ -229,6 +232,9 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
             let session = node.live_session(&id).await?;
             json!({ "subscription": conn.subscribe_terminal(session)? })
         }
+        m::MAILBOX_SEND => node.mail_send(params(p)?, conn.speaks_for().as_deref()).await?,
+        m::MAILBOX_INBOX => node.mail_inbox(params(p)?).await?,
+        m::MAILBOX_ACK => node.mail_ack(params(p)?).await?,
         m::TOKEN_MINT => serde_json::to_value(auth::mint(app, conn, params(p)?)?).map_err(internal)?,
         m::TOKEN_INSPECT => {
             serde_json::to_value(auth::inspect(app, &params::<console_api::TokenRef>(p)?.token)).map_err(internal)?

@@ -123,9 +123,10 @@ impl Store {
 
     /// Every catalog event (everything but transcript deltas), in order.
     pub async fn catalog_events(&self) -> Result<Vec<StoredEvent>, StoreError> {
-        let rows = sqlx::query("SELECT seq, ts, body FROM events WHERE kind <> 'transcript' ORDER BY seq")
-            .fetch_all(&self.reads)
-            .await?;
+        let rows =
+            sqlx::query("SELECT seq, ts, body FROM events WHERE kind NOT IN ('transcript', 'mail_sent') ORDER BY seq")
+                .fetch_all(&self.reads)
+                .await?;
         rows.iter().map(decode_row).collect()
     }
 
@@ -185,6 +186,36 @@ impl Store {
         Ok(row.get::<i64, _>(0) as u64)
     }
 
+    /// Messages to `agent` with seq > `after`, oldest first, at most `limit`.
+    pub async fn inbox(
+        &self,
+        agent: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<console_api::MailMessage>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT event_seq, id, ts, sender, recipient, context, body FROM mail \
+             WHERE recipient = ? AND event_seq > ? ORDER BY event_seq LIMIT ?",
+        )
+        .bind(agent)
+        .bind(after as i64)
+        .bind(limit as i64)
+        .fetch_all(&self.reads)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| console_api::MailMessage {
+                seq: r.get::<i64, _>(0) as u64,
+                id: r.get(1),
+                ts: r.get::<i64, _>(2) as u64,
+                from: r.get(3),
+                to: r.get(4),
+                context: r.get(5),
+                body: r.get(6),
+            })
+            .collect())
+    }
+
     /// How far into the CLI's session file this conversation's transcript has
     /// read (the largest committed cursor), if it has read any of it.
     pub async fn transcript_cursor(&self, conversation: &str) -> Result<Option<u64>, StoreError> {
@@ -207,8 +238,8 @@ impl Store {
             .collect())
     }
 
-    /// Drops the transcript projection and refolds it from the event log, in
-    /// one transaction. Returns the number of transcript events replayed.
+    /// Drops the transcript and mail projections and refolds them from the
+    /// event log, in one transaction. Returns the number of events replayed.
     pub async fn rebuild_transcript(path: &Path) -> Result<u64, StoreError> {
         let mut conn = SqliteConnectOptions::from_str("sqlite://")?
             .filename(path)
@@ -219,12 +250,13 @@ impl Store {
             .await?;
         sqlx::migrate!("./migrations").run(&mut conn).await?;
         let mut tx = conn.begin().await?;
+        sqlx::query("DELETE FROM mail").execute(&mut *tx).await?;
         sqlx::query("DELETE FROM transcript").execute(&mut *tx).await?;
         let mut after = 0u64;
         let mut count = 0u64;
         loop {
             let rows = sqlx::query(
-                "SELECT seq, ts, body FROM events WHERE seq > ? AND kind = 'transcript' ORDER BY seq LIMIT 5000",
+                "SELECT seq, ts, body FROM events WHERE seq > ? AND kind IN ('transcript', 'mail_sent') ORDER BY seq LIMIT 5000",
             )
             .bind(after as i64)
             .fetch_all(&mut *tx)
@@ -236,7 +268,7 @@ impl Store {
             after = events.last().map(|e| e.seq).unwrap_or(after);
             count += events.len() as u64;
             let refs: Vec<&StoredEvent> = events.iter().collect();
-            writer::insert_transcript_rows(&mut tx, &refs).await?;
+            writer::insert_projection_rows(&mut tx, &refs).await?;
         }
         tx.commit().await?;
         Ok(count)

@@ -125,13 +125,50 @@ async fn write(conn: &mut SqliteConnection, events: &[&StoredEvent]) -> Result<(
         });
         q.build().execute(&mut *tx).await?;
     }
-    insert_transcript_rows(&mut tx, events).await?;
+    insert_projection_rows(&mut tx, events).await?;
     tx.commit().await?;
     Ok(())
 }
 
+/// Folds transcript and mail events into their projection tables.
+pub(crate) async fn insert_projection_rows(
+    tx: &mut sqlx::Transaction<'_, Sqlite>,
+    events: &[&StoredEvent],
+) -> Result<(), StoreError> {
+    insert_transcript_rows(tx, events).await?;
+    let mail: Vec<&StoredEvent> = events
+        .iter()
+        .copied()
+        .filter(|e| matches!(e.event, Event::MailSent { .. }))
+        .collect();
+    for chunk in mail.chunks(ROWS_PER_STATEMENT) {
+        let mut q: QueryBuilder<Sqlite> =
+            QueryBuilder::new("INSERT INTO mail (event_seq, id, ts, sender, recipient, context, body) ");
+        q.push_values(chunk, |mut row, e| {
+            if let Event::MailSent {
+                id,
+                from,
+                to,
+                context,
+                body,
+            } = &e.event
+            {
+                row.push_bind(e.seq as i64)
+                    .push_bind(id.clone())
+                    .push_bind(e.ts as i64)
+                    .push_bind(from.clone())
+                    .push_bind(to.clone())
+                    .push_bind(context.clone())
+                    .push_bind(body.clone());
+            }
+        });
+        q.build().execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
 /// Folds transcript events into the `transcript` projection table.
-pub(crate) async fn insert_transcript_rows(
+async fn insert_transcript_rows(
     tx: &mut sqlx::Transaction<'_, Sqlite>,
     events: &[&StoredEvent],
 ) -> Result<(), StoreError> {
