@@ -612,15 +612,16 @@ mod mail_tests {
 
     fn with_agents() -> Catalog {
         let mut c = Catalog::default();
-        let mut seq = 0;
-        for (name, peers) in [
+        for (seq, (name, peers)) in [
             ("a", Some(serde_json::json!(["b"]))),
             ("b", Some(serde_json::json!("all"))),
             ("c", None),
-        ] {
-            seq += 1;
+        ]
+        .into_iter()
+        .enumerate()
+        {
             c.apply(&StoredEvent {
-                seq,
+                seq: seq as u64 + 1,
                 ts: 0,
                 event: Event::AgentCreated {
                     agent: AgentRecord {
