@@ -358,7 +358,7 @@ impl Node {
             }
             None => 0,
         };
-        let mut env = base_env(&home, &c.id, &agent.name);
+        let mut env = base_env(&home, &c.id, &agent.name, self.cfg.self_exe.parent());
         let (token, token_file) = self
             .issue_instance_token(&c.id, agent, &home)
             .map_err(|e| e.to_string())?;
@@ -819,8 +819,13 @@ fn write_private(path: &Path, content: &str) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-fn base_env(home: &Path, conversation: &str, agent: &str) -> Vec<(String, String)> {
-    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+/// The CLI's environment. The node's own executable directory leads `PATH`, so
+/// the CLI can call `warren` as a tool (with its instance token in `WARREN_TOKEN`).
+fn base_env(home: &Path, conversation: &str, agent: &str, tools: Option<&Path>) -> Vec<(String, String)> {
+    let mut path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+    if let Some(dir) = tools {
+        path = format!("{}:{path}", dir.display());
+    }
     vec![
         ("PATH".into(), path),
         ("HOME".into(), home.display().to_string()),

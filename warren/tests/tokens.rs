@@ -327,8 +327,12 @@ async fn a_conversations_instance_token_has_its_agents_grants_and_dies_with_it()
         &mut c,
         "agent.create",
         json!({ "name": "worker", "harness": "fake", "grants": { "peers": ["other"] },
-                "rules": [{ "match": "^leak$", "actions": [
-                    { "shell": "printf %s \"$WARREN_TOKEN\" > token.txt && printf %s \"$WARREN_URL\" > url.txt" } ] }] }),
+                "rules": [
+                    { "match": "^leak$", "actions": [
+                        { "shell": "printf %s \"$WARREN_TOKEN\" > token.txt && printf %s \"$WARREN_URL\" > url.txt" } ] },
+                    { "match": "^mail$", "actions": [
+                        { "shell": "warren mail send worker other 'from the CLI itself' > mail.out 2>&1; echo $? > mail.code; warren transcript read \"$(cat peer.txt)\" > read.out 2>&1; echo $? > read.code" } ] }
+                ] }),
     )
     .await;
     let id = conversation_id(&mut c, "worker").await;
@@ -396,6 +400,38 @@ async fn a_conversations_instance_token_has_its_agents_grants_and_dies_with_it()
     .expect_err("as someone else");
     assert_eq!(e.code, -32003);
     assert!(e.message.contains("speaks for agent \"worker\""), "{}", e.message);
+
+    // The CLI itself, calling `warren` as a tool with the token from its environment.
+    std::fs::write(workspace.join("peer.txt"), &other).expect("peer id");
+    send(&mut c, &id, "mail").await;
+    let read_code = wait_until("the CLI's tool calls finished", Duration::from_secs(20), || {
+        let p = workspace.join("read.code");
+        async move { std::fs::read_to_string(p).ok().filter(|s| !s.trim().is_empty()) }
+    })
+    .await;
+    let mail_out = std::fs::read_to_string(workspace.join("mail.out")).expect("mail.out");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("mail.code"))
+            .expect("code")
+            .trim(),
+        "0",
+        "{mail_out}"
+    );
+    let inbox = call(&mut c, "mailbox.inbox", json!({ "agent": "other", "after": 0 })).await;
+    assert!(
+        inbox["messages"]
+            .as_array()
+            .expect("list")
+            .iter()
+            .any(|m| m["body"] == "from the CLI itself")
+    );
+    let read_out = std::fs::read_to_string(workspace.join("read.out")).expect("read.out");
+    assert_eq!(
+        read_code.trim(),
+        "1",
+        "reading another agent's transcript fails: {read_out}"
+    );
+    assert!(read_out.contains("-32003"), "{read_out}");
 
     call(&mut c, "conversation.pause", json!({ "conversation": id })).await;
     let e = code_of(&mut t, "transcript.read", json!({ "conversation": id }))
