@@ -68,20 +68,7 @@ pub fn lock_data_dir(data_dir: &Path) -> anyhow::Result<std::fs::File> {
 }
 
 fn write_private(path: &Path, content: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    f.write_all(content.as_bytes())?;
-    f.sync_all()?;
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    crate::util::write_private(path, content).with_context(|| format!("writing {}", path.display()))
 }
 
 fn read_or_create(path: &Path, make: impl FnOnce() -> anyhow::Result<String>) -> anyhow::Result<String> {

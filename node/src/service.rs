@@ -19,7 +19,7 @@ use crate::live::{Live, LiveLimits, LiveParts, SendError};
 use crate::runtime::{LaunchSpec, Runtime};
 use crate::store::{Store, StoreError};
 use crate::transcript::Transcripts;
-use crate::util::{new_id, new_uuid};
+use crate::util::{new_id, new_uuid, write_private};
 use crate::validate;
 
 /// Errors of node operations, each mapping to one API error code.
@@ -803,20 +803,6 @@ impl Node {
             tracing::error!(conversation = id, error = %e, "could not revoke the instance tokens");
         }
     }
-}
-
-fn write_private(path: &Path, content: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    f.write_all(content.as_bytes())?;
-    std::fs::rename(&tmp, path)
 }
 
 /// The CLI's environment. The node's own executable directory leads `PATH`, so
