@@ -200,6 +200,29 @@ async fn unusable_tokens_are_refused_and_revocation_bites_on_the_next_call() {
         .expect_err("revoked");
     assert_eq!(e.code, -32001);
     assert!(e.message.contains("revoked"), "{}", e.message);
+    let mut fresh = Client::connect(&Target {
+        url: node.target().url,
+        token: None,
+    })
+    .await
+    .expect("connect");
+    let e = code_of(&mut fresh, "session.authenticate", json!({ "token": token }))
+        .await
+        .expect_err("revoked");
+    assert_eq!(e.code, -32001);
+    assert!(e.message.contains("revoked"), "{}", e.message);
+    let refused = Client::connect(&Target {
+        url: node.target().url,
+        token: Some(token.clone()),
+    })
+    .await;
+    assert!(
+        refused
+            .err()
+            .expect("refused at the upgrade")
+            .to_string()
+            .contains("revoked")
+    );
     let inspected = call(&mut c, "token.inspect", json!({ "token": token })).await;
     assert_eq!(inspected["revoked"], true);
     assert_eq!(inspected["verified"], true);

@@ -78,10 +78,21 @@ impl Conn {
     }
 
     /// Verifies `token` and makes it this connection's authority.
-    pub fn authenticate(&self, verifier: &capabilities::Verifier, token: &str) -> Result<(), RpcError> {
+    pub fn authenticate(
+        &self,
+        verifier: &capabilities::Verifier,
+        token: &str,
+        is_revoked: impl Fn(&[String]) -> bool,
+    ) -> Result<(), RpcError> {
         let v = verifier
             .verify(token)
             .map_err(|e| RpcError::new(ErrorCode::Unauthenticated, format!("token refused: {e}")))?;
+        if is_revoked(&v.revocation_ids) {
+            return Err(RpcError::new(
+                ErrorCode::Unauthenticated,
+                "token refused: it has been revoked",
+            ));
+        }
         if let Ok(mut c) = self.caller.lock() {
             *c = Caller::Token(v);
         }

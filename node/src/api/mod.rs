@@ -174,7 +174,7 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
             token: String,
         }
         let a: Auth = params(p)?;
-        conn.authenticate(&app.verifier, &a.token)?;
+        conn.authenticate(&app.verifier, &a.token, |ids| app.node.any_revoked(ids))?;
         return Ok(json!({ "authenticated": true }));
     }
     auth::check(app, conn, method, p.as_ref()).await?;
