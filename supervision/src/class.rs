@@ -1,0 +1,231 @@
+//! The nine dialog classes and `classify`, which matches them in seed 000's fixed priority order.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dialog::Dialog;
+use crate::text::{contains_any, contains_marker};
+
+/// What a permission dialog is about. Declared (and ordered) in priority
+/// order: a dialog is the first class whose markers match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DialogClass {
+    CredentialAccess,
+    PushRemote,
+    Install,
+    DeviceAccess,
+    NetworkAccess,
+    Deletion,
+    FileWrite,
+    CommandExec,
+    Unknown,
+}
+
+impl DialogClass {
+    /// Every class, in priority order.
+    pub const ALL: [DialogClass; 9] = [
+        DialogClass::CredentialAccess,
+        DialogClass::PushRemote,
+        DialogClass::Install,
+        DialogClass::DeviceAccess,
+        DialogClass::NetworkAccess,
+        DialogClass::Deletion,
+        DialogClass::FileWrite,
+        DialogClass::CommandExec,
+        DialogClass::Unknown,
+    ];
+
+    /// The snake_case name used in config, the audit log and the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DialogClass::CredentialAccess => "credential_access",
+            DialogClass::PushRemote => "push_remote",
+            DialogClass::Install => "install",
+            DialogClass::DeviceAccess => "device_access",
+            DialogClass::NetworkAccess => "network_access",
+            DialogClass::Deletion => "deletion",
+            DialogClass::FileWrite => "file_write",
+            DialogClass::CommandExec => "command_exec",
+            DialogClass::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for DialogClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for DialogClass {
+    type Err = crate::Error;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        DialogClass::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| crate::Error::UnknownClass(s.to_string()))
+    }
+}
+
+const CREDENTIAL: &[&str] = &[
+    "token",
+    "api key",
+    "api_key",
+    "apikey",
+    "secret",
+    ".env",
+    "~/.aws",
+    ".aws/",
+    "~/.ssh",
+    ".ssh/",
+    "credential",
+    "keychain",
+    "password",
+    "ssh key",
+    "id_rsa",
+    "id_ed25519",
+    "id_ecdsa",
+    ".pem",
+];
+
+const PUSH: &[&str] = &["git push", "gh pr", "gh release", "git remote"];
+const FETCH: &[&str] = &["git fetch", "git pull"];
+
+const INSTALL: &[&str] = &[
+    "npm install",
+    "npm i",
+    "npm ci",
+    "pnpm add",
+    "pnpm install",
+    "pnpm i",
+    "yarn add",
+    "bun add",
+    "bun install",
+    "cargo install",
+    "go install",
+    "brew install",
+    "pip install",
+    "pip3 install",
+    "apt install",
+    "apt-get install",
+    "gem install",
+];
+
+const DEVICE: &[&str] = &[
+    "osascript",
+    "camera",
+    "microphone",
+    "screen recording",
+    "screencapture",
+    "system_profiler",
+    "defaults write",
+];
+
+const NETWORK: &[&str] = &[
+    "curl", "wget", "nc", "ncat", "netcat", "ssh", "scp", "telnet", "http://", "https://",
+];
+
+const DELETION: &[&str] = &["rm", "rmdir", "unlink", "git clean", "shred"];
+const DELETION_HEADING: &[&str] = &["delete file", "remove file"];
+
+const FILE_WRITE_HEADING: &[&str] = &[
+    "edit file",
+    "create file",
+    "apply patch",
+    "multiedit",
+    "write",
+    "make this edit",
+    "do you want to create",
+    "allow edits",
+    "apply edits",
+    "apply this change",
+    "create new file",
+    "overwrite",
+];
+
+const COMMAND_TITLE: &[&str] = &["bash command", "shell command"];
+const COMMAND_TEXT: &[&str] = &[
+    "run command",
+    "run tool",
+    "requesting permission",
+    "wants to run",
+    "allow command",
+    "run the following command",
+    "run shell command",
+    "allow execution",
+    "execute command",
+];
+
+/// True when the text names a URL (any `scheme://`) or an scp-style git remote.
+fn has_url(text: &str) -> bool {
+    text.contains("://") || text.contains("git@")
+}
+
+/// Classifies a dialog: the first class, in priority order, whose markers
+/// match. File-write and delete-file markers are read only from the title and
+/// question (a diff body mentioning "write" is not a write dialog); every other
+/// marker is read from title, question, body, command and paths. A dialog that
+/// carries a command and matched nothing earlier is a `command_exec`.
+pub fn classify(dialog: &Dialog) -> DialogClass {
+    let text = dialog.full_text();
+    let heading = dialog.heading_text();
+    if contains_any(&text, CREDENTIAL) {
+        DialogClass::CredentialAccess
+    } else if contains_any(&text, PUSH) || (contains_any(&text, FETCH) && has_url(&text)) {
+        DialogClass::PushRemote
+    } else if contains_any(&text, INSTALL) {
+        DialogClass::Install
+    } else if contains_any(&text, DEVICE) {
+        DialogClass::DeviceAccess
+    } else if contains_any(&text, NETWORK) {
+        DialogClass::NetworkAccess
+    } else if contains_any(&text, DELETION) || contains_any(&heading, DELETION_HEADING) {
+        DialogClass::Deletion
+    } else if contains_any(&heading, FILE_WRITE_HEADING) {
+        DialogClass::FileWrite
+    } else if contains_any(&crate::text::normalize(&dialog.title), COMMAND_TITLE)
+        || contains_any(&text, COMMAND_TEXT)
+        || dialog.command.as_deref().is_some_and(|c| !c.trim().is_empty())
+    {
+        DialogClass::CommandExec
+    } else {
+        DialogClass::Unknown
+    }
+}
+
+/// True when `text` (any case) names ssh/nc-style network use, which is never
+/// repo-scoped.
+pub(crate) fn has_raw_network_tool(text: &str) -> bool {
+    let text = crate::text::normalize(text);
+    ["nc", "ncat", "netcat", "ssh", "scp", "telnet"]
+        .iter()
+        .any(|m| contains_marker(&text, m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for class in DialogClass::ALL {
+            assert_eq!(class.as_str().parse::<DialogClass>().ok(), Some(class));
+            let json = serde_json::to_string(&class).unwrap();
+            assert_eq!(json, format!("\"{}\"", class.as_str()));
+        }
+        assert!("Command_Exec".parse::<DialogClass>().is_err());
+    }
+
+    #[test]
+    fn all_is_in_declared_order() {
+        let mut sorted = DialogClass::ALL;
+        sorted.sort();
+        assert_eq!(sorted, DialogClass::ALL);
+        assert_eq!(DialogClass::ALL[0], DialogClass::CredentialAccess);
+        assert_eq!(DialogClass::ALL[8], DialogClass::Unknown);
+    }
+}

@@ -1,0 +1,250 @@
+//! `decide_dialog`: classification, scope, the veto, the policy and the option
+//! choice combined into one decision, always failing toward a hold.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::class::{DialogClass, classify};
+use crate::dialog::Dialog;
+use crate::escalate::always_escalate;
+use crate::learned::LearnedRule;
+use crate::options::{PromptKind, approve_option, deny_option, prompt_kind};
+use crate::paths::{PathResolver, Scope};
+use crate::policy::{Action, Policy};
+use crate::scope::repo_scope;
+
+/// What supervision does with the dialog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Approve,
+    Deny,
+    Hold,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Approve => "approve",
+            Verdict::Deny => "deny",
+            Verdict::Hold => "hold",
+        }
+    }
+}
+
+/// Which rule produced the decision (the audit log's `policy_source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicySource {
+    /// The class's configured action.
+    ClassPolicy,
+    /// The always-escalate veto.
+    AlwaysEscalate,
+    /// A decision prompt, never answered.
+    DecisionPrompt,
+    /// Auto-approve, but the action is not provably repo-scoped.
+    NotRepoScoped,
+    /// No single safe option could be told apart.
+    AmbiguousOption,
+    /// The master switch or the agent's opt-in is off.
+    SupervisionOff,
+    /// A confirmed learned rule lifted the hold.
+    LearnedRule,
+}
+
+impl PolicySource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicySource::ClassPolicy => "class_policy",
+            PolicySource::AlwaysEscalate => "always_escalate",
+            PolicySource::DecisionPrompt => "decision_prompt",
+            PolicySource::NotRepoScoped => "not_repo_scoped",
+            PolicySource::AmbiguousOption => "ambiguous_option",
+            PolicySource::SupervisionOff => "supervision_off",
+            PolicySource::LearnedRule => "learned_rule",
+        }
+    }
+}
+
+impl fmt::Display for PolicySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A decision about one dialog, with everything the audit row needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub verdict: Verdict,
+    /// The chosen option (0-based) when approving or denying.
+    pub option: Option<usize>,
+    /// The keys to send; empty on a hold.
+    pub keys: Vec<String>,
+    pub class: DialogClass,
+    pub prompt: PromptKind,
+    pub repo_scoped: bool,
+    pub source: PolicySource,
+    /// For a human: why.
+    pub reason: String,
+    /// What the dialog is about, shortened (its command, first path or title):
+    /// the audit log's `subject`.
+    pub subject: String,
+}
+
+/// What a decision is made against besides the dialog.
+#[derive(Clone, Copy)]
+pub struct DecisionContext<'a> {
+    pub policy: &'a Policy,
+    pub scope: &'a Scope,
+    pub resolver: &'a dyn PathResolver,
+    /// Learned rules for this workspace (unconfirmed ones are ignored).
+    pub learned_rules: &'a [LearnedRule],
+}
+
+/// Classes whose auto-approve needs the action to be repo-scoped. The others
+/// are never scoped, so an explicit auto-approve mapping for them is the
+/// operator's own choice and is honoured.
+fn needs_scope(class: DialogClass) -> bool {
+    matches!(
+        class,
+        DialogClass::CommandExec | DialogClass::FileWrite | DialogClass::Deletion | DialogClass::NetworkAccess
+    )
+}
+
+fn subject(dialog: &Dialog) -> String {
+    let text = dialog
+        .command
+        .clone()
+        .or_else(|| dialog.paths.first().cloned())
+        .unwrap_or_else(|| dialog.title.trim().to_string());
+    let mut short: String = text.chars().take(120).collect();
+    if short.len() < text.len() {
+        short.push('…');
+    }
+    short
+}
+
+/// Decides one dialog. Order, each step able only to hold:
+/// 1. supervision off (master switch or the agent's opt-in) -> hold;
+/// 2. a decision prompt -> hold;
+/// 3. the always-escalate veto -> hold;
+/// 4. the class's action: auto-approve needs repo scope (for the scoped
+///    classes) and an unambiguous single-shot approve option; auto-deny needs an
+///    unambiguous single-shot deny option; hold holds, unless a confirmed
+///    learned rule matches an already repo-scoped `command_exec`.
+pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
+    let class = classify(dialog);
+    let prompt = prompt_kind(dialog);
+    let scoped = repo_scope(dialog, class, ctx.scope, ctx.resolver);
+    let repo_scoped = scoped.is_ok();
+    let what = subject(dialog);
+    let hold = |source: PolicySource, reason: String| Decision {
+        verdict: Verdict::Hold,
+        option: None,
+        keys: Vec::new(),
+        class,
+        prompt,
+        repo_scoped,
+        source,
+        reason,
+        subject: what.clone(),
+    };
+    let answer = |verdict: Verdict, option: usize, source: PolicySource, reason: String| match dialog.keys_for(option) {
+        Some(keys) => Decision {
+            verdict,
+            option: Some(option),
+            keys: vec![keys],
+            class,
+            prompt,
+            repo_scoped,
+            source,
+            reason,
+            subject: what.clone(),
+        },
+        None => hold(PolicySource::AmbiguousOption, "the chosen option has no keys".into()),
+    };
+
+    if let Some(off) = ctx.policy.off_reason() {
+        return hold(
+            PolicySource::SupervisionOff,
+            format!("{off}; {class} `{what}` waits for a human"),
+        );
+    }
+    if prompt == PromptKind::Decision {
+        return hold(
+            PolicySource::DecisionPrompt,
+            "a decision prompt is never answered by supervision".into(),
+        );
+    }
+    if let Some(shape) = always_escalate(dialog) {
+        return hold(
+            PolicySource::AlwaysEscalate,
+            format!("`{what}` is a {shape}: always escalated to a human"),
+        );
+    }
+    match ctx.policy.action(class) {
+        Action::AutoApprove => {
+            if let (true, Err(why)) = (needs_scope(class), &scoped) {
+                return hold(
+                    PolicySource::NotRepoScoped,
+                    format!("{class} `{what}` is not repo-scoped: {why}"),
+                );
+            }
+            match approve_option(&dialog.options) {
+                Some(i) => answer(
+                    Verdict::Approve,
+                    i,
+                    PolicySource::ClassPolicy,
+                    format!(
+                        "{class} is auto_approve and `{what}` stays in scope; option {} \"{}\"",
+                        i + 1,
+                        dialog.options[i]
+                    ),
+                ),
+                None => hold(
+                    PolicySource::AmbiguousOption,
+                    "no single one-time approve option".into(),
+                ),
+            }
+        }
+        Action::AutoDeny => match deny_option(&dialog.options) {
+            Some(i) => answer(
+                Verdict::Deny,
+                i,
+                PolicySource::ClassPolicy,
+                format!("{class} is auto_deny; option {} \"{}\"", i + 1, dialog.options[i]),
+            ),
+            None => hold(PolicySource::AmbiguousOption, "no single one-time deny option".into()),
+        },
+        Action::Hold => {
+            let learned = match (class, dialog.command.as_deref(), repo_scoped) {
+                (DialogClass::CommandExec, Some(cmd), true) => ctx.learned_rules.iter().find(|r| r.matches(cmd)),
+                _ => None,
+            };
+            match learned {
+                Some(rule) => match approve_option(&dialog.options) {
+                    Some(i) => answer(
+                        Verdict::Approve,
+                        i,
+                        PolicySource::LearnedRule,
+                        format!(
+                            "learned rule `{}` covers `{what}`; option {} \"{}\"",
+                            rule.pattern,
+                            i + 1,
+                            dialog.options[i]
+                        ),
+                    ),
+                    None => hold(
+                        PolicySource::AmbiguousOption,
+                        "no single one-time approve option".into(),
+                    ),
+                },
+                None => hold(
+                    PolicySource::ClassPolicy,
+                    format!("{class} is hold: `{what}` waits for a human"),
+                ),
+            }
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! The always-escalate veto: destructive shapes that hold whatever the policy says.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dialog::Dialog;
+use crate::text::normalize;
+
+/// Which destructive shape tripped the veto.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Escalation {
+    /// `git push` with `--force`, `-f`, `--force-with-lease` or a `+refspec`.
+    ForcePush,
+    /// `rm` with both a recursive and a force flag.
+    RecursiveForceDelete,
+    /// `git reset --hard`.
+    HardReset,
+    /// `git clean -f`.
+    ForceClean,
+    /// `sudo rm`.
+    SudoRm,
+}
+
+impl Escalation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Escalation::ForcePush => "force push",
+            Escalation::RecursiveForceDelete => "rm -rf",
+            Escalation::HardReset => "git reset --hard",
+            Escalation::ForceClean => "git clean -f",
+            Escalation::SudoRm => "sudo rm",
+        }
+    }
+}
+
+impl fmt::Display for Escalation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+fn is_prog(word: &str, name: &str) -> bool {
+    word == name || word.strip_suffix(name).is_some_and(|rest| rest.ends_with('/'))
+}
+
+/// A single-dash flag cluster (`-rf`) containing `letter`.
+fn short_has(word: &str, letter: char) -> bool {
+    word.strip_prefix('-').is_some_and(|rest| {
+        !rest.starts_with('-')
+            && !rest.is_empty()
+            && rest.chars().all(|c| c.is_ascii_alphabetic())
+            && rest.contains(letter)
+    })
+}
+
+fn is_force(word: &str) -> bool {
+    short_has(word, 'f') || word == "--force" || word.starts_with("--force-with-lease") || word == "--force-if-includes"
+}
+
+/// The words of one command, after `git`/`rm`/`sudo` position `at`.
+fn after<'a>(words: &'a [&'a str], at: usize) -> &'a [&'a str] {
+    words.get(at + 1..).unwrap_or_default()
+}
+
+fn segment_escalation(words: &[&str]) -> Option<Escalation> {
+    for (i, word) in words.iter().enumerate() {
+        if is_prog(word, "git") {
+            let rest = after(words, i);
+            let sub = rest.iter().position(|w| matches!(*w, "push" | "reset" | "clean"));
+            if let Some(s) = sub {
+                let tail = after(rest, s);
+                match rest[s] {
+                    "push" if tail.iter().any(|w| is_force(w) || (w.starts_with('+') && w.len() > 1)) => {
+                        return Some(Escalation::ForcePush);
+                    }
+                    "reset" if tail.contains(&"--hard") => return Some(Escalation::HardReset),
+                    "clean" if tail.iter().any(|w| is_force(w)) => return Some(Escalation::ForceClean),
+                    _ => {}
+                }
+            }
+        }
+        if is_prog(word, "sudo") && after(words, i).iter().any(|w| is_prog(w, "rm")) {
+            return Some(Escalation::SudoRm);
+        }
+        if is_prog(word, "rm") {
+            let rest = after(words, i);
+            let recursive = rest.iter().any(|w| short_has(w, 'r') || *w == "--recursive");
+            let force = rest.iter().any(|w| short_has(w, 'f') || *w == "--force");
+            if recursive && force {
+                return Some(Escalation::RecursiveForceDelete);
+            }
+        }
+    }
+    None
+}
+
+/// The veto for a piece of text (a command or a dialog's words). Reads it
+/// loosely on purpose: quotes and escapes are dropped, and it splits on every
+/// shell operator and bracket, so a destructive shape inside `$(...)`, a
+/// subshell or a string still counts.
+pub fn escalation_in(text: &str) -> Option<Escalation> {
+    let text: String = normalize(text)
+        .chars()
+        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+        .collect();
+    text.split([';', '&', '|', '\n', '(', ')', '`', '{', '}', '$'])
+        .find_map(|segment| {
+            let words: Vec<&str> = segment.split_whitespace().collect();
+            segment_escalation(&words)
+        })
+}
+
+/// The veto for a dialog: its command, title, question and body.
+pub fn always_escalate(dialog: &Dialog) -> Option<Escalation> {
+    let mut text = format!("{}\n{}\n{}", dialog.title, dialog.question, dialog.body);
+    if let Some(cmd) = &dialog.command {
+        text.push('\n');
+        text.push_str(cmd);
+    }
+    escalation_in(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes() {
+        use Escalation::*;
+        let cases: &[(&str, Option<Escalation>)] = &[
+            ("git push --force", Some(ForcePush)),
+            ("git push -f origin main", Some(ForcePush)),
+            ("git push origin main -f", Some(ForcePush)),
+            ("git push -uf origin main", Some(ForcePush)),
+            ("git push --force-with-lease=main", Some(ForcePush)),
+            ("git push origin +main", Some(ForcePush)),
+            ("git -C /w push --force", Some(ForcePush)),
+            ("/usr/bin/git push --force", Some(ForcePush)),
+            ("GIT PUSH --FORCE", Some(ForcePush)),
+            ("git push origin main", None),
+            ("git push --follow-tags", None),
+            ("rm -rf target", Some(RecursiveForceDelete)),
+            ("rm -fr target", Some(RecursiveForceDelete)),
+            ("rm -Rf target", Some(RecursiveForceDelete)),
+            ("rm -r -f target", Some(RecursiveForceDelete)),
+            ("rm --recursive --force target", Some(RecursiveForceDelete)),
+            ("/bin/rm -rf /", Some(RecursiveForceDelete)),
+            ("echo $(rm -rf ~)", Some(RecursiveForceDelete)),
+            ("cargo test && rm -rf ~", Some(RecursiveForceDelete)),
+            ("bash -c 'rm -rf build'", Some(RecursiveForceDelete)),
+            ("rm -r target", None),
+            ("rm -f a.o", None),
+            ("rm target/x.o", None),
+            ("git reset --hard HEAD~1", Some(HardReset)),
+            ("git reset --soft HEAD~1", None),
+            ("git clean -fdx", Some(ForceClean)),
+            ("git clean --force", Some(ForceClean)),
+            ("git clean -n", None),
+            ("sudo rm /etc/hosts", Some(SudoRm)),
+            ("sudo -u root rm x", Some(SudoRm)),
+            ("sudo apt update", None),
+            ("cargo test -- --force-run", None),
+            ("npm run format", None),
+            ("git status; git push -f", Some(ForcePush)),
+        ];
+        for (text, want) in cases {
+            assert_eq!(escalation_in(text), *want, "{text}");
+        }
+    }
+
+    #[test]
+    fn dialog_text_counts() {
+        let d = Dialog {
+            title: "Allow command?".into(),
+            body: "$ git push --force origin main".into(),
+            ..Dialog::default()
+        };
+        assert_eq!(always_escalate(&d), Some(Escalation::ForcePush));
+    }
+}

@@ -1,0 +1,88 @@
+//! Learned approval rules: confirmed per-workspace command patterns that may lift
+//! a hold on an already repo-scoped `command_exec`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::shell;
+
+/// A command pattern a human confirmed for a workspace. The pattern is a
+/// command's words; a final `*` matches any further words. Each segment of a
+/// compound command must match on its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LearnedRule {
+    pub pattern: String,
+    /// Only confirmed rules count.
+    pub confirmed: bool,
+}
+
+impl LearnedRule {
+    pub fn confirmed(pattern: impl Into<String>) -> LearnedRule {
+        LearnedRule {
+            pattern: pattern.into(),
+            confirmed: true,
+        }
+    }
+
+    /// True when the rule is confirmed and every segment of `command` matches
+    /// it. A command that cannot be lexed, has redirections, or a pattern that
+    /// is empty never matches.
+    pub fn matches(&self, command: &str) -> bool {
+        if !self.confirmed {
+            return false;
+        }
+        let pattern: Vec<&str> = self.pattern.split_whitespace().collect();
+        let (prefix, open) = match pattern.split_last() {
+            Some((&"*", rest)) => (rest, true),
+            _ => (pattern.as_slice(), false),
+        };
+        if prefix.is_empty() {
+            return false;
+        }
+        let Ok(segments) = shell::split(command) else {
+            return false;
+        };
+        !segments.is_empty()
+            && segments.iter().all(|seg| {
+                let words: Vec<&str> = seg.words.iter().map(|w| w.text.as_str()).collect();
+                seg.redirects.is_empty()
+                    && words.len() >= prefix.len()
+                    && words[..prefix.len()] == *prefix
+                    && (open || words.len() == prefix.len())
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matching() {
+        let cases: &[(&str, &str, bool)] = &[
+            ("cargo test", "cargo test", true),
+            ("cargo test", "cargo  test", true),
+            ("cargo test", "cargo test -p x", false),
+            ("cargo test *", "cargo test -p x", true),
+            ("cargo test *", "cargo test", true),
+            ("cargo test *", "cargo build", false),
+            ("cargo test *", "cargo test && cargo test -q", true),
+            ("cargo test *", "cargo test && git commit -am x", false),
+            ("cargo test *", "cargo test > out.txt", false),
+            ("cargo test *", "cargo test $(x)", false),
+            ("*", "anything", false),
+            ("", "cargo test", false),
+        ];
+        for (pattern, command, want) in cases {
+            assert_eq!(
+                LearnedRule::confirmed(*pattern).matches(command),
+                *want,
+                "{pattern} ~ {command}"
+            );
+        }
+        let unconfirmed = LearnedRule {
+            pattern: "cargo test".into(),
+            confirmed: false,
+        };
+        assert!(!unconfirmed.matches("cargo test"));
+    }
+}

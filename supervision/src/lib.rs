@@ -1,0 +1,47 @@
+//! Supervision decisions, pure: which of nine classes a permission dialog is,
+//! whether its action provably stays in the agent's worktree, which single-shot
+//! option (if any) may answer it, the effective policy (shipping defaults,
+//! per-agent overrides, the two-key lock), the mail retry machine and stall
+//! nudges. No IO: the file system is asked only through [`PathResolver`], and
+//! time comes in as plain durations.
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
+pub mod audit;
+pub mod class;
+pub mod decide;
+pub mod dialog;
+pub mod escalate;
+pub mod learned;
+pub mod mail;
+pub mod options;
+pub mod paths;
+pub mod policy;
+pub mod scope;
+pub mod stall;
+pub mod url;
+
+mod shell;
+mod text;
+
+pub use audit::{AuditDecision, AuditFields, Outcome, Trigger};
+pub use class::{DialogClass, classify};
+pub use decide::{Decision, DecisionContext, PolicySource, Verdict, decide_dialog};
+pub use dialog::Dialog;
+pub use escalate::{Escalation, always_escalate, escalation_in};
+pub use learned::LearnedRule;
+pub use mail::{MAIL_RETRY_BACKOFF, MailEffect, MailEvent, MailState, SendOutcome, decide_mail};
+pub use options::{PromptKind, approve_option, deny_option, is_standing, prompt_kind};
+pub use paths::{Link, NoSymlinks, PathResolver, Scope, resolve_path};
+pub use policy::{Action, AgentOverride, ClassActions, MailMode, Policy, SupervisionConfig, resolve};
+pub use scope::{NotScoped, command_in_scope, repo_scope};
+pub use stall::{NUDGE_INTERVAL, StallAction, StallEpisode, StallObservation, StallParams, decide_stall};
+pub use url::url_allowed;
+
+/// Errors of this crate: invalid configuration and unknown names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    #[error("invalid supervision setting: {0}")]
+    Invalid(String),
+    #[error("unknown dialog class {0:?}")]
+    UnknownClass(String),
+}

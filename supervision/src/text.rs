@@ -1,0 +1,109 @@
+//! Text helpers shared by the classifiers: normalisation and word-bounded marker search.
+
+/// True for characters that change how text renders or reads without being
+/// visible: zero-width spaces and joiners, bidirectional overrides and
+/// isolates, the byte-order mark, soft hyphen.
+pub(crate) fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}'
+    )
+}
+
+/// Lower-cases, drops invisible characters, turns typographic apostrophes into
+/// `'` and collapses every run of whitespace to one space. Used for matching
+/// markers, never for deciding what a command does.
+pub(crate) fn normalize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut space = false;
+    for c in text.chars().filter(|c| !is_invisible(*c)) {
+        let c = match c {
+            '\u{2018}' | '\u{2019}' | '\u{02BC}' => '\'',
+            other => other,
+        };
+        if c.is_whitespace() {
+            space = true;
+            continue;
+        }
+        if space && !out.is_empty() {
+            out.push(' ');
+        }
+        space = false;
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric()
+}
+
+/// Finds `marker` (already lower-case) in normalised `text` as a whole word:
+/// where the marker begins or ends with a letter or digit, the neighbouring
+/// character on that side must not be one (`_`, `-`, `.`, `/` count as
+/// separators, so `GITHUB_TOKEN` contains `token` but `format` does not contain
+/// `rm`). A marker ending in a letter may also be followed by a plural `s`.
+pub(crate) fn contains_marker(text: &str, marker: &str) -> bool {
+    let (Some(first), Some(last)) = (marker.chars().next(), marker.chars().next_back()) else {
+        return false;
+    };
+    let mut from = 0;
+    while let Some(found) = text[from..].find(marker) {
+        let start = from + found;
+        let end = start + marker.len();
+        let before_ok = !is_word_char(first) || text[..start].chars().next_back().is_none_or(|c| !is_word_char(c));
+        let after_ok = !is_word_char(last) || {
+            let mut rest = text[end..].chars();
+            match rest.next() {
+                None => true,
+                Some('s') if last.is_alphabetic() => rest.next().is_none_or(|c| !is_word_char(c)),
+                Some(c) => !is_word_char(c),
+            }
+        };
+        if before_ok && after_ok {
+            return true;
+        }
+        from = start + first.len_utf8();
+    }
+    false
+}
+
+/// True when any of `markers` is in `text` (see [`contains_marker`]).
+pub(crate) fn contains_any(text: &str, markers: &[&str]) -> bool {
+    markers.iter().any(|m| contains_marker(text, m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_collapses_and_lowercases() {
+        assert_eq!(normalize("  Bash   Command\n\tDo"), "bash command do");
+        assert_eq!(normalize("Don\u{2019}t ask"), "don't ask");
+        assert_eq!(normalize("cu\u{200B}rl"), "curl");
+    }
+
+    #[test]
+    fn markers_are_word_bounded() {
+        let cases: &[(&str, &str, bool)] = &[
+            ("rm -rf x", "rm", true),
+            ("npm run format", "rm", false),
+            ("confirm", "rm", false),
+            ("github_token=1", "token", true),
+            ("tokens", "token", true),
+            ("tokenizer", "token", false),
+            ("cat .env.local", ".env", true),
+            ("cat .environment", ".env", false),
+            ("server.pem", ".pem", true),
+            ("npm install x", "npm i", false),
+            ("npm i x", "npm i", true),
+            ("see https://x", "https://", true),
+            ("git  push", "git push", false),
+            ("", "rm", false),
+        ];
+        for (text, marker, want) in cases {
+            assert_eq!(contains_marker(text, marker), *want, "{marker:?} in {text:?}");
+        }
+    }
+}

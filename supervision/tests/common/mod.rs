@@ -1,0 +1,268 @@
+//! Shared fixtures: a fake file system and dialogs worded like the real CLIs.
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use supervision::{
+    AgentOverride, Decision, DecisionContext, Dialog, DialogClass, LearnedRule, Link, PathResolver, PolicySource,
+    Scope, SupervisionConfig, Verdict, decide_dialog, resolve,
+};
+
+pub const WORKTREE: &str = "/w/repo";
+pub const HOME: &str = "/home/agents/a1";
+
+/// Symlinks by absolute path.
+pub struct FakeFs(BTreeMap<PathBuf, PathBuf>);
+
+impl PathResolver for FakeFs {
+    fn link(&self, path: &Path) -> Link {
+        self.0.get(path).map_or(Link::NotLink, |t| Link::Link(t.clone()))
+    }
+}
+
+/// The worktree with a few symlinks: two escape, two stay inside.
+pub fn fs() -> FakeFs {
+    let links = [
+        ("/w/repo/escape", "/etc"),
+        ("/w/repo/docs/passwd-link", "../../../etc/passwd"),
+        ("/w/repo/vendor", "third_party"),
+        ("/w/repo/out-link", "/tmp/out"),
+        ("/w/repo/home-link", "/home/agents/a1/notes"),
+    ];
+    FakeFs(
+        links
+            .iter()
+            .map(|(a, b)| (PathBuf::from(a), PathBuf::from(b)))
+            .collect(),
+    )
+}
+
+pub fn scope() -> Scope {
+    Scope::new(WORKTREE).with_agent_home(HOME)
+}
+
+fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Claude Code's Bash permission dialog (REAL-CLI.md).
+pub fn claude_bash(cmd: &str) -> Dialog {
+    Dialog {
+        title: "Bash command".into(),
+        body: format!("Run the requested command\n{cmd}"),
+        question: "Do you want to proceed?".into(),
+        options: strings(&[
+            "Yes",
+            "Yes, and always allow access to /w/repo from this project",
+            "Yes, and switch to auto mode · auto mode handles these prompts for you",
+            "No",
+        ]),
+        command: Some(cmd.into()),
+        cwd: Some(WORKTREE.into()),
+        ..Dialog::default()
+    }
+}
+
+/// Claude Code's edit dialog.
+pub fn claude_edit(path: &str) -> Dialog {
+    Dialog {
+        title: "Edit file".into(),
+        body: path.into(),
+        content: "- old line\n+ new line".into(),
+        question: format!("Do you want to make this edit to {}?", file_name(path)),
+        options: strings(&[
+            "Yes",
+            "Yes, allow all edits during this session (shift+tab)",
+            "No, and tell Claude what to do differently (esc)",
+        ]),
+        paths: vec![path.into()],
+        cwd: Some(WORKTREE.into()),
+        ..Dialog::default()
+    }
+}
+
+/// Claude Code's create-file dialog.
+pub fn claude_create(path: &str) -> Dialog {
+    Dialog {
+        title: "Create file".into(),
+        content: "+ fn main() {}".into(),
+        question: format!("Do you want to create {}?", file_name(path)),
+        ..claude_edit(path)
+    }
+}
+
+/// Claude Code's AskUserQuestion prompt.
+pub fn claude_question(question: &str, options: &[&str]) -> Dialog {
+    let mut all = strings(options);
+    all.push("Type something.".into());
+    Dialog {
+        title: "☐ Question".into(),
+        body: question.into(),
+        options: all,
+        ..Dialog::default()
+    }
+}
+
+/// Codex's command approval.
+pub fn codex_cmd(cmd: &str) -> Dialog {
+    Dialog {
+        title: "Allow command?".into(),
+        body: format!("$ {cmd}"),
+        options: strings(&[
+            "Yes (y)",
+            "Yes, and don't ask again for this command (a)",
+            "No, provide feedback (esc)",
+        ]),
+        option_keys: strings(&["y", "a", "n"]),
+        command: Some(cmd.into()),
+        cwd: Some(WORKTREE.into()),
+        ..Dialog::default()
+    }
+}
+
+/// Codex's patch approval.
+pub fn codex_patch(path: &str) -> Dialog {
+    Dialog {
+        title: "Apply patch".into(),
+        body: format!("*** Update File: {path}"),
+        content: "@@\n-old\n+new".into(),
+        question: "Allow Codex to apply these changes?".into(),
+        options: strings(&["Yes (y)", "No, provide feedback (esc)"]),
+        option_keys: strings(&["y", "n"]),
+        paths: vec![path.into()],
+        cwd: Some(WORKTREE.into()),
+        ..Dialog::default()
+    }
+}
+
+/// Gemini CLI's shell confirmation.
+pub fn gemini_shell(cmd: &str) -> Dialog {
+    Dialog {
+        title: "Shell Command".into(),
+        body: cmd.into(),
+        question: format!("Allow execution of: '{cmd}'?"),
+        options: strings(&["Yes, allow once", "Yes, allow always ...", "No (esc)"]),
+        command: Some(cmd.into()),
+        cwd: Some(WORKTREE.into()),
+        ..Dialog::default()
+    }
+}
+
+/// Gemini CLI's edit confirmation.
+pub fn gemini_edit(path: &str) -> Dialog {
+    Dialog {
+        title: format!("Edit {}", file_name(path)),
+        content: "- a\n+ b".into(),
+        question: "Apply this change?".into(),
+        options: strings(&[
+            "Yes, allow once",
+            "Yes, allow always",
+            "Modify with external editor",
+            "No, suggest changes (esc)",
+        ]),
+        paths: vec![path.into()],
+        cwd: Some(WORKTREE.into()),
+        ..Dialog::default()
+    }
+}
+
+/// aider's inline shell prompt.
+pub fn aider_shell(cmd: &str) -> Dialog {
+    Dialog {
+        body: cmd.into(),
+        question: "Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]:".into(),
+        options: strings(&["(Y)es", "(N)o", "(D)on't ask again"]),
+        option_keys: strings(&["y", "n", "d"]),
+        command: Some(cmd.into()),
+        cwd: Some(WORKTREE.into()),
+        ..Dialog::default()
+    }
+}
+
+/// aider's inline edit prompt.
+pub fn aider_edit(path: &str) -> Dialog {
+    Dialog {
+        question: format!("Allow edits to file {path}? (Y)es/(N)o/(D)on't ask again [Yes]:"),
+        options: strings(&["(Y)es", "(N)o", "(D)on't ask again"]),
+        option_keys: strings(&["y", "n", "d"]),
+        paths: vec![path.into()],
+        cwd: Some(WORKTREE.into()),
+        ..Dialog::default()
+    }
+}
+
+// ---- deciding ----
+
+/// What a case expects: verdict, class, repo-scoped, source, keys.
+pub struct Want(
+    pub Verdict,
+    pub DialogClass,
+    pub bool,
+    pub PolicySource,
+    pub &'static str,
+);
+
+pub fn on() -> (SupervisionConfig, AgentOverride) {
+    let config = SupervisionConfig {
+        enabled: true,
+        ..SupervisionConfig::default()
+    };
+    let agent = AgentOverride {
+        enabled: true,
+        ..AgentOverride::default()
+    };
+    (config, agent)
+}
+
+pub fn decide_with(
+    dialog: &Dialog,
+    config: &SupervisionConfig,
+    agent: Option<&AgentOverride>,
+    rules: &[LearnedRule],
+) -> Decision {
+    let policy = resolve(config, agent);
+    let scope = scope();
+    let fs = fs();
+    let ctx = DecisionContext {
+        policy: &policy,
+        scope: &scope,
+        resolver: &fs,
+        learned_rules: rules,
+    };
+    decide_dialog(dialog, &ctx)
+}
+
+pub fn decide(dialog: &Dialog) -> Decision {
+    let (config, agent) = on();
+    decide_with(dialog, &config, Some(&agent), &[])
+}
+
+pub fn check(name: &str, got: &Decision, want: &Want) {
+    let Want(verdict, class, scoped, source, keys) = want;
+    let keys: Vec<String> = if keys.is_empty() {
+        Vec::new()
+    } else {
+        vec![keys.to_string()]
+    };
+    assert_eq!(
+        (got.verdict, got.class, got.repo_scoped, got.source, &got.keys),
+        (*verdict, *class, *scoped, *source, &keys),
+        "{name}: {}",
+        got.reason
+    );
+    assert!(!got.reason.is_empty(), "{name}: empty reason");
+    if got.verdict == Verdict::Hold {
+        assert_eq!(got.option, None, "{name}");
+    }
+}
+
+pub fn run(cases: Vec<(&str, Dialog, Want)>) {
+    for (name, dialog, want) in cases {
+        check(name, &decide(&dialog), &want);
+    }
+}
