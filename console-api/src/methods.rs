@@ -26,6 +26,10 @@ pub const TRANSCRIPT_SUBSCRIBE: &str = "transcript.subscribe";
 pub const TERMINAL_SUBSCRIBE: &str = "terminal.subscribe";
 pub const SUBSCRIPTION_CANCEL: &str = "subscription.cancel";
 
+pub const SUPERVISION_GET: &str = "supervision.get";
+pub const SUPERVISION_SET: &str = "supervision.set";
+pub const SUPERVISION_STATUS: &str = "supervision.status";
+
 pub const MAILBOX_SEND: &str = "mailbox.send";
 pub const MAILBOX_INBOX: &str = "mailbox.inbox";
 pub const MAILBOX_ACK: &str = "mailbox.ack";
@@ -61,6 +65,9 @@ pub const ALL: &[&str] = &[
     TRANSCRIPT_SUBSCRIBE,
     TERMINAL_SUBSCRIBE,
     SUBSCRIPTION_CANCEL,
+    SUPERVISION_GET,
+    SUPERVISION_SET,
+    SUPERVISION_STATUS,
     MAILBOX_SEND,
     MAILBOX_INBOX,
     MAILBOX_ACK,

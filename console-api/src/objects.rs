@@ -238,6 +238,35 @@ pub struct SubscriptionRef {
     pub subscription: String,
 }
 
+/// `supervision.set`: only the fields given change (seed 000's shape).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupervisionSet {
+    pub agent: String,
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    /// class -> `auto_approve` | `auto_deny` | `hold`, or `null` to reset to the default.
+    #[serde(default)]
+    pub classes: Option<std::collections::BTreeMap<String, Option<String>>>,
+    #[serde(default)]
+    pub mail_mode: Option<String>,
+    #[serde(default)]
+    pub nudge_text: Option<String>,
+    #[serde(default)]
+    pub stall_mins: Option<u32>,
+    #[serde(default)]
+    pub nudge_retries: Option<u32>,
+    #[serde(default)]
+    pub expect_work: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentFilter {
+    #[serde(default)]
+    pub agent: Option<String>,
+}
+
 /// One message in an agent's mailbox.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MailMessage {

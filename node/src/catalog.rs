@@ -47,6 +47,8 @@ pub struct ConvEntry {
 pub struct Catalog {
     pub agents: BTreeMap<String, AgentEntry>,
     pub conversations: BTreeMap<String, ConvEntry>,
+    /// Per-agent supervision overrides.
+    pub supervision: BTreeMap<String, supervision::AgentOverride>,
     /// How far each agent has acknowledged its inbox.
     pub mail_cursors: BTreeMap<String, u64>,
     /// Revocation ids of revoked tokens (hex).
@@ -119,6 +121,9 @@ impl Catalog {
                 *c = (*c).max(*cursor);
             }
             Event::MailSent { .. } => {}
+            Event::SupervisionSet { agent, policy } => {
+                self.supervision.insert(agent.clone(), policy.clone());
+            }
             Event::TokenRevoked { revocation_id } => {
                 self.revoked.insert(revocation_id.clone());
             }

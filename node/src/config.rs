@@ -60,6 +60,8 @@ pub struct Config {
     /// fleet owner's (`warren fleet init`). The node's own root is always trusted.
     pub trusted_roots: Vec<String>,
     pub limits: Limits,
+    /// `[supervision]`: the master switch and global defaults (seed 000).
+    pub supervision: supervision::SupervisionConfig,
 }
 
 impl Default for Config {
@@ -73,6 +75,7 @@ impl Default for Config {
             instance_token_ttl_secs: 600,
             trusted_roots: vec![],
             limits: Limits::default(),
+            supervision: supervision::SupervisionConfig::default(),
         }
     }
 }

@@ -99,6 +99,11 @@ pub enum Event {
         agent: String,
         cursor: u64,
     },
+    /// An agent's supervision override, whole, after a `supervision.set`.
+    SupervisionSet {
+        agent: String,
+        policy: supervision::AgentOverride,
+    },
     /// A token (any token one of whose blocks has this revocation id) is dead.
     TokenRevoked {
         revocation_id: String,
@@ -131,6 +136,7 @@ impl Event {
             Event::ConversationArchived { .. } => "conversation_archived",
             Event::MailSent { .. } => "mail_sent",
             Event::MailAcked { .. } => "mail_acked",
+            Event::SupervisionSet { .. } => "supervision_set",
             Event::TokenRevoked { .. } => "token_revoked",
             Event::Transcript { .. } => "transcript",
         }

@@ -111,6 +111,9 @@ pub async fn run(
         write_private(&token_file, &format!("{token}\n"))?;
     }
 
+    cfg.supervision
+        .validate()
+        .map_err(|e| anyhow::anyhow!("[supervision] in the config: {e}"))?;
     let runtime: Arc<dyn Runtime> = match cfg.runtime {
         RuntimeKind::Local => Arc::new(LocalRuntime),
         RuntimeKind::Docker => {
@@ -140,6 +143,7 @@ pub async fn run(
             send_idle_timeout: Duration::from_millis(cfg.limits.send_idle_timeout_ms),
             send_ack_timeout: Duration::from_millis(cfg.limits.send_ack_timeout_ms),
             instance_token_ttl: Duration::from_secs(cfg.instance_token_ttl_secs.max(2)),
+            supervision: cfg.supervision.clone(),
         },
         store,
         runtime,

@@ -50,6 +50,11 @@ enum Command {
         #[command(subcommand)]
         verb: cmd::TranscriptVerb,
     },
+    /// Supervision settings and status (the watch loop comes with issue 4).
+    Supervision {
+        #[command(subcommand)]
+        verb: cmd::SupervisionVerb,
+    },
     /// The mailbox between agents: send, inbox, ack.
     Mail {
         #[command(subcommand)]
@@ -136,6 +141,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Agent { verb } => cmd::agent(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Conv { verb } => cmd::conv(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Fleet { verb } => cmd::fleet(verb, out),
+        Command::Supervision { verb } => cmd::supervision(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Mail { verb } => cmd::mail(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Token { verb } => cmd::token(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Transcript { verb } => cmd::transcript(verb, cmd::Conn::new(cli.url, cli.token), out).await,

@@ -251,6 +251,7 @@ async fn the_companion_reads_and_does_nothing_else() {
         ("conversation.screen", json!({ "conversation": a })),
         ("transcript.read", json!({ "conversation": a })),
         ("transcript.subscribe", json!({ "conversation": a })),
+        ("supervision.status", json!({})),
     ];
     for (method, params) in reads {
         code_of(&mut t, method, params)
@@ -258,7 +259,7 @@ async fn the_companion_reads_and_does_nothing_else() {
             .unwrap_or_else(|e| panic!("companion {method}: {e}"));
     }
     // Read-only methods this node does not serve yet pass authorization.
-    for method in ["fleet.nodes", "supervision.status", "supervision.holds", "usage.get"] {
+    for method in ["fleet.nodes", "supervision.holds", "usage.get"] {
         let e = code_of(&mut t, method, json!({})).await.expect_err(method);
         assert_eq!(e.code, -32601, "{method} is allowed for the companion: {}", e.message);
     }
@@ -354,7 +355,7 @@ async fn a_conversations_instance_token_has_its_agents_grants_and_dies_with_it()
                     { "match": "^leak$", "actions": [
                         { "shell": "printf %s \"$WARREN_TOKEN\" > token.txt && printf %s \"$WARREN_URL\" > url.txt" } ] },
                     { "match": "^mail$", "actions": [
-                        { "shell": "warren mail send worker other 'from the CLI itself' > mail.out 2>&1; echo $? > mail.code; warren transcript read \"$(cat peer.txt)\" > read.out 2>&1; echo $? > read.code" } ] }
+                        { "shell": "warren mail send worker other 'from the CLI itself' > mail.out 2>&1; echo $? > mail.code; warren supervision status worker --json > status.out 2>&1; echo $? > status.code; warren supervision status other > other-status.out 2>&1; echo $? > other-status.code; warren transcript read \"$(cat peer.txt)\" > read.out 2>&1; echo $? > read.code" } ] }
                 ] }),
     )
     .await;
@@ -455,6 +456,24 @@ async fn a_conversations_instance_token_has_its_agents_grants_and_dies_with_it()
         "reading another agent's transcript fails: {read_out}"
     );
     assert!(read_out.contains("-32003"), "{read_out}");
+    // Its own supervision status, and not another agent's.
+    let status_out = std::fs::read_to_string(workspace.join("status.out")).expect("status.out");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("status.code"))
+            .expect("code")
+            .trim(),
+        "0",
+        "{status_out}"
+    );
+    let status: Value = serde_json::from_str(&status_out).expect("status json");
+    assert_eq!(status["agents"][0]["agent"], "worker");
+    assert_eq!(status["agents"].as_array().expect("list").len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("other-status.code"))
+            .expect("code")
+            .trim(),
+        "1"
+    );
 
     call(&mut c, "conversation.pause", json!({ "conversation": id })).await;
     let e = code_of(&mut t, "transcript.read", json!({ "conversation": id }))

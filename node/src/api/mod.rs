@@ -232,6 +232,15 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
             let session = node.live_session(&id).await?;
             json!({ "subscription": conn.subscribe_terminal(session)? })
         }
+        m::SUPERVISION_GET => {
+            node.supervision_get(params::<console_api::AgentFilter>(p)?.agent.as_deref())
+                .await?
+        }
+        m::SUPERVISION_SET => node.supervision_set(params(p)?).await?,
+        m::SUPERVISION_STATUS => {
+            node.supervision_status(params::<console_api::AgentFilter>(p)?.agent.as_deref())
+                .await?
+        }
         m::MAILBOX_SEND => node.mail_send(params(p)?, conn.speaks_for().as_deref()).await?,
         m::MAILBOX_INBOX => node.mail_inbox(params(p)?).await?,
         m::MAILBOX_ACK => node.mail_ack(params(p)?).await?,
