@@ -246,3 +246,26 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_runaway_token_hits_the_run_limits_and_is_a_counted_denial() {
+    let root = RootKey::generate();
+    let v = Verifier::new(vec![root.public()]);
+    let admin = root.mint_admin(NODE).expect("mint");
+    // A block whose rule multiplies facts past the limit (60 x 60 pairs).
+    let t = biscuit_auth::UnverifiedBiscuit::from_base64(&admin).expect("parse");
+    let facts: String = (0..60).map(|i| format!("f({i}); ")).collect();
+    let block = BlockBuilder::new()
+        .code(format!("{facts} g($a, $b) <- f($a), f($b); check if g(0, 0);"))
+        .expect("datalog");
+    let runaway = t.append(block).expect("append").to_base64().expect("encode");
+    let verified = v.verify(&runaway).expect("verify");
+    match v.authorize(&verified, &request("node.info", vec![Resource::Node], now())) {
+        Err(AuthError::Forbidden { message, .. }) => assert!(message.contains("run limits"), "{message}"),
+        other => panic!("expected a run-limit denial, got {other:?}"),
+    }
+    assert_eq!(v.limit_hits(), 1);
+    // Not cached: the next call runs (and is counted) again.
+    let _ = v.authorize(&verified, &request("node.info", vec![Resource::Node], now()));
+    assert_eq!(v.limit_hits(), 2);
+}

@@ -368,4 +368,6 @@ pub struct NodeInfo {
     pub runtime: String,
     pub started_at: u64,
     pub root_public_key: String,
+    /// Authorizations denied because they hit the Datalog run limits.
+    pub auth_limit_hits: u64,
 }

@@ -189,6 +189,7 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
             runtime: node.runtime_name().to_string(),
             started_at: app.identity.started_at,
             root_public_key: app.identity.root_public_key.clone(),
+            auth_limit_hits: app.verifier.limit_hits(),
         })
         .map_err(internal)?,
         m::AGENT_CREATE => json!({ "agent": node.agent_create(params(p)?).await? }),
