@@ -29,6 +29,9 @@ pub const SUBSCRIPTION_CANCEL: &str = "subscription.cancel";
 pub const SUPERVISION_GET: &str = "supervision.get";
 pub const SUPERVISION_SET: &str = "supervision.set";
 pub const SUPERVISION_STATUS: &str = "supervision.status";
+pub const SUPERVISION_HOLDS: &str = "supervision.holds";
+pub const SUPERVISION_ANSWER: &str = "supervision.answer";
+pub const SUPERVISION_AUDIT: &str = "supervision.audit";
 
 pub const MAILBOX_SEND: &str = "mailbox.send";
 pub const MAILBOX_INBOX: &str = "mailbox.inbox";
@@ -68,6 +71,9 @@ pub const ALL: &[&str] = &[
     SUPERVISION_GET,
     SUPERVISION_SET,
     SUPERVISION_STATUS,
+    SUPERVISION_HOLDS,
+    SUPERVISION_ANSWER,
+    SUPERVISION_AUDIT,
     MAILBOX_SEND,
     MAILBOX_INBOX,
     MAILBOX_ACK,

@@ -10,7 +10,11 @@ CREATE TABLE events (
 -- Start-up folds only the catalog events (agents, conversations, revocations,
 -- mail cursors); this partial index lets it skip transcript deltas and mail,
 -- which are the bulk of the log.
-CREATE INDEX events_catalog ON events (seq) WHERE kind NOT IN ('transcript', 'mail_sent');
+CREATE INDEX events_catalog ON events (seq) WHERE kind NOT IN ('transcript', 'mail_sent', 'supervision_acted');
+
+-- The supervision audit log (seed 000's supervision_log) is its events: one
+-- per attempted or declined action, read newest first.
+CREATE INDEX events_audit ON events (seq) WHERE kind = 'supervision_acted';
 
 -- Projection of the transcript events, keyed for ranged reads per conversation.
 -- Rows are appended in log order (rowid = the event's seq), so a commit writes

@@ -120,7 +120,7 @@ impl Catalog {
                 let c = self.mail_cursors.entry(agent.clone()).or_default();
                 *c = (*c).max(*cursor);
             }
-            Event::MailSent { .. } => {}
+            Event::MailSent { .. } | Event::SupervisionActed { .. } => {}
             Event::SupervisionSet { agent, policy } => {
                 self.supervision.insert(agent.clone(), policy.clone());
             }

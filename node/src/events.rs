@@ -104,6 +104,14 @@ pub enum Event {
         agent: String,
         policy: supervision::AgentOverride,
     },
+    /// One supervision audit row (seed 000's `supervision_log`): every action
+    /// supervision attempted or declined. Its id is the event's seq.
+    SupervisionActed {
+        agent: String,
+        conversation: Option<String>,
+        fields: supervision::AuditFields,
+        pane_excerpt: String,
+    },
     /// A token (any token one of whose blocks has this revocation id) is dead.
     TokenRevoked {
         revocation_id: String,
@@ -137,6 +145,7 @@ impl Event {
             Event::MailSent { .. } => "mail_sent",
             Event::MailAcked { .. } => "mail_acked",
             Event::SupervisionSet { .. } => "supervision_set",
+            Event::SupervisionActed { .. } => "supervision_acted",
             Event::TokenRevoked { .. } => "token_revoked",
             Event::Transcript { .. } => "transcript",
         }
@@ -151,6 +160,7 @@ impl Event {
             | Event::ConversationContinued { id }
             | Event::ConversationArchived { id, .. } => Some(id),
             Event::Transcript { conversation, .. } => Some(conversation),
+            Event::SupervisionActed { conversation, .. } => conversation.as_deref(),
             _ => None,
         }
     }
@@ -158,7 +168,7 @@ impl Event {
     /// The durability each kind is committed with (see ARCHITECTURE.md).
     pub fn durability(&self) -> Durability {
         match self {
-            Event::Transcript { .. } => Durability::Relaxed,
+            Event::Transcript { .. } | Event::SupervisionActed { .. } => Durability::Relaxed,
             _ => Durability::Full,
         }
     }

@@ -15,6 +15,7 @@ pub mod runtime;
 pub mod server;
 pub mod service;
 pub mod store;
+pub mod supervise;
 pub mod transcript;
 pub mod util;
 pub mod validate;

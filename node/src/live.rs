@@ -92,6 +92,7 @@ pub struct Live {
     pub id: String,
     pub agent: String,
     pub session: Arc<dyn Session>,
+    pub harness: &'static dyn Harness,
     status: watch::Receiver<Status>,
     send_tx: mpsc::Sender<SendJob>,
     limits: LiveLimits,
@@ -223,6 +224,7 @@ impl Live {
             id,
             agent,
             session,
+            harness,
             status: status_rx,
             send_tx,
             limits,
@@ -233,6 +235,11 @@ impl Live {
 
     pub fn status(&self) -> Status {
         *self.status.borrow()
+    }
+
+    /// Follows the status as it changes.
+    pub fn status_watch(&self) -> watch::Receiver<Status> {
+        self.status.clone()
     }
 
     /// Queues a whole message; resolves when the CLI has taken it.

@@ -111,6 +111,8 @@ pub struct Node {
     endpoint: std::sync::OnceLock<String>,
     /// Itself, for tasks that must not keep the node alive.
     me: std::sync::OnceLock<std::sync::Weak<Node>>,
+    /// Dialogs supervision held for a human, by hold id.
+    pub(crate) holds: Mutex<std::collections::BTreeMap<String, crate::supervise::Held>>,
 }
 
 impl Node {
@@ -163,6 +165,7 @@ impl Node {
             instance_tokens: Mutex::new(HashMap::new()),
             endpoint: std::sync::OnceLock::new(),
             me: std::sync::OnceLock::new(),
+            holds: Mutex::new(std::collections::BTreeMap::new()),
         });
         let _ = node.me.set(Arc::downgrade(&node));
         let weak = Arc::downgrade(&node);
@@ -197,6 +200,23 @@ impl Node {
 
     fn live(&self, id: &str) -> Option<Arc<Live>> {
         self.live.lock().ok().and_then(|m| m.get(id).cloned())
+    }
+
+    /// The live conversation `id`, if its CLI is running.
+    pub(crate) fn live_conversation(&self, id: &str) -> Option<Arc<Live>> {
+        self.live(id)
+    }
+
+    /// (home, workspace) of an agent.
+    pub(crate) fn agent_home_dirs(&self, agent: &str) -> (PathBuf, PathBuf) {
+        let dir = self.agent_dir(agent);
+        (dir.join("home"), dir.join("workspace"))
+    }
+
+    /// The agent's effective supervision policy.
+    pub(crate) async fn supervision_policy(&self, agent: &str) -> supervision::Policy {
+        let cat = self.catalog.lock().await;
+        supervision::resolve(&self.cfg.supervision, cat.supervision.get(agent))
     }
 
     fn status_of(&self, c: &ConvEntry) -> Option<Status> {
@@ -294,6 +314,9 @@ impl Node {
                         }
                         drop(cat);
                         self.start_renewal(id);
+                        if let Some(me) = self.me.get().and_then(|w| w.upgrade()) {
+                            me.start_supervision(id);
+                        }
                         self.transcripts.append(id, "system", "lifecycle", note).await?;
                         let cat = self.catalog.lock().await;
                         Ok(self.conv_wire(cat.conversation(id)?))
@@ -428,6 +451,7 @@ impl Node {
             live.shutdown().await;
         }
         self.revoke_instance_tokens(id).await;
+        self.drop_holds(id);
         let verb = if t == Transition::Pause { "paused" } else { "archived" };
         self.transcripts
             .append(id, "system", "lifecycle", format!("{verb}: {reason}"))
@@ -456,6 +480,7 @@ impl Node {
         }
         live.shutdown().await;
         self.revoke_instance_tokens(id).await;
+        self.drop_holds(id);
         let _ = self
             .transcripts
             .append(id, "system", "lifecycle", format!("paused: {reason}"))

@@ -281,6 +281,28 @@ pub enum SupervisionVerb {
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
+    /// Dialogs held for a human.
+    Holds {
+        agent: Option<String>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Answer a held dialog once: approve or deny (never a standing permission).
+    Answer {
+        hold: String,
+        #[arg(value_parser = ["approve", "deny"])]
+        decision: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// The audit log, newest first.
+    Audit {
+        agent: Option<String>,
+        #[arg(long)]
+        limit: Option<u32>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
     /// The master switch and each agent's opt-in.
     Status {
         agent: Option<String>,
@@ -295,6 +317,55 @@ pub async fn supervision(verb: SupervisionVerb, conn: Conn, out: Output) -> anyh
         SupervisionVerb::Get { agent, data_dir } => {
             let mut c = conn.connect(data_dir).await?;
             finish(out, c.call(m::SUPERVISION_GET, json!({ "agent": agent })).await, pretty)
+        }
+        SupervisionVerb::Holds { agent, data_dir } => {
+            let mut c = conn.connect(data_dir).await?;
+            finish(
+                out,
+                c.call(m::SUPERVISION_HOLDS, json!({ "agent": agent })).await,
+                |v| {
+                    for h in v.get("holds").and_then(Value::as_array).into_iter().flatten() {
+                        println!(
+                            "{}\t{}\t{}\t{}",
+                            s(h, "id"),
+                            s(h, "agent"),
+                            s(h, "dialog_class"),
+                            s(h, "summary")
+                        );
+                    }
+                },
+            )
+        }
+        SupervisionVerb::Answer {
+            hold,
+            decision,
+            data_dir,
+        } => {
+            let mut c = conn.connect(data_dir).await?;
+            let r = c
+                .call(m::SUPERVISION_ANSWER, json!({ "hold": hold, "decision": decision }))
+                .await;
+            finish(out, r, |v| println!("{} (keys {})", s(v, "outcome"), s(v, "keys")))
+        }
+        SupervisionVerb::Audit { agent, limit, data_dir } => {
+            let mut c = conn.connect(data_dir).await?;
+            let r = c
+                .call(m::SUPERVISION_AUDIT, json!({ "agent": agent, "limit": limit }))
+                .await;
+            finish(out, r, |v| {
+                for e in v.get("entries").and_then(Value::as_array).into_iter().flatten() {
+                    println!(
+                        "{:>5} {} {} {} {} {} {}",
+                        e["id"],
+                        s(e, "agent"),
+                        s(e, "trigger"),
+                        s(e, "dialog_class"),
+                        s(e, "decision"),
+                        s(e, "outcome"),
+                        s(e, "subject")
+                    );
+                }
+            })
         }
         SupervisionVerb::Status { agent, data_dir } => {
             let mut c = conn.connect(data_dir).await?;

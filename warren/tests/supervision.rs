@@ -94,3 +94,187 @@ async fn overrides_merge_over_the_defaults_and_both_keys_must_be_on() {
     assert_eq!(got["effective"]["enabled"], false, "but the master switch is off");
     assert_eq!(got["effective"]["nudge_retries"], 4);
 }
+
+/// A node with supervision on and agent `sup` opted in.
+async fn supervised_node(master: bool) -> (TestNode, String) {
+    let node = TestNode::start_with_config(&format!("[supervision]\nenabled = {master}\n"));
+    let mut c = node.client().await;
+    create_agent(&mut c, "sup").await;
+    json_of(&["supervision", "set", "sup", "--enable"], &node);
+    let id = conversation_id(&mut c, "sup").await;
+    (node, id)
+}
+
+async fn audit_for(c: &mut warren::client::Client, subject: &str) -> Value {
+    let subject = subject.to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let a = call(c, "supervision.audit", json!({ "agent": "sup" })).await;
+        if let Some(e) = a["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .find(|e| e["subject"] == subject.as_str())
+        {
+            return e.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no audit row for {subject:?}: {a:#}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routine_commands_are_approved_and_the_rest_held_for_a_human() {
+    let (node, id) = supervised_node(true).await;
+    let mut c = node.client().await;
+
+    // Repo-scoped and routine: approved without a human, and it really runs.
+    send(&mut c, &id, "/fake tool bash ls -a").await;
+    let row = audit_for(&mut c, "ls -a").await;
+    assert_eq!(
+        (
+            row["trigger"].as_str(),
+            row["dialog_class"].as_str(),
+            row["repo_scoped"].as_bool()
+        ),
+        (Some("dialog"), Some("command_exec"), Some(true))
+    );
+    assert_eq!(
+        (row["decision"].as_str(), row["outcome"].as_str()),
+        (Some("approve"), Some("sent")),
+        "{row}"
+    );
+    assert_eq!(row["policy_source"], "class_policy");
+    assert_eq!(row["keys"], json!(["1"]));
+    wait_event(&mut c, &id, "agent", "Ran: ls -a (exit 0)").await;
+    // The issue's own example: `cargo test` is routine (it fails here: no Cargo.toml).
+    wait_idle(&mut c, &id).await;
+    send(&mut c, &id, "/fake tool bash cargo test").await;
+    let row = audit_for(&mut c, "cargo test").await;
+    assert_eq!(
+        (row["decision"].as_str(), row["outcome"].as_str()),
+        (Some("approve"), Some("sent")),
+        "{row}"
+    );
+    assert_eq!(
+        (row["dialog_class"].as_str(), row["repo_scoped"].as_bool()),
+        (Some("command_exec"), Some(true))
+    );
+    wait_until("cargo test ran", std::time::Duration::from_secs(30), || {
+        let target = node.target();
+        let id = id.clone();
+        async move {
+            let mut c = warren::client::Client::connect(&target).await.ok()?;
+            transcript(&mut c, &id).await.into_iter().find(|e| {
+                e["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("Ran: cargo test (exit"))
+            })
+        }
+    })
+    .await;
+
+    // Held: the veto, out of scope, a decision prompt.
+    for (message, subject, source) in [
+        (
+            "/fake tool bash git push --force",
+            "git push --force",
+            "always_escalate",
+        ),
+        ("/fake tool bash cat /etc/passwd", "cat /etc/passwd", "not_repo_scoped"),
+    ] {
+        wait_idle_or_dialog_gone(&mut c, &id).await;
+        send(&mut c, &id, message).await;
+        let row = audit_for(&mut c, subject).await;
+        assert_eq!(
+            (row["decision"].as_str(), row["outcome"].as_str()),
+            (Some("hold"), Some("held")),
+            "{row}"
+        );
+        assert_eq!(row["policy_source"], source, "{row}");
+        let holds = call(&mut c, "supervision.holds", json!({ "agent": "sup" })).await;
+        let hold = holds["holds"]
+            .as_array()
+            .expect("holds")
+            .iter()
+            .find(|h| h["summary"] == subject)
+            .cloned()
+            .expect("listed");
+        // A human denies it (single-shot), through verified send.
+        let answered = call(
+            &mut c,
+            "supervision.answer",
+            json!({ "hold": hold["id"], "decision": "deny" }),
+        )
+        .await;
+        assert_eq!(answered["outcome"], "sent");
+        wait_event(&mut c, &id, "agent", &format!("Permission denied: {subject}")).await;
+    }
+
+    // A human approves a held command and it runs.
+    wait_idle_or_dialog_gone(&mut c, &id).await;
+    send(
+        &mut c,
+        &id,
+        "/fake tool bash touch /tmp/warren-supervision-approved-by-a-human",
+    )
+    .await;
+    let subject = "touch /tmp/warren-supervision-approved-by-a-human";
+    let row = audit_for(&mut c, subject).await;
+    assert_eq!(row["decision"], "hold");
+    let holds = call(&mut c, "supervision.holds", json!({})).await;
+    let hold = holds["holds"]
+        .as_array()
+        .expect("holds")
+        .iter()
+        .find(|h| h["summary"] == subject)
+        .cloned()
+        .expect("listed");
+    let (code, out, err) = warren(
+        &["supervision", "answer", hold["id"].as_str().expect("id"), "approve"],
+        &node.path(),
+    );
+    assert_eq!(code, 0, "{err}{out}");
+    wait_event(&mut c, &id, "agent", &format!("Ran: {subject} (exit 0)")).await;
+    let _ = std::fs::remove_file("/tmp/warren-supervision-approved-by-a-human");
+    let e = call_err(
+        &mut c,
+        "supervision.answer",
+        json!({ "hold": hold["id"], "decision": "approve" }),
+    )
+    .await;
+    assert_eq!(e.code, -32004, "a hold is answered once");
+
+    // A decision prompt always holds.
+    wait_idle_or_dialog_gone(&mut c, &id).await;
+    send(&mut c, &id, "/fake ask Which database? | PostgreSQL | SQLite").await;
+    let row = audit_for(&mut c, "☐ Question").await;
+    assert_eq!(
+        (row["decision"].as_str(), row["policy_source"].as_str()),
+        (Some("hold"), Some("decision_prompt")),
+        "{row}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_master_switch_off_everything_holds() {
+    let (node, id) = supervised_node(false).await;
+    let mut c = node.client().await;
+    send(&mut c, &id, "/fake tool bash ls").await;
+    let row = audit_for(&mut c, "ls").await;
+    assert_eq!(
+        (row["decision"].as_str(), row["policy_source"].as_str()),
+        (Some("hold"), Some("supervision_off")),
+        "{row}"
+    );
+    let status = call(&mut c, "supervision.status", json!({ "agent": "sup" })).await;
+    assert_eq!(status["master"], false);
+}
+
+/// Waits until no dialog is showing (the previous one was answered).
+async fn wait_idle_or_dialog_gone(c: &mut warren::client::Client, id: &str) {
+    wait_idle(c, id).await;
+}

@@ -252,6 +252,8 @@ async fn the_companion_reads_and_does_nothing_else() {
         ("transcript.read", json!({ "conversation": a })),
         ("transcript.subscribe", json!({ "conversation": a })),
         ("supervision.status", json!({})),
+        ("supervision.holds", json!({})),
+        ("supervision.audit", json!({})),
     ];
     for (method, params) in reads {
         code_of(&mut t, method, params)
@@ -259,7 +261,7 @@ async fn the_companion_reads_and_does_nothing_else() {
             .unwrap_or_else(|e| panic!("companion {method}: {e}"));
     }
     // Read-only methods this node does not serve yet pass authorization.
-    for method in ["fleet.nodes", "supervision.holds", "usage.get"] {
+    for method in ["fleet.nodes", "usage.get"] {
         let e = code_of(&mut t, method, json!({})).await.expect_err(method);
         assert_eq!(e.code, -32601, "{method} is allowed for the companion: {}", e.message);
     }

@@ -242,6 +242,15 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
             node.supervision_status(params::<console_api::AgentFilter>(p)?.agent.as_deref())
                 .await?
         }
+        m::SUPERVISION_HOLDS => node.supervision_holds(params::<console_api::AgentFilter>(p)?.agent.as_deref()),
+        m::SUPERVISION_ANSWER => {
+            let a: console_api::SupervisionAnswer = params(p)?;
+            node.supervision_answer(&a.hold, &a.decision).await?
+        }
+        m::SUPERVISION_AUDIT => {
+            let a: console_api::SupervisionAudit = params(p)?;
+            node.supervision_audit(a.agent.as_deref(), a.limit, a.before_id).await?
+        }
         m::MAILBOX_SEND => node.mail_send(params(p)?, conn.speaks_for().as_deref()).await?,
         m::MAILBOX_INBOX => node.mail_inbox(params(p)?).await?,
         m::MAILBOX_ACK => node.mail_ack(params(p)?).await?,

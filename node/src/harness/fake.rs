@@ -59,6 +59,10 @@ impl Harness for FakeHarness {
         dialog_of(&screen.lines)
     }
 
+    fn supervision_dialog(&self, dialog: &Dialog, cwd: &std::path::Path) -> supervision::Dialog {
+        claude_shaped(dialog, cwd)
+    }
+
     fn parse_session_line(&self, line: &str) -> Option<Entry> {
         let v: serde_json::Value = serde_json::from_str(line).ok()?;
         let text = v.get("text")?.as_str()?.to_string();
@@ -127,13 +131,75 @@ pub(crate) fn dialog_of(lines: &[String]) -> Option<Dialog> {
         .rposition(|l| l.starts_with('─'))
         .map(|i| i + 1)
         .unwrap_or(0);
-    let title = lines[rule..start]
+    let block: Vec<String> = lines[rule..start]
         .iter()
-        .map(|l| l.trim())
-        .find(|l| !l.is_empty())
-        .unwrap_or("")
-        .to_string();
-    Some(Dialog { title, options })
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect();
+    let title = block.first().cloned().unwrap_or_default();
+    Some(Dialog {
+        title,
+        lines: block,
+        options,
+    })
+}
+
+/// Claude Code's dialog layout (which the fake CLI draws): a title, a
+/// description, the command or diff between two `╌` rules, the question, then
+/// numbered options.
+pub(crate) fn claude_shaped(d: &Dialog, cwd: &std::path::Path) -> supervision::Dialog {
+    let is_rule = |l: &str| !l.is_empty() && l.chars().all(|c| c == '╌');
+    let rules: Vec<usize> = d
+        .lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| is_rule(l))
+        .map(|(i, _)| i)
+        .collect();
+    let framed: Vec<String> = match rules.as_slice() {
+        [a, b, ..] => d.lines[a + 1..*b].to_vec(),
+        _ => vec![],
+    };
+    let question = d
+        .lines
+        .iter()
+        .rev()
+        .find(|l| l.ends_with('?'))
+        .cloned()
+        .unwrap_or_default();
+    let body: Vec<String> = d
+        .lines
+        .iter()
+        .skip(1)
+        .filter(|l| !is_rule(l) && **l != question && !framed.contains(l))
+        .cloned()
+        .collect();
+    let title_lc = d.title.to_lowercase();
+    let mut out = supervision::Dialog {
+        title: d.title.clone(),
+        question,
+        body: body.join("\n"),
+        options: d
+            .options
+            .iter()
+            .map(|o| {
+                o.split_once(". ")
+                    .map(|(_, t)| t.to_string())
+                    .unwrap_or_else(|| o.clone())
+            })
+            .collect(),
+        cwd: Some(cwd.display().to_string()),
+        ..supervision::Dialog::default()
+    };
+    if title_lc.contains("bash") || title_lc.contains("command") {
+        out.command = Some(framed.join("\n")).filter(|c| !c.is_empty());
+    } else if title_lc.contains("edit") || title_lc.contains("create") || title_lc.contains("write") {
+        out.paths = body.first().cloned().into_iter().collect();
+        out.content = framed.join("\n");
+    } else {
+        out.body = d.lines.iter().skip(1).cloned().collect::<Vec<_>>().join("\n");
+    }
+    out
 }
 
 #[cfg(test)]
@@ -162,6 +228,26 @@ mod tests {
         assert_eq!(d.options[0], "1. Yes");
         assert_eq!(d.options[3], "4. No");
         assert_eq!(status_of(&lines("starting...")), Status::Busy);
+    }
+
+    #[test]
+    fn dialogs_map_to_what_supervision_classifies() {
+        let bash = lines(
+            "──────\n Bash command\n Run a command requested by the fake model\n ╌╌╌\n cargo test\n ╌╌╌\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow access to /w from this project\n   4. No",
+        );
+        let d = claude_shaped(&dialog_of(&bash).expect("dialog"), std::path::Path::new("/w"));
+        assert_eq!(d.title, "Bash command");
+        assert_eq!(d.command.as_deref(), Some("cargo test"));
+        assert_eq!(d.question, "Do you want to proceed?");
+        assert_eq!(d.options[0], "Yes");
+        assert_eq!(d.body, "Run a command requested by the fake model");
+        let edit = lines(
+            "──────\n Edit file\n src/x.rs\n ╌╌╌\n + edited\n ╌╌╌\n Do you want to make this edit to x.rs?\n ❯ 1. Yes\n   3. No",
+        );
+        let d = claude_shaped(&dialog_of(&edit).expect("dialog"), std::path::Path::new("/w"));
+        assert_eq!(d.paths, vec!["src/x.rs".to_string()]);
+        assert_eq!(d.content, "+ edited");
+        assert_eq!(d.command, None);
     }
 
     #[test]

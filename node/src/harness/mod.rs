@@ -50,6 +50,9 @@ pub struct LaunchPlan {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dialog {
     pub title: String,
+    /// Every line of the dialog above its options, trimmed (title first).
+    pub lines: Vec<String>,
+    /// Option rows as shown, e.g. `1. Yes`.
     pub options: Vec<String>,
 }
 
@@ -69,6 +72,9 @@ pub trait Harness: Send + Sync {
     /// Parses one line of the CLI's session file; `None` for lines that carry
     /// no transcript entry.
     fn parse_session_line(&self, line: &str) -> Option<Entry>;
+    /// What supervision classifies: the dialog's parts (title, question,
+    /// command, paths, options) as this CLI lays them out.
+    fn supervision_dialog(&self, dialog: &Dialog, cwd: &Path) -> supervision::Dialog;
 }
 
 /// The adapter for `harness`, if this node has one.

@@ -124,7 +124,7 @@ impl Store {
     /// Every catalog event (everything but transcript deltas), in order.
     pub async fn catalog_events(&self) -> Result<Vec<StoredEvent>, StoreError> {
         let rows =
-            sqlx::query("SELECT seq, ts, body FROM events WHERE kind NOT IN ('transcript', 'mail_sent') ORDER BY seq")
+            sqlx::query("SELECT seq, ts, body FROM events WHERE kind NOT IN ('transcript', 'mail_sent', 'supervision_acted') ORDER BY seq")
                 .fetch_all(&self.reads)
                 .await?;
         rows.iter().map(decode_row).collect()
@@ -184,6 +184,18 @@ impl Store {
             .fetch_one(&self.reads)
             .await?;
         Ok(row.get::<i64, _>(0) as u64)
+    }
+
+    /// Supervision audit events with seq < `before`, newest first.
+    pub async fn audit_before(&self, before: u64, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, ts, body FROM events WHERE kind = 'supervision_acted' AND seq < ? ORDER BY seq DESC LIMIT ?",
+        )
+        .bind(before.min(i64::MAX as u64) as i64)
+        .bind(limit as i64)
+        .fetch_all(&self.reads)
+        .await?;
+        rows.iter().map(decode_row).collect()
     }
 
     /// Messages to `agent` with seq > `after`, oldest first, at most `limit`.

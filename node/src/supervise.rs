@@ -1,0 +1,342 @@
+//! The supervision watch loop for live conversations, verified send, holds and
+//! the audit log. Decisions come from the pure `supervision` crate; this module
+//! is the IO around them. Every keystroke supervision types goes through
+//! `verified_send`, which re-reads the screen right before typing and skips if
+//! the dialog is no longer exactly the one decided on; every attempted or
+//! declined action writes exactly one audit event.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use console_api::Status;
+use serde_json::{Value, json};
+use supervision::{AuditFields, Decision, DecisionContext, Outcome, Trigger, Verdict};
+
+use crate::events::Event;
+use crate::harness::Dialog as ScreenDialog;
+use crate::live::Live;
+use crate::service::{Node, NodeError, NodeResult};
+use crate::util::{new_id, now_ms};
+
+/// How long a dialog must stay unchanged before supervision reads it (Claude
+/// Code drops keys sent in the first ~200 ms after a dialog appears).
+const STABLE_FOR: Duration = Duration::from_millis(250);
+/// Most audit rows one read returns.
+const MAX_AUDIT: u32 = 200;
+/// Most holds kept (oldest dropped first).
+const MAX_HOLDS: usize = 1024;
+
+/// The file system answering the scope rules' one question (symlinks).
+pub struct FsResolver;
+
+impl supervision::PathResolver for FsResolver {
+    fn link(&self, path: &Path) -> supervision::Link {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => match std::fs::read_link(path) {
+                Ok(target) => supervision::Link::Link(target),
+                Err(_) => supervision::Link::Unknown,
+            },
+            Ok(_) => supervision::Link::NotLink,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => supervision::Link::NotLink,
+            Err(_) => supervision::Link::Unknown,
+        }
+    }
+}
+
+/// A dialog supervision held for a human.
+#[derive(Debug, Clone)]
+pub struct Held {
+    pub id: String,
+    pub agent: String,
+    pub conversation: String,
+    pub screen: ScreenDialog,
+    pub dialog: supervision::Dialog,
+    pub class: supervision::DialogClass,
+    pub summary: String,
+    pub since: u64,
+}
+
+impl Held {
+    pub fn to_wire(&self) -> Value {
+        json!({
+            "id": self.id,
+            "agent": self.agent,
+            "conversation": self.conversation,
+            "dialog_class": self.class,
+            "summary": self.summary,
+            "since": self.since,
+            "options": self.dialog.options,
+        })
+    }
+}
+
+fn excerpt(d: &ScreenDialog) -> String {
+    let mut text = d.lines.join("\n");
+    text.push('\n');
+    text.push_str(&d.options.join("\n"));
+    text.chars().take(2000).collect()
+}
+
+/// Reads the dialog on screen, if one is showing.
+fn capture(live: &Live) -> Option<ScreenDialog> {
+    live.harness.dialog(&live.session.screen())
+}
+
+impl Node {
+    /// Types `keys` only if the dialog on screen is still exactly `expected`.
+    pub(crate) async fn verified_send(
+        &self,
+        live: &Live,
+        expected: &ScreenDialog,
+        keys: &str,
+    ) -> (Outcome, Option<String>) {
+        match capture(live) {
+            None => (Outcome::Skipped, Some("the dialog is no longer on screen".into())),
+            Some(now) if &now != expected => (Outcome::Skipped, Some("the dialog changed before sending".into())),
+            Some(_) => match live.session.write(keys.as_bytes().to_vec()).await {
+                Ok(()) => (Outcome::Sent, None),
+                Err(e) => (Outcome::Failed, Some(format!("terminal write failed: {e}"))),
+            },
+        }
+    }
+
+    /// Writes one audit row.
+    pub(crate) async fn audit(&self, agent: &str, conversation: Option<&str>, fields: AuditFields, pane: String) {
+        let e = Event::SupervisionActed {
+            agent: agent.to_string(),
+            conversation: conversation.map(str::to_string),
+            fields,
+            pane_excerpt: pane,
+        };
+        if let Err(e) = self.store().append(vec![e]).await {
+            tracing::error!(error = %e, "could not write the supervision audit row");
+        }
+    }
+
+    /// Starts the watch loop of a live conversation.
+    pub(crate) fn start_supervision(self: &Arc<Self>, id: &str) {
+        let weak = Arc::downgrade(self);
+        let id = id.to_string();
+        tokio::spawn(async move {
+            loop {
+                let Some(node) = weak.upgrade() else { return };
+                let Some(live) = node.live_conversation(&id) else {
+                    return;
+                };
+                drop(node);
+                let mut status = live.status_watch();
+                if status
+                    .wait_for(|s| matches!(s, Status::Dialog | Status::Exited))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                if *status.borrow() == Status::Exited {
+                    return;
+                }
+                // Stable: unchanged across two captures.
+                let first = capture(&live);
+                tokio::time::sleep(STABLE_FOR).await;
+                let second = capture(&live);
+                let Some(shown) = second.filter(|s| Some(s) == first.as_ref()) else {
+                    continue;
+                };
+                let Some(node) = weak.upgrade() else { return };
+                node.handle_dialog(&live, &shown).await;
+                drop(node);
+                // Wait until this dialog is gone (answered, changed, or the CLI moved on).
+                loop {
+                    let _ = tokio::time::timeout(Duration::from_millis(200), status.changed()).await;
+                    if *status.borrow() == Status::Exited {
+                        return;
+                    }
+                    if capture(&live).as_ref() != Some(&shown) {
+                        break;
+                    }
+                }
+            }
+        });
+    }
+
+    async fn handle_dialog(&self, live: &Live, shown: &ScreenDialog) {
+        let dir = self.agent_home_dirs(&live.agent);
+        let dialog = live.harness.supervision_dialog(shown, &dir.1);
+        let policy = self.supervision_policy(&live.agent).await;
+        let scope = supervision::Scope::new(dir.1.clone()).with_agent_home(dir.0.clone());
+        let decision = supervision::decide_dialog(
+            &dialog,
+            &DecisionContext {
+                policy: &policy,
+                scope: &scope,
+                resolver: &FsResolver,
+                learned_rules: &[],
+            },
+        );
+        match decision.verdict {
+            Verdict::Hold => self.hold(live, shown, dialog, &decision).await,
+            Verdict::Approve | Verdict::Deny => {
+                let keys = decision.keys.concat();
+                let (outcome, why) = self.verified_send(live, shown, &keys).await;
+                let fields = AuditFields::for_dialog(&decision, outcome, why.as_deref());
+                self.audit(&live.agent, Some(&live.id), fields, excerpt(shown)).await;
+            }
+        }
+    }
+
+    async fn hold(&self, live: &Live, shown: &ScreenDialog, dialog: supervision::Dialog, decision: &Decision) {
+        let held = Held {
+            id: new_id("h-"),
+            agent: live.agent.clone(),
+            conversation: live.id.clone(),
+            screen: shown.clone(),
+            class: decision.class,
+            summary: if decision.subject.is_empty() {
+                shown.title.clone()
+            } else {
+                decision.subject.clone()
+            },
+            dialog,
+            since: now_ms(),
+        };
+        if let Ok(mut h) = self.holds.lock() {
+            if h.len() >= MAX_HOLDS
+                && let Some(oldest) = h.values().min_by_key(|x| x.since).map(|x| x.id.clone())
+            {
+                h.remove(&oldest);
+            }
+            h.insert(held.id.clone(), held);
+        }
+        let fields = AuditFields::for_dialog(decision, Outcome::Held, None);
+        self.audit(&live.agent, Some(&live.id), fields, excerpt(shown)).await;
+    }
+
+    /// Drops the holds of a conversation whose CLI is gone.
+    pub(crate) fn drop_holds(&self, conversation: &str) {
+        if let Ok(mut h) = self.holds.lock() {
+            h.retain(|_, x| x.conversation != conversation);
+        }
+    }
+
+    /// `supervision.holds`.
+    pub fn supervision_holds(&self, agent: Option<&str>) -> Value {
+        let mut holds: Vec<Value> = self
+            .holds
+            .lock()
+            .map(|h| {
+                let mut v: Vec<&Held> = h.values().filter(|x| agent.is_none_or(|a| a == x.agent)).collect();
+                v.sort_by_key(|x| x.since);
+                v.into_iter().map(Held::to_wire).collect()
+            })
+            .unwrap_or_default();
+        holds.truncate(MAX_HOLDS);
+        json!({ "holds": holds })
+    }
+
+    /// `supervision.answer`: a human's single-shot approve or deny of a held
+    /// dialog, through verified send. Never picks a standing permission.
+    pub async fn supervision_answer(&self, hold: &str, decision: &str) -> NodeResult<Value> {
+        let held = self
+            .holds
+            .lock()
+            .ok()
+            .and_then(|h| h.get(hold).cloned())
+            .ok_or_else(|| NodeError::NotFound(format!("hold {hold:?} not found")))?;
+        let (index, verdict) = match decision {
+            "approve" => (
+                supervision::approve_option(&held.dialog.options),
+                supervision::AuditDecision::Approve,
+            ),
+            "deny" => (
+                supervision::deny_option(&held.dialog.options),
+                supervision::AuditDecision::Deny,
+            ),
+            other => {
+                return Err(NodeError::Invalid(format!(
+                    "decision: {other:?} is not approve or deny"
+                )));
+            }
+        };
+        let Some(index) = index else {
+            return Err(NodeError::Conflict(format!(
+                "hold {hold}: no single-shot {decision} option among {:?}",
+                held.dialog.options
+            )));
+        };
+        let keys = held.dialog.keys_for(index).unwrap_or_default();
+        let live = self
+            .live_conversation(&held.conversation)
+            .ok_or_else(|| NodeError::Conflict(format!("conversation {} has no running CLI", held.conversation)))?;
+        let (outcome, why) = self.verified_send(&live, &held.screen, &keys).await;
+        let mut fields = AuditFields::for_action(
+            Trigger::Answer,
+            verdict,
+            outcome,
+            why.clone().unwrap_or_else(|| format!("a human chose {decision}")),
+        );
+        fields.dialog_class = Some(held.class);
+        fields.subject = Some(held.summary.clone());
+        if outcome == Outcome::Sent {
+            fields.keys = vec![keys.clone()];
+        }
+        self.audit(&held.agent, Some(&held.conversation), fields, excerpt(&held.screen))
+            .await;
+        if let Ok(mut h) = self.holds.lock() {
+            h.remove(hold);
+        }
+        match outcome {
+            Outcome::Sent => Ok(json!({ "outcome": "sent", "keys": keys })),
+            _ => Err(NodeError::Conflict(format!(
+                "hold {hold} was not answered: {}",
+                why.unwrap_or_else(|| "the send failed".into())
+            ))),
+        }
+    }
+
+    /// `supervision.audit`: newest first, at most 200, optionally for one agent
+    /// and before an id.
+    pub async fn supervision_audit(
+        &self,
+        agent: Option<&str>,
+        limit: Option<u32>,
+        before: Option<u64>,
+    ) -> NodeResult<Value> {
+        let limit = limit.unwrap_or(50).clamp(1, MAX_AUDIT) as usize;
+        let mut before = before.unwrap_or(u64::MAX);
+        let mut entries = vec![];
+        while entries.len() < limit {
+            let page = self.store().audit_before(before, 500).await?;
+            if page.is_empty() {
+                break;
+            }
+            for e in &page {
+                before = e.seq;
+                if let Event::SupervisionActed {
+                    agent: a,
+                    conversation,
+                    fields,
+                    pane_excerpt,
+                } = &e.event
+                {
+                    if agent.is_some_and(|want| want != a) {
+                        continue;
+                    }
+                    let mut row = serde_json::to_value(fields).unwrap_or(Value::Null);
+                    if let Some(obj) = row.as_object_mut() {
+                        obj.insert("id".into(), json!(e.seq));
+                        obj.insert("at".into(), json!(e.ts));
+                        obj.insert("agent".into(), json!(a));
+                        obj.insert("conversation".into(), json!(conversation));
+                        obj.insert("pane_excerpt".into(), json!(pane_excerpt));
+                    }
+                    entries.push(row);
+                    if entries.len() == limit {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(json!({ "entries": entries }))
+    }
+}
