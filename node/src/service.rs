@@ -706,22 +706,38 @@ impl Node {
         Ok(serde_json::json!({ "agent": o, "effective": effective }))
     }
 
-    /// `supervision.status`: the master switch and each agent's opt-in; `last`
-    /// is the agent's last supervision action (none until the watch loop acts).
+    /// `supervision.status`: the master switch, each agent's opt-in and its
+    /// last audit row.
     pub async fn supervision_status(&self, agent: Option<&str>) -> NodeResult<Value> {
-        let cat = self.catalog.lock().await;
-        if let Some(a) = agent {
-            cat.agent(a)?;
+        let rows: Vec<(String, supervision::Policy)> = {
+            let cat = self.catalog.lock().await;
+            if let Some(a) = agent {
+                cat.agent(a)?;
+            }
+            cat.agents
+                .keys()
+                .filter(|name| agent.is_none_or(|a| a == name.as_str()))
+                .map(|name| {
+                    (
+                        name.clone(),
+                        supervision::resolve(&self.cfg.supervision, cat.supervision.get(name)),
+                    )
+                })
+                .collect()
+        };
+        let mut agents = Vec::with_capacity(rows.len());
+        for (name, policy) in rows {
+            let last = self.supervision_audit(Some(&name), Some(1), None).await?["entries"]
+                .get(0)
+                .cloned()
+                .unwrap_or(Value::Null);
+            agents.push(serde_json::json!({
+                "agent": name,
+                "enabled": policy.enabled,
+                "opted_in": policy.agent_opted_in,
+                "last": last,
+            }));
         }
-        let agents: Vec<Value> = cat
-            .agents
-            .keys()
-            .filter(|name| agent.is_none_or(|a| a == name.as_str()))
-            .map(|name| {
-                let policy = supervision::resolve(&self.cfg.supervision, cat.supervision.get(name));
-                serde_json::json!({ "agent": name, "enabled": policy.enabled, "opted_in": policy.agent_opted_in, "last": null })
-            })
-            .collect();
         Ok(serde_json::json!({ "master": self.cfg.supervision.enabled, "agents": agents }))
     }
 

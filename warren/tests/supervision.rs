@@ -272,6 +272,7 @@ async fn with_the_master_switch_off_everything_holds() {
     );
     let status = call(&mut c, "supervision.status", json!({ "agent": "sup" })).await;
     assert_eq!(status["master"], false);
+    assert_eq!(status["agents"][0]["last"]["subject"], "ls", "the last audit row");
 }
 
 /// Waits until no dialog is showing (the previous one was answered).
