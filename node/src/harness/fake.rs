@@ -120,11 +120,23 @@ pub(crate) fn dialog_of(lines: &[String]) -> Option<Dialog> {
     while start > 0 && option_line(&lines[start - 1]).is_some() {
         start -= 1;
     }
-    let options: Vec<String> = lines[start..]
-        .iter()
-        .map_while(|l| option_line(l))
-        .map(|(_, n, text)| format!("{n}. {text}"))
-        .collect();
+    // Option rows, joining the continuation lines of an option that wrapped.
+    let mut options: Vec<String> = vec![];
+    for l in &lines[start..] {
+        if let Some((_, n, text)) = option_line(l) {
+            options.push(format!("{n}. {text}"));
+        } else if l.starts_with("    ") && !l.trim().is_empty() {
+            match options.last_mut() {
+                Some(last) => {
+                    last.push(' ');
+                    last.push_str(l.trim());
+                }
+                None => break,
+            }
+        } else {
+            break;
+        }
+    }
     // The title is the first non-empty line after the rule that opens the dialog.
     let rule = lines[..start]
         .iter()
@@ -228,6 +240,22 @@ mod tests {
         assert_eq!(d.options[0], "1. Yes");
         assert_eq!(d.options[3], "4. No");
         assert_eq!(status_of(&lines("starting...")), Status::Busy);
+    }
+
+    #[test]
+    fn a_wrapped_option_is_one_option() {
+        let screen = lines(
+            "──────\n Bash command\n ╌╌╌\n ls\n ╌╌╌\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow access to /a/very/long/path\n      from this project\n   3. No\n\n Esc to cancel",
+        );
+        let d = dialog_of(&screen).expect("dialog");
+        assert_eq!(
+            d.options,
+            vec![
+                "1. Yes",
+                "2. Yes, and always allow access to /a/very/long/path from this project",
+                "3. No"
+            ]
+        );
     }
 
     #[test]
