@@ -546,8 +546,10 @@ fn bench_auth(args: &BenchArgs) -> anyhow::Result<()> {
 /// (it includes the 250 ms the dialog must stay stable first).
 async fn bench_supervision(args: &BenchArgs) -> anyhow::Result<()> {
     use supervision::{DecisionContext, Dialog, NoSymlinks, Scope, SupervisionConfig};
-    let mut config = SupervisionConfig::default();
-    config.enabled = true;
+    let config = SupervisionConfig {
+        enabled: true,
+        ..SupervisionConfig::default()
+    };
     let over = supervision::AgentOverride {
         enabled: true,
         ..Default::default()
