@@ -148,13 +148,20 @@ impl Node {
                 drop(node);
                 // Wait until this dialog is gone (answered, changed, or the CLI moved on).
                 loop {
-                    let _ = tokio::time::timeout(Duration::from_millis(200), status.changed()).await;
+                    if let Ok(Err(_)) = tokio::time::timeout(Duration::from_millis(200), status.changed()).await {
+                        // The conversation's watcher is gone: so is this loop.
+                        return;
+                    }
                     if *status.borrow() == Status::Exited {
                         return;
                     }
                     if capture(&live).as_ref() != Some(&shown) {
                         break;
                     }
+                }
+                // A hold whose dialog went away (answered on the terminal, say) is over.
+                if let Some(node) = weak.upgrade() {
+                    node.drop_hold_of(&id, &shown);
                 }
             }
         });
@@ -210,6 +217,13 @@ impl Node {
         }
         let fields = AuditFields::for_dialog(decision, Outcome::Held, None);
         self.audit(&live.agent, Some(&live.id), fields, excerpt(shown)).await;
+    }
+
+    /// Drops the hold of `conversation` for this exact dialog, if any.
+    fn drop_hold_of(&self, conversation: &str, shown: &ScreenDialog) {
+        if let Ok(mut h) = self.holds.lock() {
+            h.retain(|_, x| !(x.conversation == conversation && &x.screen == shown));
+        }
     }
 
     /// Drops the holds of a conversation whose CLI is gone.
