@@ -25,6 +25,13 @@ pub const TRANSCRIPT_READ: &str = "transcript.read";
 pub const TRANSCRIPT_SUBSCRIBE: &str = "transcript.subscribe";
 pub const TERMINAL_SUBSCRIBE: &str = "terminal.subscribe";
 pub const SUBSCRIPTION_CANCEL: &str = "subscription.cancel";
+pub const EVENTS_SUBSCRIBE: &str = "events.subscribe";
+
+/// Server-pushed event kinds (`events.subscribe {kinds?}`); each is also the
+/// notification's method name.
+pub const EVENT_SUPERVISION_ACTED: &str = "event.supervision.acted";
+pub const EVENT_SUPERVISION_NEEDS_YOU: &str = "event.supervision.needs_you";
+pub const EVENT_KINDS: &[&str] = &[EVENT_SUPERVISION_ACTED, EVENT_SUPERVISION_NEEDS_YOU];
 
 pub const SUPERVISION_GET: &str = "supervision.get";
 pub const SUPERVISION_SET: &str = "supervision.set";
@@ -68,6 +75,7 @@ pub const ALL: &[&str] = &[
     TRANSCRIPT_SUBSCRIBE,
     TERMINAL_SUBSCRIBE,
     SUBSCRIPTION_CANCEL,
+    EVENTS_SUBSCRIBE,
     SUPERVISION_GET,
     SUPERVISION_SET,
     SUPERVISION_STATUS,

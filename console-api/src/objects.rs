@@ -281,6 +281,14 @@ pub struct SupervisionAudit {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct EventsSubscribe {
+    /// Event kinds wanted (default: all).
+    #[serde(default)]
+    pub kinds: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AgentFilter {
     #[serde(default)]
     pub agent: Option<String>,

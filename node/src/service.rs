@@ -113,6 +113,8 @@ pub struct Node {
     me: std::sync::OnceLock<std::sync::Weak<Node>>,
     /// Dialogs supervision held for a human, by hold id.
     pub(crate) holds: Mutex<std::collections::BTreeMap<String, crate::supervise::Held>>,
+    /// Server-pushed events (`event.*`): kind and payload.
+    events: tokio::sync::broadcast::Sender<(&'static str, Value)>,
 }
 
 impl Node {
@@ -166,6 +168,7 @@ impl Node {
             endpoint: std::sync::OnceLock::new(),
             me: std::sync::OnceLock::new(),
             holds: Mutex::new(std::collections::BTreeMap::new()),
+            events: tokio::sync::broadcast::channel(1024).0,
         });
         let _ = node.me.set(Arc::downgrade(&node));
         let weak = Arc::downgrade(&node);
@@ -200,6 +203,16 @@ impl Node {
 
     fn live(&self, id: &str) -> Option<Arc<Live>> {
         self.live.lock().ok().and_then(|m| m.get(id).cloned())
+    }
+
+    /// Publishes a server event to `events.subscribe` subscribers.
+    pub(crate) fn publish(&self, kind: &'static str, payload: Value) {
+        let _ = self.events.send((kind, payload));
+    }
+
+    /// Follows server events.
+    pub fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<(&'static str, Value)> {
+        self.events.subscribe()
     }
 
     /// The live conversation `id`, if its CLI is running.

@@ -101,16 +101,26 @@ impl Node {
         }
     }
 
-    /// Writes one audit row.
+    /// Writes one audit row and announces it (`event.supervision.acted`).
     pub(crate) async fn audit(&self, agent: &str, conversation: Option<&str>, fields: AuditFields, pane: String) {
+        let mut payload = serde_json::to_value(&fields).unwrap_or(Value::Null);
         let e = Event::SupervisionActed {
             agent: agent.to_string(),
             conversation: conversation.map(str::to_string),
             fields,
             pane_excerpt: pane,
         };
-        if let Err(e) = self.store().append(vec![e]).await {
-            tracing::error!(error = %e, "could not write the supervision audit row");
+        match self.store().append(vec![e]).await {
+            Ok(stored) => {
+                if let (Some(obj), Some(s)) = (payload.as_object_mut(), stored.first()) {
+                    obj.insert("id".into(), json!(s.seq));
+                    obj.insert("at".into(), json!(s.ts));
+                    obj.insert("agent".into(), json!(agent));
+                    obj.insert("conversation".into(), json!(conversation));
+                }
+                self.publish(console_api::methods::EVENT_SUPERVISION_ACTED, payload);
+            }
+            Err(e) => tracing::error!(error = %e, "could not write the supervision audit row"),
         }
     }
 
@@ -217,6 +227,18 @@ impl Node {
         }
         let fields = AuditFields::for_dialog(decision, Outcome::Held, None);
         self.audit(&live.agent, Some(&live.id), fields, excerpt(shown)).await;
+        // One needs-you per held dialog (the episode lasts while it is on screen).
+        let wire = self.holds.lock().ok().and_then(|h| {
+            h.values()
+                .find(|x| x.conversation == live.id && &x.screen == shown)
+                .map(Held::to_wire)
+        });
+        if let Some(hold) = wire {
+            self.publish(
+                console_api::methods::EVENT_SUPERVISION_NEEDS_YOU,
+                json!({ "reason": decision.reason, "hold": hold }),
+            );
+        }
     }
 
     /// Drops the hold of `conversation` for this exact dialog, if any.

@@ -279,3 +279,65 @@ async fn with_the_master_switch_off_everything_holds() {
 async fn wait_idle_or_dialog_gone(c: &mut warren::client::Client, id: &str) {
     wait_idle(c, id).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_action_is_announced_and_a_hold_needs_you_once() {
+    let (node, id) = supervised_node(true).await;
+    let mut c = node.client().await;
+    let mut events = node.client().await;
+    call(&mut events, "events.subscribe", json!({})).await;
+    let e = call_err(&mut events, "events.subscribe", json!({ "kinds": ["event.weather"] })).await;
+    assert!(e.message.contains("unknown event kind"), "{}", e.message);
+
+    send(&mut c, &id, "/fake tool bash git push --force").await;
+    audit_for(&mut c, "git push --force").await;
+    // The hold stays on screen a while: still exactly one needs-you.
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    let holds = call(&mut c, "supervision.holds", json!({})).await;
+    let hold = holds["holds"][0]["id"].as_str().expect("held").to_string();
+    call(
+        &mut c,
+        "supervision.answer",
+        json!({ "hold": hold, "decision": "deny" }),
+    )
+    .await;
+    wait_idle(&mut c, &id).await;
+    send(&mut c, &id, "/fake tool bash ls -a").await;
+    audit_for(&mut c, "ls -a").await;
+
+    let mut acted = vec![];
+    let mut needs_you = 0;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while acted.len() < 3 && std::time::Instant::now() < deadline {
+        let Some(n) = events
+            .next_notification(std::time::Duration::from_secs(5))
+            .await
+            .expect("read")
+        else {
+            break;
+        };
+        match n.method.as_str() {
+            "event.supervision.acted" => acted.push(n.params["event"].clone()),
+            "event.supervision.needs_you" => {
+                needs_you += 1;
+                assert_eq!(n.params["event"]["hold"]["id"], hold.as_str());
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+    let kinds: Vec<(&str, &str)> = acted
+        .iter()
+        .map(|a| {
+            (
+                a["decision"].as_str().unwrap_or(""),
+                a["outcome"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![("hold", "held"), ("deny", "sent"), ("approve", "sent")],
+        "{acted:#?}"
+    );
+    assert_eq!(needs_you, 1, "exactly one needs-you for the held dialog");
+}

@@ -271,6 +271,50 @@ impl Conn {
         self.add_sub(task, id)
     }
 
+    /// `events.subscribe`: server events of the wanted kinds, as notifications
+    /// named by their kind.
+    pub fn subscribe_events(self: &Arc<Self>, app: &Arc<App>, kinds: Option<Vec<String>>) -> Result<String, RpcError> {
+        if let Some(bad) = kinds
+            .iter()
+            .flatten()
+            .find(|k| !console_api::methods::EVENT_KINDS.contains(&k.as_str()))
+        {
+            return Err(RpcError::new(
+                ErrorCode::InvalidParams,
+                format!(
+                    "kinds: unknown event kind {bad:?}; known: {}",
+                    console_api::methods::EVENT_KINDS.join(", ")
+                ),
+            ));
+        }
+        let id = self.reserve_sub()?;
+        let mut rx = app.node.subscribe_events();
+        let conn = self.clone();
+        let sub = id.clone();
+        let gate = self.gate();
+        let task = tokio::spawn(async move {
+            let _ = gate.await;
+            loop {
+                match rx.recv().await {
+                    Ok((kind, payload)) => {
+                        if kinds.as_ref().is_some_and(|k| !k.iter().any(|x| x == kind)) {
+                            continue;
+                        }
+                        if !conn.notify(kind, json!({ "subscription": sub, "event": payload })) {
+                            return;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        conn.cut_off(&format!("event subscriber too slow: {n} events dropped"));
+                        return;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
+        self.add_sub(task, id)
+    }
+
     pub fn subscribe_terminal(self: &Arc<Self>, session: Arc<dyn Session>) -> Result<String, RpcError> {
         let id = self.reserve_sub()?;
         let mut rx = session.subscribe();

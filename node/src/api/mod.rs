@@ -228,6 +228,10 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
             node.check_subscribe_target(&sp).await?;
             json!({ "subscription": conn.subscribe_transcript(app, sp)? })
         }
+        m::EVENTS_SUBSCRIBE => {
+            let e: console_api::EventsSubscribe = params(p)?;
+            json!({ "subscription": conn.subscribe_events(app, e.kinds)? })
+        }
         m::TERMINAL_SUBSCRIBE => {
             let id = conv_ref(p)?;
             let session = node.live_session(&id).await?;
