@@ -65,6 +65,9 @@ struct Pending {
     ack: oneshot::Sender<Result<u64, SendError>>,
 }
 
+/// Who a supervision nudge is attributed to in the transcript.
+pub const NUDGE_SPEAKER: &str = "system";
+
 #[derive(Clone, Copy)]
 pub struct LiveLimits {
     pub send_queue: usize,
@@ -98,6 +101,7 @@ pub struct Live {
     limits: LiveLimits,
     tasks: Mutex<Vec<JoinHandle<()>>>,
     tail: Arc<tokio::sync::Mutex<Tail>>,
+    last_activity: Arc<Mutex<std::time::Instant>>,
 }
 
 /// Follows the CLI's session file from a byte offset.
@@ -109,6 +113,8 @@ struct Tail {
     harness: &'static dyn Harness,
     transcripts: Arc<Transcripts>,
     conversation: String,
+    /// When the CLI last showed activity of its own (not supervision's nudges).
+    last_activity: Arc<Mutex<std::time::Instant>>,
 }
 
 impl Tail {
@@ -171,6 +177,12 @@ impl Tail {
             Some(p) => (p.speaker.clone(), "message"),
             None => (entry.speaker.to_string(), entry.kind),
         };
+        // Supervision's own nudges (delivered as `system`) are not the agent acting.
+        if !(matched.is_some() && speaker == NUDGE_SPEAKER)
+            && let Ok(mut at) = self.last_activity.lock()
+        {
+            *at = std::time::Instant::now();
+        }
         let result = self
             .transcripts
             .append_at(&self.conversation, &speaker, kind, entry.text, Some(cursor))
@@ -200,7 +212,9 @@ impl Live {
             on_exit,
         } = parts;
         let pending = Arc::new(Mutex::new(VecDeque::new()));
+        let last_activity = Arc::new(Mutex::new(std::time::Instant::now()));
         let tail = Arc::new(tokio::sync::Mutex::new(Tail {
+            last_activity: last_activity.clone(),
             path: transcript_file,
             offset: transcript_offset,
             partial: vec![],
@@ -230,11 +244,20 @@ impl Live {
             limits,
             tasks: Mutex::new(vec![watcher, sender]),
             tail,
+            last_activity,
         })
     }
 
     pub fn status(&self) -> Status {
         *self.status.borrow()
+    }
+
+    /// When the CLI last did something of its own.
+    pub fn last_activity(&self) -> std::time::Instant {
+        self.last_activity
+            .lock()
+            .map(|t| *t)
+            .unwrap_or_else(|_| std::time::Instant::now())
     }
 
     /// Follows the status as it changes.

@@ -329,6 +329,7 @@ impl Node {
                         self.start_renewal(id);
                         if let Some(me) = self.me.get().and_then(|w| w.upgrade()) {
                             me.start_supervision(id);
+                            me.start_stall_watch(id);
                         }
                         self.transcripts.append(id, "system", "lifecycle", note).await?;
                         let cat = self.catalog.lock().await;
@@ -774,6 +775,16 @@ impl Node {
         }
         let seq = stored.first().map(|s| s.seq).unwrap_or(0);
         Ok(serde_json::json!({ "message_id": id, "seq": seq }))
+    }
+
+    /// True if `agent` has mail past its acknowledged cursor.
+    pub(crate) async fn unread_mail(&self, agent: &str) -> bool {
+        let acked = self.catalog.lock().await.mail_cursors.get(agent).copied().unwrap_or(0);
+        self.store
+            .inbox(agent, acked, 1)
+            .await
+            .map(|m| !m.is_empty())
+            .unwrap_or(false)
     }
 
     /// `mailbox.inbox`: messages after `after` (default: the acknowledged cursor).

@@ -177,6 +177,80 @@ impl Node {
         });
     }
 
+    /// Starts the stall watch of a live conversation: a one-second tick that
+    /// feeds `decide_stall` and sends its nudges (as one message each, through
+    /// the conversation's message queue, which waits for IDLE) or escalates.
+    pub(crate) fn start_stall_watch(self: &Arc<Self>, id: &str) {
+        let weak = Arc::downgrade(self);
+        let id = id.to_string();
+        tokio::spawn(async move {
+            let origin = std::time::Instant::now();
+            let mut episode = supervision::StallEpisode::default();
+            let mut last_screen = String::new();
+            let mut unchanged_since = None;
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                let Some(node) = weak.upgrade() else { return };
+                let Some(live) = node.live_conversation(&id) else {
+                    return;
+                };
+                let now = origin.elapsed();
+                let screen = live.session.screen().text();
+                if screen != last_screen || unchanged_since.is_none() {
+                    last_screen = screen;
+                    unchanged_since = Some(now);
+                }
+                let policy = node.supervision_policy(&live.agent).await;
+                if !policy.enabled {
+                    episode = supervision::StallEpisode::default();
+                    continue;
+                }
+                let unread = node.unread_mail(&live.agent).await;
+                let seen = supervision::StallObservation {
+                    now,
+                    outstanding_work: policy.expect_work || unread,
+                    eligible: live.status() == Status::Idle,
+                    last_activity: live.last_activity().saturating_duration_since(origin),
+                    pane_unchanged_since: unchanged_since,
+                };
+                let (next, action) = supervision::decide_stall(episode, &seen, &policy.stall_params());
+                episode = next;
+                node.act_on_stall(&live, action, &policy).await;
+            }
+        });
+    }
+
+    async fn act_on_stall(&self, live: &Live, action: supervision::StallAction, policy: &supervision::Policy) {
+        use supervision::{AuditDecision, StallAction};
+        match action {
+            StallAction::Nothing => {}
+            StallAction::Nudge { number } => {
+                let sent = live
+                    .send_message(policy.nudge_text.clone(), crate::live::NUDGE_SPEAKER.to_string())
+                    .await;
+                let (outcome, reason) = match &sent {
+                    Ok(_) => (Outcome::Sent, format!("stalled with work outstanding: nudge {number}")),
+                    Err(e) => (Outcome::Skipped, format!("nudge {number} not sent: {e}")),
+                };
+                let mut fields = AuditFields::for_action(Trigger::Stall, AuditDecision::Nudge, outcome, reason);
+                fields.subject = Some(format!("nudge {number}"));
+                self.audit(&live.agent, Some(&live.id), fields, String::new()).await;
+            }
+            StallAction::Escalate { nudges } => {
+                let reason = format!("still stalled after {nudges} nudges");
+                let mut fields =
+                    AuditFields::for_action(Trigger::Stall, AuditDecision::Escalate, Outcome::Held, reason.clone());
+                fields.subject = Some("stall".into());
+                self.audit(&live.agent, Some(&live.id), fields, String::new()).await;
+                self.publish(
+                    console_api::methods::EVENT_SUPERVISION_NEEDS_YOU,
+                    json!({ "reason": reason, "agent": live.agent, "conversation": live.id }),
+                );
+            }
+        }
+    }
+
     async fn handle_dialog(&self, live: &Live, shown: &ScreenDialog) {
         let dir = self.agent_home_dirs(&live.agent);
         let dialog = live.harness.supervision_dialog(shown, &dir.1);

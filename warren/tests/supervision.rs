@@ -341,3 +341,91 @@ async fn every_action_is_announced_and_a_hold_needs_you_once() {
     );
     assert_eq!(needs_you, 1, "exactly one needs-you for the held dialog");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_agent_is_nudged_twice_then_escalated_once() {
+    let node = TestNode::start_with_config(
+        "[supervision]\nenabled = true\nnudge_retries = 2\nstall_secs = 1\nnudge_interval_secs = 1\n",
+    );
+    let mut c = node.client().await;
+    // An agent that ignores nudges (its rule swallows them).
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "sup", "harness": "fake",
+                "rules": [{ "match": "Check your warren mail", "actions": [] }] }),
+    )
+    .await;
+    json_of(
+        &["supervision", "set", "sup", "--enable", "--expect-work", "true"],
+        &node,
+    );
+    let mut events = node.client().await;
+    call(
+        &mut events,
+        "events.subscribe",
+        json!({ "kinds": ["event.supervision.needs_you"] }),
+    )
+    .await;
+    let id = conversation_id(&mut c, "sup").await;
+
+    let rows = wait_until("nudge, nudge, escalation", std::time::Duration::from_secs(30), || {
+        let target = node.target();
+        async move {
+            let mut c = warren::client::Client::connect(&target).await.ok()?;
+            let a = c.call("supervision.audit", json!({ "agent": "sup" })).await.ok()?;
+            let rows = a["entries"].as_array()?.clone();
+            rows.iter().any(|r| r["decision"] == "escalate").then_some(rows)
+        }
+    })
+    .await;
+    // Nothing more after the escalation (it is latched).
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let a = call(&mut c, "supervision.audit", json!({ "agent": "sup" })).await;
+    let all: Vec<(String, String)> = a["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .rev()
+        .map(|r| {
+            (
+                r["decision"].as_str().unwrap_or("").to_string(),
+                r["outcome"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        all,
+        vec![
+            ("nudge".to_string(), "sent".to_string()),
+            ("nudge".to_string(), "sent".to_string()),
+            ("escalate".to_string(), "held".to_string())
+        ],
+        "{rows:#?}"
+    );
+    assert!(
+        a["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .all(|r| r["trigger"] == "stall")
+    );
+    // The nudges reached the CLI, attributed to the platform.
+    let events_seen: Vec<_> = transcript(&mut c, &id).await;
+    let nudges = events_seen
+        .iter()
+        .filter(|e| e["speaker"] == "system" && e["text"] == "Check your warren mail and act on it.")
+        .count();
+    assert_eq!(nudges, 2);
+    // Exactly one needs-you.
+    let first = events
+        .next_notification(std::time::Duration::from_secs(5))
+        .await
+        .expect("read");
+    assert_eq!(first.expect("a needs-you").method, "event.supervision.needs_you");
+    let second = events
+        .next_notification(std::time::Duration::from_millis(500))
+        .await
+        .expect("read");
+    assert!(second.is_none(), "only one needs-you: {second:?}");
+}
