@@ -19,7 +19,7 @@ use crate::live::{Live, LiveLimits, LiveParts, SendError};
 use crate::runtime::{LaunchSpec, Runtime};
 use crate::store::{Store, StoreError};
 use crate::transcript::Transcripts;
-use crate::util::{new_id, new_uuid, write_private};
+use crate::util::{new_id, new_uuid};
 use crate::validate;
 
 /// Errors of node operations, each mapping to one API error code.
@@ -95,26 +95,26 @@ pub struct CoreConfig {
 }
 
 pub struct Node {
-    cfg: CoreConfig,
-    store: Store,
-    catalog: tokio::sync::Mutex<Catalog>,
-    live: Mutex<HashMap<String, Arc<Live>>>,
-    transcripts: Arc<Transcripts>,
-    runtime: Arc<dyn Runtime>,
-    exits: mpsc::Sender<String>,
-    root: Arc<capabilities::RootKey>,
+    pub(crate) cfg: CoreConfig,
+    pub(crate) store: Store,
+    pub(crate) catalog: tokio::sync::Mutex<Catalog>,
+    pub(crate) live: Mutex<HashMap<String, Arc<Live>>>,
+    pub(crate) transcripts: Arc<Transcripts>,
+    pub(crate) runtime: Arc<dyn Runtime>,
+    pub(crate) exits: mpsc::Sender<String>,
+    pub(crate) root: Arc<capabilities::RootKey>,
     /// Revoked token ids, mirrored from the catalog for a lock-cheap check per call.
-    revoked: std::sync::RwLock<std::collections::HashSet<String>>,
+    pub(crate) revoked: std::sync::RwLock<std::collections::HashSet<String>>,
     /// Revocation ids of the instance tokens issued per live conversation.
-    instance_tokens: Mutex<HashMap<String, Vec<String>>>,
+    pub(crate) instance_tokens: Mutex<HashMap<String, Vec<String>>>,
     /// The API endpoint, handed to CLIs with their instance token.
-    endpoint: std::sync::OnceLock<String>,
+    pub(crate) endpoint: std::sync::OnceLock<String>,
     /// Itself, for tasks that must not keep the node alive.
-    me: std::sync::OnceLock<std::sync::Weak<Node>>,
+    pub(crate) me: std::sync::OnceLock<std::sync::Weak<Node>>,
     /// Dialogs supervision held for a human, by hold id.
     pub(crate) holds: Mutex<std::collections::BTreeMap<String, crate::supervise::Held>>,
     /// Server-pushed events (`event.*`): kind and payload.
-    events: tokio::sync::broadcast::Sender<(&'static str, Value)>,
+    pub(crate) events: tokio::sync::broadcast::Sender<(&'static str, Value)>,
 }
 
 impl Node {
@@ -194,14 +194,14 @@ impl Node {
         self.catalog.lock().await.clone()
     }
 
-    async fn commit(&self, catalog: &mut Catalog, events: Vec<Event>) -> NodeResult<()> {
+    pub(crate) async fn commit(&self, catalog: &mut Catalog, events: Vec<Event>) -> NodeResult<()> {
         for e in self.store.append(events).await? {
             catalog.apply(&e);
         }
         Ok(())
     }
 
-    fn live(&self, id: &str) -> Option<Arc<Live>> {
+    pub(crate) fn live(&self, id: &str) -> Option<Arc<Live>> {
         self.live.lock().ok().and_then(|m| m.get(id).cloned())
     }
 
@@ -441,7 +441,7 @@ impl Node {
         Ok((live, note))
     }
 
-    fn agent_dir(&self, agent: &str) -> PathBuf {
+    pub(crate) fn agent_dir(&self, agent: &str) -> PathBuf {
         self.cfg.data_dir.join("agents").join(agent)
     }
 
@@ -648,314 +648,6 @@ impl Node {
             }
         }
         Ok(())
-    }
-}
-
-impl Node {
-    /// `supervision.get`: the global defaults, the agent's override and the
-    /// effective policy (both keys of the lock shown).
-    pub async fn supervision_get(&self, agent: Option<&str>) -> NodeResult<Value> {
-        let defaults = &self.cfg.supervision;
-        let Some(agent) = agent else {
-            return Ok(serde_json::json!({ "defaults": defaults, "agent": null, "effective": null }));
-        };
-        let cat = self.catalog.lock().await;
-        cat.agent(agent)?;
-        let over = cat.supervision.get(agent);
-        let effective = supervision::resolve(defaults, over);
-        Ok(serde_json::json!({ "defaults": defaults, "agent": over, "effective": effective }))
-    }
-
-    /// `supervision.set` (local-only): merges the given fields into the agent's
-    /// override and stores it whole.
-    pub async fn supervision_set(&self, p: api::SupervisionSet) -> NodeResult<Value> {
-        let mut cat = self.catalog.lock().await;
-        cat.agent(&p.agent)?;
-        let mut o = cat.supervision.get(&p.agent).cloned().unwrap_or_default();
-        if let Some(e) = p.enabled {
-            o.enabled = e;
-        }
-        for (class, action) in p.classes.unwrap_or_default() {
-            let c: supervision::DialogClass = class
-                .parse()
-                .map_err(|e| NodeError::Invalid(format!("classes.{class}: {e}")))?;
-            match action {
-                None => {
-                    o.classes.remove(&c);
-                }
-                Some(a) => {
-                    let action: supervision::Action =
-                        serde_json::from_value(Value::String(a.clone())).map_err(|_| {
-                            NodeError::Invalid(format!("classes.{class}: {a:?} is not auto_approve, auto_deny or hold"))
-                        })?;
-                    o.classes.insert(c, action);
-                }
-            }
-        }
-        if let Some(m) = p.mail_mode {
-            o.mail_mode = Some(
-                serde_json::from_value(Value::String(m.clone()))
-                    .map_err(|_| NodeError::Invalid(format!("mail_mode: {m:?} is not nudge or full_body")))?,
-            );
-        }
-        if let Some(t) = p.nudge_text {
-            o.nudge_text = Some(t);
-        }
-        if let Some(n) = p.stall_mins {
-            o.stall_mins = Some(n);
-        }
-        if let Some(n) = p.nudge_retries {
-            o.nudge_retries = Some(n);
-        }
-        if let Some(w) = p.expect_work {
-            o.expect_work = w;
-        }
-        o.validate().map_err(|e| NodeError::Invalid(e.to_string()))?;
-        let effective = supervision::resolve(&self.cfg.supervision, Some(&o));
-        let e = Event::SupervisionSet {
-            agent: p.agent.clone(),
-            policy: o.clone(),
-        };
-        self.commit(&mut cat, vec![e]).await?;
-        Ok(serde_json::json!({ "agent": o, "effective": effective }))
-    }
-
-    /// `supervision.status`: the master switch, each agent's opt-in and its
-    /// last audit row.
-    pub async fn supervision_status(&self, agent: Option<&str>) -> NodeResult<Value> {
-        let rows: Vec<(String, supervision::Policy)> = {
-            let cat = self.catalog.lock().await;
-            if let Some(a) = agent {
-                cat.agent(a)?;
-            }
-            cat.agents
-                .keys()
-                .filter(|name| agent.is_none_or(|a| a == name.as_str()))
-                .map(|name| {
-                    (
-                        name.clone(),
-                        supervision::resolve(&self.cfg.supervision, cat.supervision.get(name)),
-                    )
-                })
-                .collect()
-        };
-        let mut agents = Vec::with_capacity(rows.len());
-        for (name, policy) in rows {
-            let last = self.supervision_audit(Some(&name), Some(1), None).await?["entries"]
-                .get(0)
-                .cloned()
-                .unwrap_or(Value::Null);
-            agents.push(serde_json::json!({
-                "agent": name,
-                "enabled": policy.enabled,
-                "opted_in": policy.agent_opted_in,
-                "last": last,
-            }));
-        }
-        Ok(serde_json::json!({ "master": self.cfg.supervision.enabled, "agents": agents }))
-    }
-
-    /// `mailbox.send`. `speaker` is the agent an instance token speaks for: it
-    /// may only send as itself.
-    pub async fn mail_send(&self, p: console_api::MailSend, speaker: Option<&str>) -> NodeResult<Value> {
-        if let Some(me) = speaker
-            && me != p.from
-        {
-            return Err(NodeError::Forbidden(format!(
-                "this token speaks for agent {me:?} and cannot send as {:?}",
-                p.from
-            )));
-        }
-        let mut cat = self.catalog.lock().await;
-        let id = new_id("mail-");
-        let e = cat.decide_mail_send(p, id.clone())?;
-        let stored = self.store.append(vec![e]).await?;
-        for s in &stored {
-            cat.apply(s);
-        }
-        let seq = stored.first().map(|s| s.seq).unwrap_or(0);
-        Ok(serde_json::json!({ "message_id": id, "seq": seq }))
-    }
-
-    /// True if `agent` has mail past its acknowledged cursor.
-    pub(crate) async fn unread_mail(&self, agent: &str) -> bool {
-        let acked = self.catalog.lock().await.mail_cursors.get(agent).copied().unwrap_or(0);
-        self.store
-            .inbox(agent, acked, 1)
-            .await
-            .map(|m| !m.is_empty())
-            .unwrap_or(false)
-    }
-
-    /// `mailbox.inbox`: messages after `after` (default: the acknowledged cursor).
-    pub async fn mail_inbox(&self, p: console_api::MailInbox) -> NodeResult<Value> {
-        let acked = {
-            let cat = self.catalog.lock().await;
-            cat.agent(&p.agent)?;
-            cat.mail_cursors.get(&p.agent).copied().unwrap_or(0)
-        };
-        let after = p.after.unwrap_or(acked);
-        let limit = p.limit.unwrap_or(100);
-        if limit == 0 || limit > 1000 {
-            return Err(NodeError::Invalid(format!("limit: {limit} is outside 1..=1000")));
-        }
-        let messages = self.store.inbox(&p.agent, after, limit).await?;
-        let cursor = messages.last().map(|m| m.seq).unwrap_or(after);
-        Ok(serde_json::json!({ "messages": messages, "cursor": cursor, "acked": acked }))
-    }
-
-    /// `mailbox.ack`: the agent has read up to `cursor`.
-    pub async fn mail_ack(&self, p: console_api::MailAck) -> NodeResult<Value> {
-        let mut cat = self.catalog.lock().await;
-        if let Some(e) = cat.decide_mail_ack(&p.agent, p.cursor)? {
-            self.commit(&mut cat, vec![e]).await?;
-        }
-        let cursor = cat.mail_cursors.get(&p.agent).copied().unwrap_or(0);
-        Ok(serde_json::json!({ "cursor": cursor }))
-    }
-
-    /// Where clients (and CLIs, with their instance token) reach this node.
-    pub fn set_endpoint(&self, endpoint: String) {
-        let _ = self.endpoint.set(endpoint);
-    }
-
-    pub fn node_id(&self) -> &str {
-        &self.cfg.node_id
-    }
-
-    pub fn root(&self) -> &capabilities::RootKey {
-        &self.root
-    }
-
-    /// True if any of `ids` has been revoked.
-    pub fn any_revoked(&self, ids: &[String]) -> bool {
-        self.revoked
-            .read()
-            .map(|set| ids.iter().any(|id| set.contains(id)))
-            .unwrap_or(true)
-    }
-
-    /// Records revocations durably; they apply to the very next call.
-    pub async fn revoke(&self, ids: Vec<String>) -> NodeResult<()> {
-        for id in &ids {
-            if id.is_empty() || id.len() > 256 || !id.chars().all(|c| c.is_ascii_hexdigit()) {
-                return Err(NodeError::Invalid(format!(
-                    "revocation_id: {id:?} is not a hex revocation id (see token.inspect)"
-                )));
-            }
-        }
-        let fresh: Vec<String> = {
-            let set = self
-                .revoked
-                .read()
-                .map_err(|_| NodeError::Internal("revocation set poisoned".into()))?;
-            ids.into_iter()
-                .filter(|id| !set.contains(&id.to_ascii_lowercase()))
-                .collect()
-        };
-        if fresh.is_empty() {
-            return Ok(());
-        }
-        let mut cat = self.catalog.lock().await;
-        let events = fresh
-            .iter()
-            .map(|id| Event::TokenRevoked {
-                revocation_id: id.to_ascii_lowercase(),
-            })
-            .collect();
-        self.commit(&mut cat, events).await?;
-        if let Ok(mut set) = self.revoked.write() {
-            set.extend(fresh.into_iter().map(|id| id.to_ascii_lowercase()));
-        }
-        Ok(())
-    }
-
-    /// Mints the conversation's instance token (exactly the agent's grants,
-    /// short-lived) and writes it to `<home>/.warren/instance.token` (0600).
-    fn issue_instance_token(
-        &self,
-        conversation: &str,
-        agent: &crate::events::AgentRecord,
-        home: &Path,
-    ) -> Result<(String, PathBuf), NodeError> {
-        use capabilities::{MintSpec, Operation, Resource, Right};
-        let mut rights = vec![Right::new(Resource::Agent(agent.name.clone()), Operation::Observe)];
-        match &agent.grants.peers {
-            Some(serde_json::Value::String(s)) if s == "all" => {
-                rights.push(Right::new(Resource::AllAgents, Operation::Message));
-            }
-            Some(serde_json::Value::Array(peers)) => {
-                for p in peers.iter().filter_map(|p| p.as_str()) {
-                    rights.push(Right::new(Resource::Agent(p.to_string()), Operation::Message));
-                }
-            }
-            _ => {}
-        }
-        let token = self
-            .root
-            .mint(&MintSpec {
-                rights,
-                expires_at: Some(std::time::SystemTime::now() + self.cfg.instance_token_ttl),
-                methods: None,
-                facts: vec![
-                    ("agent".into(), agent.name.clone()),
-                    ("conversation".into(), conversation.to_string()),
-                ],
-            })
-            .map_err(|e| NodeError::Internal(format!("could not mint the instance token: {e}")))?;
-        let ids = capabilities::inspect_unverified(&token)
-            .map(|i| i.revocation_ids)
-            .map_err(|e| NodeError::Internal(e.to_string()))?;
-        if let Ok(mut m) = self.instance_tokens.lock() {
-            m.entry(conversation.to_string()).or_default().extend(ids);
-        }
-        let dir = home.join(".warren");
-        std::fs::create_dir_all(&dir).map_err(|e| NodeError::Internal(format!("create {}: {e}", dir.display())))?;
-        let path = dir.join("instance.token");
-        write_private(&path, &token).map_err(|e| NodeError::Internal(format!("write {}: {e}", path.display())))?;
-        Ok((token, path))
-    }
-
-    /// Renews the instance token at half its lifetime while the conversation lives.
-    fn start_renewal(&self, id: &str) {
-        let Some(weak) = self.me.get().cloned() else { return };
-        let id = id.to_string();
-        let every = self.cfg.instance_token_ttl / 2;
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(every).await;
-                let Some(node) = weak.upgrade() else { return };
-                if node.live(&id).is_none() {
-                    return;
-                }
-                let agent = {
-                    let cat = node.catalog.lock().await;
-                    let Some(c) = cat.conversations.get(&id) else { return };
-                    let Some(a) = cat.agents.get(&c.agent) else { return };
-                    a.record.clone()
-                };
-                let home = node.agent_dir(&agent.name).join("home");
-                if let Err(e) = node.issue_instance_token(&id, &agent, &home) {
-                    tracing::warn!(conversation = %id, error = %e, "instance token renewal failed");
-                }
-            }
-        });
-    }
-
-    /// Revokes every instance token issued to conversation `id`.
-    async fn revoke_instance_tokens(&self, id: &str) {
-        let ids = self
-            .instance_tokens
-            .lock()
-            .ok()
-            .and_then(|mut m| m.remove(id))
-            .unwrap_or_default();
-        if ids.is_empty() {
-            return;
-        }
-        if let Err(e) = self.revoke(ids).await {
-            tracing::error!(conversation = id, error = %e, "could not revoke the instance tokens");
-        }
     }
 }
 

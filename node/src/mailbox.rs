@@ -1,0 +1,69 @@
+//! The mailbox on the node: `mailbox.send/inbox/ack`. The decisions are the
+//! catalog's (`decide_mail_send`, `decide_mail_ack`); messages live in the
+//! event log and the `mail` projection.
+
+use serde_json::Value;
+
+use crate::service::{Node, NodeError, NodeResult};
+use crate::util::new_id;
+
+impl Node {
+    /// `mailbox.send`. `speaker` is the agent an instance token speaks for: it
+    /// may only send as itself.
+    pub async fn mail_send(&self, p: console_api::MailSend, speaker: Option<&str>) -> NodeResult<Value> {
+        if let Some(me) = speaker
+            && me != p.from
+        {
+            return Err(NodeError::Forbidden(format!(
+                "this token speaks for agent {me:?} and cannot send as {:?}",
+                p.from
+            )));
+        }
+        let mut cat = self.catalog.lock().await;
+        let id = new_id("mail-");
+        let e = cat.decide_mail_send(p, id.clone())?;
+        let stored = self.store.append(vec![e]).await?;
+        for s in &stored {
+            cat.apply(s);
+        }
+        let seq = stored.first().map(|s| s.seq).unwrap_or(0);
+        Ok(serde_json::json!({ "message_id": id, "seq": seq }))
+    }
+
+    /// True if `agent` has mail past its acknowledged cursor.
+    pub(crate) async fn unread_mail(&self, agent: &str) -> bool {
+        let acked = self.catalog.lock().await.mail_cursors.get(agent).copied().unwrap_or(0);
+        self.store
+            .inbox(agent, acked, 1)
+            .await
+            .map(|m| !m.is_empty())
+            .unwrap_or(false)
+    }
+
+    /// `mailbox.inbox`: messages after `after` (default: the acknowledged cursor).
+    pub async fn mail_inbox(&self, p: console_api::MailInbox) -> NodeResult<Value> {
+        let acked = {
+            let cat = self.catalog.lock().await;
+            cat.agent(&p.agent)?;
+            cat.mail_cursors.get(&p.agent).copied().unwrap_or(0)
+        };
+        let after = p.after.unwrap_or(acked);
+        let limit = p.limit.unwrap_or(100);
+        if limit == 0 || limit > 1000 {
+            return Err(NodeError::Invalid(format!("limit: {limit} is outside 1..=1000")));
+        }
+        let messages = self.store.inbox(&p.agent, after, limit).await?;
+        let cursor = messages.last().map(|m| m.seq).unwrap_or(after);
+        Ok(serde_json::json!({ "messages": messages, "cursor": cursor, "acked": acked }))
+    }
+
+    /// `mailbox.ack`: the agent has read up to `cursor`.
+    pub async fn mail_ack(&self, p: console_api::MailAck) -> NodeResult<Value> {
+        let mut cat = self.catalog.lock().await;
+        if let Some(e) = cat.decide_mail_ack(&p.agent, p.cursor)? {
+            self.commit(&mut cat, vec![e]).await?;
+        }
+        let cursor = cat.mail_cursors.get(&p.agent).copied().unwrap_or(0);
+        Ok(serde_json::json!({ "cursor": cursor }))
+    }
+}

@@ -1,0 +1,113 @@
+//! Supervision settings on the node: `supervision.get/set/status` over the
+//! `[supervision]` defaults and the per-agent overrides in the catalog.
+
+use console_api as api;
+use serde_json::Value;
+
+use crate::events::Event;
+use crate::service::{Node, NodeError, NodeResult};
+
+impl Node {
+    /// `supervision.get`: the global defaults, the agent's override and the
+    /// effective policy (both keys of the lock shown).
+    pub async fn supervision_get(&self, agent: Option<&str>) -> NodeResult<Value> {
+        let defaults = &self.cfg.supervision;
+        let Some(agent) = agent else {
+            return Ok(serde_json::json!({ "defaults": defaults, "agent": null, "effective": null }));
+        };
+        let cat = self.catalog.lock().await;
+        cat.agent(agent)?;
+        let over = cat.supervision.get(agent);
+        let effective = supervision::resolve(defaults, over);
+        Ok(serde_json::json!({ "defaults": defaults, "agent": over, "effective": effective }))
+    }
+
+    /// `supervision.set` (local-only): merges the given fields into the agent's
+    /// override and stores it whole.
+    pub async fn supervision_set(&self, p: api::SupervisionSet) -> NodeResult<Value> {
+        let mut cat = self.catalog.lock().await;
+        cat.agent(&p.agent)?;
+        let mut o = cat.supervision.get(&p.agent).cloned().unwrap_or_default();
+        if let Some(e) = p.enabled {
+            o.enabled = e;
+        }
+        for (class, action) in p.classes.unwrap_or_default() {
+            let c: supervision::DialogClass = class
+                .parse()
+                .map_err(|e| NodeError::Invalid(format!("classes.{class}: {e}")))?;
+            match action {
+                None => {
+                    o.classes.remove(&c);
+                }
+                Some(a) => {
+                    let action: supervision::Action =
+                        serde_json::from_value(Value::String(a.clone())).map_err(|_| {
+                            NodeError::Invalid(format!("classes.{class}: {a:?} is not auto_approve, auto_deny or hold"))
+                        })?;
+                    o.classes.insert(c, action);
+                }
+            }
+        }
+        if let Some(m) = p.mail_mode {
+            o.mail_mode = Some(
+                serde_json::from_value(Value::String(m.clone()))
+                    .map_err(|_| NodeError::Invalid(format!("mail_mode: {m:?} is not nudge or full_body")))?,
+            );
+        }
+        if let Some(t) = p.nudge_text {
+            o.nudge_text = Some(t);
+        }
+        if let Some(n) = p.stall_mins {
+            o.stall_mins = Some(n);
+        }
+        if let Some(n) = p.nudge_retries {
+            o.nudge_retries = Some(n);
+        }
+        if let Some(w) = p.expect_work {
+            o.expect_work = w;
+        }
+        o.validate().map_err(|e| NodeError::Invalid(e.to_string()))?;
+        let effective = supervision::resolve(&self.cfg.supervision, Some(&o));
+        let e = Event::SupervisionSet {
+            agent: p.agent.clone(),
+            policy: o.clone(),
+        };
+        self.commit(&mut cat, vec![e]).await?;
+        Ok(serde_json::json!({ "agent": o, "effective": effective }))
+    }
+
+    /// `supervision.status`: the master switch, each agent's opt-in and its
+    /// last audit row.
+    pub async fn supervision_status(&self, agent: Option<&str>) -> NodeResult<Value> {
+        let rows: Vec<(String, supervision::Policy)> = {
+            let cat = self.catalog.lock().await;
+            if let Some(a) = agent {
+                cat.agent(a)?;
+            }
+            cat.agents
+                .keys()
+                .filter(|name| agent.is_none_or(|a| a == name.as_str()))
+                .map(|name| {
+                    (
+                        name.clone(),
+                        supervision::resolve(&self.cfg.supervision, cat.supervision.get(name)),
+                    )
+                })
+                .collect()
+        };
+        let mut agents = Vec::with_capacity(rows.len());
+        for (name, policy) in rows {
+            let last = self.supervision_audit(Some(&name), Some(1), None).await?["entries"]
+                .get(0)
+                .cloned()
+                .unwrap_or(Value::Null);
+            agents.push(serde_json::json!({
+                "agent": name,
+                "enabled": policy.enabled,
+                "opted_in": policy.agent_opted_in,
+                "last": last,
+            }));
+        }
+        Ok(serde_json::json!({ "master": self.cfg.supervision.enabled, "agents": agents }))
+    }
+}

@@ -1,0 +1,155 @@
+//! Tokens on the node: revocation (durable, checked on every call) and the
+//! per-conversation instance tokens (minted at launch, renewed while live,
+//! revoked when the conversation stops).
+
+use std::path::{Path, PathBuf};
+
+use crate::events::Event;
+use crate::service::{Node, NodeError, NodeResult};
+use crate::util::write_private;
+
+impl Node {
+    /// Where clients (and CLIs, with their instance token) reach this node.
+    pub fn set_endpoint(&self, endpoint: String) {
+        let _ = self.endpoint.set(endpoint);
+    }
+
+    pub fn node_id(&self) -> &str {
+        &self.cfg.node_id
+    }
+
+    pub fn root(&self) -> &capabilities::RootKey {
+        &self.root
+    }
+
+    /// True if any of `ids` has been revoked.
+    pub fn any_revoked(&self, ids: &[String]) -> bool {
+        self.revoked
+            .read()
+            .map(|set| ids.iter().any(|id| set.contains(id)))
+            .unwrap_or(true)
+    }
+
+    /// Records revocations durably; they apply to the very next call.
+    pub async fn revoke(&self, ids: Vec<String>) -> NodeResult<()> {
+        for id in &ids {
+            if id.is_empty() || id.len() > 256 || !id.chars().all(|c| c.is_ascii_hexdigit()) {
+                return Err(NodeError::Invalid(format!(
+                    "revocation_id: {id:?} is not a hex revocation id (see token.inspect)"
+                )));
+            }
+        }
+        let fresh: Vec<String> = {
+            let set = self
+                .revoked
+                .read()
+                .map_err(|_| NodeError::Internal("revocation set poisoned".into()))?;
+            ids.into_iter()
+                .filter(|id| !set.contains(&id.to_ascii_lowercase()))
+                .collect()
+        };
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let mut cat = self.catalog.lock().await;
+        let events = fresh
+            .iter()
+            .map(|id| Event::TokenRevoked {
+                revocation_id: id.to_ascii_lowercase(),
+            })
+            .collect();
+        self.commit(&mut cat, events).await?;
+        if let Ok(mut set) = self.revoked.write() {
+            set.extend(fresh.into_iter().map(|id| id.to_ascii_lowercase()));
+        }
+        Ok(())
+    }
+
+    /// Mints the conversation's instance token (exactly the agent's grants,
+    /// short-lived) and writes it to `<home>/.warren/instance.token` (0600).
+    pub(crate) fn issue_instance_token(
+        &self,
+        conversation: &str,
+        agent: &crate::events::AgentRecord,
+        home: &Path,
+    ) -> Result<(String, PathBuf), NodeError> {
+        use capabilities::{MintSpec, Operation, Resource, Right};
+        let mut rights = vec![Right::new(Resource::Agent(agent.name.clone()), Operation::Observe)];
+        match &agent.grants.peers {
+            Some(serde_json::Value::String(s)) if s == "all" => {
+                rights.push(Right::new(Resource::AllAgents, Operation::Message));
+            }
+            Some(serde_json::Value::Array(peers)) => {
+                for p in peers.iter().filter_map(|p| p.as_str()) {
+                    rights.push(Right::new(Resource::Agent(p.to_string()), Operation::Message));
+                }
+            }
+            _ => {}
+        }
+        let token = self
+            .root
+            .mint(&MintSpec {
+                rights,
+                expires_at: Some(std::time::SystemTime::now() + self.cfg.instance_token_ttl),
+                methods: None,
+                facts: vec![
+                    ("agent".into(), agent.name.clone()),
+                    ("conversation".into(), conversation.to_string()),
+                ],
+            })
+            .map_err(|e| NodeError::Internal(format!("could not mint the instance token: {e}")))?;
+        let ids = capabilities::inspect_unverified(&token)
+            .map(|i| i.revocation_ids)
+            .map_err(|e| NodeError::Internal(e.to_string()))?;
+        if let Ok(mut m) = self.instance_tokens.lock() {
+            m.entry(conversation.to_string()).or_default().extend(ids);
+        }
+        let dir = home.join(".warren");
+        std::fs::create_dir_all(&dir).map_err(|e| NodeError::Internal(format!("create {}: {e}", dir.display())))?;
+        let path = dir.join("instance.token");
+        write_private(&path, &token).map_err(|e| NodeError::Internal(format!("write {}: {e}", path.display())))?;
+        Ok((token, path))
+    }
+
+    /// Renews the instance token at half its lifetime while the conversation lives.
+    pub(crate) fn start_renewal(&self, id: &str) {
+        let Some(weak) = self.me.get().cloned() else { return };
+        let id = id.to_string();
+        let every = self.cfg.instance_token_ttl / 2;
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(node) = weak.upgrade() else { return };
+                if node.live(&id).is_none() {
+                    return;
+                }
+                let agent = {
+                    let cat = node.catalog.lock().await;
+                    let Some(c) = cat.conversations.get(&id) else { return };
+                    let Some(a) = cat.agents.get(&c.agent) else { return };
+                    a.record.clone()
+                };
+                let home = node.agent_dir(&agent.name).join("home");
+                if let Err(e) = node.issue_instance_token(&id, &agent, &home) {
+                    tracing::warn!(conversation = %id, error = %e, "instance token renewal failed");
+                }
+            }
+        });
+    }
+
+    /// Revokes every instance token issued to conversation `id`.
+    pub(crate) async fn revoke_instance_tokens(&self, id: &str) {
+        let ids = self
+            .instance_tokens
+            .lock()
+            .ok()
+            .and_then(|mut m| m.remove(id))
+            .unwrap_or_default();
+        if ids.is_empty() {
+            return;
+        }
+        if let Err(e) = self.revoke(ids).await {
+            tracing::error!(conversation = id, error = %e, "could not revoke the instance tokens");
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! `warren mail`: the mailbox between agents.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use console_api::methods as m;
+use serde_json::{Value, json};
+
+use super::{Conn, Output, finish, s};
+
+#[derive(Subcommand)]
+pub enum MailVerb {
+    /// Send mail from one agent to another (needs `message` on the recipient,
+    /// and the sender's grants.peers must allow it).
+    Send {
+        from: String,
+        to: String,
+        /// The body; `-` reads stdin.
+        body: String,
+        #[arg(long)]
+        context: Option<String>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// An agent's inbox after its acknowledged cursor (or --after).
+    Inbox {
+        agent: String,
+        #[arg(long)]
+        after: Option<u64>,
+        #[arg(long)]
+        limit: Option<u32>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Acknowledge an agent's inbox up to CURSOR.
+    Ack {
+        agent: String,
+        cursor: u64,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+pub async fn mail(verb: MailVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
+    match verb {
+        MailVerb::Send {
+            from,
+            to,
+            body,
+            context,
+            data_dir,
+        } => {
+            let body = if body == "-" {
+                let mut buf = String::new();
+                std::io::stdin().read_to_string(&mut buf)?;
+                buf
+            } else {
+                body
+            };
+            let mut p = json!({ "from": from, "to": to, "body": body });
+            if let Some(c) = context {
+                p["context"] = json!(c);
+            }
+            let mut c = conn.connect(data_dir).await?;
+            finish(out, c.call(m::MAILBOX_SEND, p).await, |v| {
+                println!(
+                    "sent {} (seq {})",
+                    s(v, "message_id"),
+                    v.get("seq").unwrap_or(&Value::Null)
+                )
+            })
+        }
+        MailVerb::Inbox {
+            agent,
+            after,
+            limit,
+            data_dir,
+        } => {
+            let mut p = json!({ "agent": agent });
+            if let Some(a) = after {
+                p["after"] = json!(a);
+            }
+            if let Some(l) = limit {
+                p["limit"] = json!(l);
+            }
+            let mut c = conn.connect(data_dir).await?;
+            finish(out, c.call(m::MAILBOX_INBOX, p).await, |v| {
+                for msg in v.get("messages").and_then(Value::as_array).into_iter().flatten() {
+                    println!(
+                        "{:>5} {} -> {}: {}",
+                        msg["seq"],
+                        s(msg, "from"),
+                        s(msg, "to"),
+                        s(msg, "body")
+                    );
+                }
+                println!("cursor {}", v.get("cursor").unwrap_or(&Value::Null));
+            })
+        }
+        MailVerb::Ack {
+            agent,
+            cursor,
+            data_dir,
+        } => {
+            let mut c = conn.connect(data_dir).await?;
+            let r = c
+                .call(m::MAILBOX_ACK, json!({ "agent": agent, "cursor": cursor }))
+                .await;
+            finish(out, r, |v| {
+                println!("acknowledged up to {}", v.get("cursor").unwrap_or(&Value::Null))
+            })
+        }
+    }
+}

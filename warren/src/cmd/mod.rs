@@ -1,0 +1,632 @@
+//! The client verbs: each maps to one API method, prints a short human line or
+//! (with `--json`) the method's result as it is.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Subcommand;
+use console_api::methods as m;
+use serde_json::{Value, json};
+
+use crate::client::{self, CallError, Client, Target};
+
+mod mail;
+mod supervision;
+mod tokens;
+
+pub use mail::{MailVerb, mail};
+pub use supervision::{SupervisionVerb, supervision};
+pub use tokens::{FleetVerb, TokenVerb, fleet, token};
+
+#[derive(Clone, Copy)]
+pub struct Output {
+    pub json: bool,
+}
+
+/// How a verb reaches the node.
+pub struct Conn {
+    url: Option<String>,
+    token: Option<String>,
+}
+
+impl Conn {
+    pub fn new(url: Option<String>, token: Option<String>) -> Conn {
+        Conn { url, token }
+    }
+
+    pub async fn connect(self, data_dir: Option<PathBuf>) -> anyhow::Result<Client> {
+        let target = Target::resolve(self.url, self.token, &client::data_dir(data_dir))?;
+        Client::connect(&target).await
+    }
+}
+
+#[derive(Subcommand)]
+pub enum NodeVerb {
+    Info {
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum AgentVerb {
+    Create {
+        name: String,
+        #[arg(long, default_value = "fake")]
+        harness: String,
+        #[arg(long)]
+        persona: Option<String>,
+        #[arg(long)]
+        model: Option<String>,
+        /// Peers it may message: `all` or comma-separated names.
+        #[arg(long)]
+        peers: Option<String>,
+        /// Tools granted, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        tools: Vec<String>,
+        /// A JSON file of fake-CLI rules: `[{"match": REGEX, "actions": [...]}]`.
+        #[arg(long)]
+        rules_file: Option<PathBuf>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    Get {
+        name: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    List {
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    Update {
+        name: String,
+        #[arg(long)]
+        persona: Option<String>,
+        #[arg(long)]
+        model: Option<String>,
+        #[arg(long)]
+        rules_file: Option<PathBuf>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    Archive {
+        name: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum ConvVerb {
+    /// Start a conversation for AGENT (or get its live one).
+    Start {
+        agent: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Resume a paused conversation with the CLI's native resume.
+    Continue {
+        conversation: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    Pause {
+        conversation: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    Terminate {
+        conversation: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    Get {
+        conversation: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    List {
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long)]
+        state: Option<String>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Print the conversation's screen.
+    Screen {
+        conversation: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Send a whole message (atomic; waits for IDLE). TEXT `-` reads stdin.
+    Send {
+        conversation: String,
+        text: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Send raw keystrokes. Escapes: \r \n \t \e \xNN.
+    Keys {
+        conversation: String,
+        keys: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    Resize {
+        conversation: String,
+        rows: u16,
+        cols: u16,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Interactive terminal on the conversation; detach with Ctrl-] (or --detach-key).
+    Attach {
+        conversation: String,
+        /// A control key to detach with, e.g. `ctrl-]` or `ctrl-q`.
+        #[arg(long, default_value = "ctrl-]")]
+        detach_key: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum TranscriptVerb {
+    /// Read stored events.
+    Read {
+        conversation: String,
+        /// Events with seq > N.
+        #[arg(long)]
+        after: Option<u64>,
+        #[arg(long)]
+        limit: Option<u32>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Follow events live (transcript.subscribe), from --from-seq if given.
+    Follow {
+        conversation: Option<String>,
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long)]
+        from_seq: Option<u64>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum AdminVerb {
+    /// Refold the projections from the event log (the node must be stopped).
+    Rebuild {
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+/// Prints a call's outcome; RPC errors exit 1 with their code and message.
+pub(crate) fn finish(
+    out: Output,
+    result: Result<Value, CallError>,
+    human: impl FnOnce(&Value),
+) -> anyhow::Result<ExitCode> {
+    match result {
+        Ok(v) => {
+            if out.json {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                human(&v);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(CallError::Rpc(e)) => {
+            if out.json {
+                println!("{}", serde_json::to_string_pretty(&json!({ "error": e }))?);
+            } else {
+                eprintln!("error {}: {}", e.code, e.message);
+            }
+            Ok(ExitCode::from(1))
+        }
+        Err(CallError::Transport(e)) => Err(e),
+    }
+}
+
+pub(crate) fn s<'a>(v: &'a Value, k: &str) -> &'a str {
+    v.get(k).and_then(Value::as_str).unwrap_or("-")
+}
+
+fn print_agent(v: &Value) {
+    let a = v.get("agent").unwrap_or(v);
+    let archived = if a.get("archived").and_then(Value::as_bool) == Some(true) {
+        " (archived)"
+    } else {
+        ""
+    };
+    println!("{}\t{}{}", s(a, "name"), s(a, "harness"), archived);
+}
+
+fn print_conv(v: &Value) {
+    let c = v.get("conversation").unwrap_or(v);
+    let reason = c
+        .get("pause_reason")
+        .and_then(Value::as_str)
+        .map(|r| format!("\t({r})"))
+        .unwrap_or_default();
+    println!(
+        "{}\t{}\t{}\t{}{}",
+        s(c, "id"),
+        s(c, "agent"),
+        s(c, "state"),
+        s(c, "status"),
+        reason
+    );
+}
+
+fn print_event(e: &Value) {
+    let text = s(e, "text");
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or("");
+    println!(
+        "{:>5} {:<12} {}",
+        e.get("seq").and_then(Value::as_u64).unwrap_or(0),
+        s(e, "speaker"),
+        first
+    );
+    for l in lines {
+        println!("{:>5} {:<12} {}", "", "", l);
+    }
+}
+
+pub async fn node(verb: NodeVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
+    let NodeVerb::Info { data_dir } = verb;
+    let mut c = conn.connect(data_dir).await?;
+    finish(out, c.call(m::NODE_INFO, json!({})).await, |v| {
+        for k in ["node_id", "version", "endpoint", "runtime", "root_public_key"] {
+            println!("{k:<16} {}", s(v, k));
+        }
+    })
+}
+
+fn read_rules(path: &Option<PathBuf>) -> anyhow::Result<Option<Value>> {
+    match path {
+        None => Ok(None),
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            let v: Value = serde_json::from_str(&text).with_context(|| format!("{} is not JSON", p.display()))?;
+            // Accept either the list or the fake CLI's `{"rules": [...]}` file.
+            Ok(Some(v.get("rules").cloned().unwrap_or(v)))
+        }
+    }
+}
+
+pub async fn agent(verb: AgentVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
+    match verb {
+        AgentVerb::Create {
+            name,
+            harness,
+            persona,
+            model,
+            peers,
+            tools,
+            rules_file,
+            data_dir,
+        } => {
+            let mut p = json!({ "name": name, "harness": harness });
+            if let Some(x) = persona {
+                p["persona"] = json!(x);
+            }
+            if let Some(x) = model {
+                p["model"] = json!(x);
+            }
+            let mut grants = json!({});
+            if let Some(peers) = peers {
+                grants["peers"] = if peers == "all" {
+                    json!("all")
+                } else {
+                    json!(peers.split(',').map(str::trim).collect::<Vec<_>>())
+                };
+            }
+            if !tools.is_empty() {
+                grants["tools"] = json!(tools);
+            }
+            p["grants"] = grants;
+            if let Some(rules) = read_rules(&rules_file)? {
+                p["rules"] = rules;
+            }
+            let mut c = conn.connect(data_dir).await?;
+            finish(out, c.call(m::AGENT_CREATE, p).await, print_agent)
+        }
+        AgentVerb::Get { name, data_dir } => {
+            let mut c = conn.connect(data_dir).await?;
+            finish(out, c.call(m::AGENT_GET, json!({ "agent": name })).await, |v| {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(v.get("agent").unwrap_or(v)).unwrap_or_default()
+                )
+            })
+        }
+        AgentVerb::List { data_dir } => {
+            let mut c = conn.connect(data_dir).await?;
+            finish(out, c.call(m::AGENT_LIST, json!({})).await, |v| {
+                for a in v.get("agents").and_then(Value::as_array).into_iter().flatten() {
+                    print_agent(a);
+                }
+            })
+        }
+        AgentVerb::Update {
+            name,
+            persona,
+            model,
+            rules_file,
+            data_dir,
+        } => {
+            let mut p = json!({ "agent": name });
+            if let Some(x) = persona {
+                p["persona"] = json!(x);
+            }
+            if let Some(x) = model {
+                p["model"] = json!(x);
+            }
+            if let Some(rules) = read_rules(&rules_file)? {
+                p["rules"] = rules;
+            }
+            let mut c = conn.connect(data_dir).await?;
+            finish(out, c.call(m::AGENT_UPDATE, p).await, print_agent)
+        }
+        AgentVerb::Archive { name, data_dir } => {
+            let mut c = conn.connect(data_dir).await?;
+            finish(
+                out,
+                c.call(m::AGENT_ARCHIVE, json!({ "agent": name })).await,
+                print_agent,
+            )
+        }
+    }
+}
+
+/// Turns `\r`, `\n`, `\t`, `\e`, `\\` and `\xNN` into their bytes.
+pub fn unescape_keys(s: &str) -> anyhow::Result<String> {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('r') => out.push('\r'),
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('e') => out.push('\x1b'),
+            Some('\\') => out.push('\\'),
+            Some('x') => {
+                let hex: String = chars.by_ref().take(2).collect();
+                let b = u8::from_str_radix(&hex, 16).with_context(|| format!("bad escape \\x{hex}"))?;
+                out.push(char::from(b));
+            }
+            Some(other) => anyhow::bail!("unknown escape \\{other} (use \\r \\n \\t \\e \\\\ \\xNN)"),
+            None => anyhow::bail!("a trailing backslash"),
+        }
+    }
+    Ok(out)
+}
+
+pub async fn conv(verb: ConvVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
+    let (method, conversation, data_dir) = match verb {
+        ConvVerb::Continue { conversation, data_dir } => (m::CONVERSATION_CONTINUE, conversation, data_dir),
+        ConvVerb::Pause { conversation, data_dir } => (m::CONVERSATION_PAUSE, conversation, data_dir),
+        ConvVerb::Terminate { conversation, data_dir } => (m::CONVERSATION_TERMINATE, conversation, data_dir),
+        ConvVerb::Get { conversation, data_dir } => (m::CONVERSATION_GET, conversation, data_dir),
+        other => return conv_other(other, conn, out).await,
+    };
+    let mut c = conn.connect(data_dir).await?;
+    finish(
+        out,
+        c.call(method, json!({ "conversation": conversation })).await,
+        print_conv,
+    )
+}
+
+async fn conv_other(verb: ConvVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
+    match verb {
+        ConvVerb::Start { agent, data_dir } => {
+            let mut c = conn.connect(data_dir).await?;
+            finish(
+                out,
+                c.call(m::CONVERSATION_START, json!({ "agent": agent })).await,
+                print_conv,
+            )
+        }
+        ConvVerb::List { agent, state, data_dir } => {
+            let mut p = json!({});
+            if let Some(a) = agent {
+                p["agent"] = json!(a);
+            }
+            if let Some(st) = state {
+                p["state"] = json!(st);
+            }
+            let mut c = conn.connect(data_dir).await?;
+            finish(out, c.call(m::CONVERSATION_LIST, p).await, |v| {
+                for x in v.get("conversations").and_then(Value::as_array).into_iter().flatten() {
+                    print_conv(x);
+                }
+            })
+        }
+        ConvVerb::Screen { conversation, data_dir } => {
+            let mut c = conn.connect(data_dir).await?;
+            finish(
+                out,
+                c.call(m::CONVERSATION_SCREEN, json!({ "conversation": conversation }))
+                    .await,
+                |v| {
+                    for l in v.get("lines").and_then(Value::as_array).into_iter().flatten() {
+                        println!("{}", l.as_str().unwrap_or(""));
+                    }
+                    println!("[{}]", s(v, "status"));
+                },
+            )
+        }
+        ConvVerb::Send {
+            conversation,
+            text,
+            data_dir,
+        } => {
+            let text = if text == "-" {
+                let mut buf = String::new();
+                std::io::stdin().read_to_string(&mut buf)?;
+                buf.trim_end_matches('\n').to_string()
+            } else {
+                text
+            };
+            let mut c = conn.connect(data_dir).await?;
+            let r = c
+                .call(
+                    m::CONVERSATION_SEND_MESSAGE,
+                    json!({ "conversation": conversation, "text": text }),
+                )
+                .await;
+            finish(out, r, |v| {
+                println!(
+                    "delivered {} (seq {})",
+                    s(v, "message_id"),
+                    v.get("seq").unwrap_or(&Value::Null)
+                )
+            })
+        }
+        ConvVerb::Keys {
+            conversation,
+            keys,
+            data_dir,
+        } => {
+            let keys = unescape_keys(&keys)?;
+            let mut c = conn.connect(data_dir).await?;
+            let r = c
+                .call(
+                    m::CONVERSATION_SEND_KEYS,
+                    json!({ "conversation": conversation, "keys": keys }),
+                )
+                .await;
+            finish(out, r, |_| {})
+        }
+        ConvVerb::Resize {
+            conversation,
+            rows,
+            cols,
+            data_dir,
+        } => {
+            let mut c = conn.connect(data_dir).await?;
+            let r = c
+                .call(
+                    m::CONVERSATION_RESIZE,
+                    json!({ "conversation": conversation, "rows": rows, "cols": cols }),
+                )
+                .await;
+            finish(out, r, |_| {})
+        }
+        ConvVerb::Attach {
+            conversation,
+            detach_key,
+            data_dir,
+        } => {
+            let key = crate::attach::parse_detach_key(&detach_key)?;
+            let c = conn.connect(data_dir).await?;
+            crate::attach::run(c, &conversation, key).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        ConvVerb::Continue { .. } | ConvVerb::Pause { .. } | ConvVerb::Terminate { .. } | ConvVerb::Get { .. } => {
+            anyhow::bail!("handled by conv()")
+        }
+    }
+}
+
+pub async fn transcript(verb: TranscriptVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
+    match verb {
+        TranscriptVerb::Read {
+            conversation,
+            after,
+            limit,
+            data_dir,
+        } => {
+            let mut p = json!({ "conversation": conversation });
+            if let Some(a) = after {
+                p["after_seq"] = json!(a);
+            }
+            if let Some(l) = limit {
+                p["limit"] = json!(l);
+            }
+            let mut c = conn.connect(data_dir).await?;
+            finish(out, c.call(m::TRANSCRIPT_READ, p).await, |v| {
+                for e in v.get("events").and_then(Value::as_array).into_iter().flatten() {
+                    print_event(e);
+                }
+            })
+        }
+        TranscriptVerb::Follow {
+            conversation,
+            agent,
+            from_seq,
+            data_dir,
+        } => {
+            let mut p = json!({});
+            if let Some(x) = conversation {
+                p["conversation"] = json!(x);
+            }
+            if let Some(x) = agent {
+                p["agent"] = json!(x);
+            }
+            if let Some(x) = from_seq {
+                p["from_seq"] = json!(x);
+            }
+            let mut c = conn.connect(data_dir).await?;
+            if let Err(e) = c.call(m::TRANSCRIPT_SUBSCRIBE, p).await {
+                return finish(out, Err(e), |_| {});
+            }
+            loop {
+                match c.next_notification(Duration::from_secs(3600)).await? {
+                    Some(n) => {
+                        let e = n.params.get("event").cloned().unwrap_or(Value::Null);
+                        if out.json {
+                            println!("{}", serde_json::to_string(&e)?);
+                        } else {
+                            print_event(&e);
+                        }
+                    }
+                    None => continue,
+                }
+            }
+        }
+    }
+}
+
+pub async fn admin(verb: AdminVerb, out: Output) -> anyhow::Result<ExitCode> {
+    let AdminVerb::Rebuild { data_dir } = verb;
+    let data_dir = client::data_dir(data_dir);
+    let report = node::server::rebuild(&data_dir).await?;
+    if out.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "rebuilt from {} events: {} agents, {} conversations, {} transcript events",
+            report["events"], report["agents"], report["conversations"], report["transcript_events"]
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_escapes() {
+        assert_eq!(unescape_keys(r"1\r").expect("ok"), "1\r");
+        assert_eq!(unescape_keys(r"\e[A\x03").expect("ok"), "\x1b[A\x03");
+        assert!(unescape_keys(r"\q").is_err());
+        assert!(unescape_keys(r"\xZZ").is_err());
+    }
+}

@@ -1,0 +1,200 @@
+//! `warren supervision`: settings, status, holds, answers and the audit log.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use console_api::methods as m;
+use serde_json::{Value, json};
+
+use super::{Conn, Output, finish, s};
+use crate::client;
+
+#[derive(Subcommand)]
+pub enum SupervisionVerb {
+    /// Global defaults, an agent's override and its effective policy.
+    Get {
+        agent: Option<String>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Change an agent's supervision (local only: over the Unix socket).
+    Set {
+        agent: String,
+        #[arg(long, conflicts_with = "disable")]
+        enable: bool,
+        #[arg(long)]
+        disable: bool,
+        /// CLASS=ACTION (auto_approve | auto_deny | hold | default), repeatable.
+        #[arg(long = "class")]
+        classes: Vec<String>,
+        #[arg(long)]
+        mail_mode: Option<String>,
+        #[arg(long)]
+        nudge_text: Option<String>,
+        #[arg(long)]
+        stall_mins: Option<u32>,
+        #[arg(long)]
+        nudge_retries: Option<u32>,
+        #[arg(long)]
+        expect_work: Option<bool>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Dialogs held for a human.
+    Holds {
+        agent: Option<String>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Answer a held dialog once: approve or deny (never a standing permission).
+    Answer {
+        hold: String,
+        #[arg(value_parser = ["approve", "deny"])]
+        decision: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// The audit log, newest first.
+    Audit {
+        agent: Option<String>,
+        #[arg(long)]
+        limit: Option<u32>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// The master switch and each agent's opt-in.
+    Status {
+        agent: Option<String>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+pub async fn supervision(verb: SupervisionVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
+    let pretty = |v: &Value| println!("{}", serde_json::to_string_pretty(v).unwrap_or_default());
+    match verb {
+        SupervisionVerb::Get { agent, data_dir } => {
+            let mut c = conn.connect(data_dir).await?;
+            finish(out, c.call(m::SUPERVISION_GET, json!({ "agent": agent })).await, pretty)
+        }
+        SupervisionVerb::Holds { agent, data_dir } => {
+            let mut c = conn.connect(data_dir).await?;
+            finish(
+                out,
+                c.call(m::SUPERVISION_HOLDS, json!({ "agent": agent })).await,
+                |v| {
+                    for h in v.get("holds").and_then(Value::as_array).into_iter().flatten() {
+                        println!(
+                            "{}\t{}\t{}\t{}",
+                            s(h, "id"),
+                            s(h, "agent"),
+                            s(h, "dialog_class"),
+                            s(h, "summary")
+                        );
+                    }
+                },
+            )
+        }
+        SupervisionVerb::Answer {
+            hold,
+            decision,
+            data_dir,
+        } => {
+            let mut c = conn.connect(data_dir).await?;
+            let r = c
+                .call(m::SUPERVISION_ANSWER, json!({ "hold": hold, "decision": decision }))
+                .await;
+            finish(out, r, |v| println!("{} (keys {})", s(v, "outcome"), s(v, "keys")))
+        }
+        SupervisionVerb::Audit { agent, limit, data_dir } => {
+            let mut c = conn.connect(data_dir).await?;
+            let r = c
+                .call(m::SUPERVISION_AUDIT, json!({ "agent": agent, "limit": limit }))
+                .await;
+            finish(out, r, |v| {
+                for e in v.get("entries").and_then(Value::as_array).into_iter().flatten() {
+                    println!(
+                        "{:>5} {} {} {} {} {} {}",
+                        e["id"],
+                        s(e, "agent"),
+                        s(e, "trigger"),
+                        s(e, "dialog_class"),
+                        s(e, "decision"),
+                        s(e, "outcome"),
+                        s(e, "subject")
+                    );
+                }
+            })
+        }
+        SupervisionVerb::Status { agent, data_dir } => {
+            let mut c = conn.connect(data_dir).await?;
+            finish(
+                out,
+                c.call(m::SUPERVISION_STATUS, json!({ "agent": agent })).await,
+                |v| {
+                    println!("master switch: {}", if v["master"] == true { "on" } else { "off" });
+                    for a in v.get("agents").and_then(Value::as_array).into_iter().flatten() {
+                        let state = match (a["enabled"] == true, a["opted_in"] == true) {
+                            (true, _) => "supervised",
+                            (false, true) => "opted in (master switch off)",
+                            _ => "not supervised",
+                        };
+                        println!("{}\t{state}", s(a, "agent"));
+                    }
+                },
+            )
+        }
+        SupervisionVerb::Set {
+            agent,
+            enable,
+            disable,
+            classes,
+            mail_mode,
+            nudge_text,
+            stall_mins,
+            nudge_retries,
+            expect_work,
+            data_dir,
+        } => {
+            let mut p = json!({ "agent": agent });
+            if enable || disable {
+                p["enabled"] = json!(enable);
+            }
+            if !classes.is_empty() {
+                let mut map = serde_json::Map::new();
+                for c in classes {
+                    let (class, action) = c
+                        .split_once('=')
+                        .ok_or_else(|| anyhow::anyhow!("--class {c:?} must look like CLASS=ACTION"))?;
+                    let action = if action == "default" {
+                        Value::Null
+                    } else {
+                        json!(action)
+                    };
+                    map.insert(class.to_string(), action);
+                }
+                p["classes"] = Value::Object(map);
+            }
+            for (k, v) in [
+                ("mail_mode", mail_mode.map(|x| json!(x))),
+                ("nudge_text", nudge_text.map(|x| json!(x))),
+            ] {
+                if let Some(v) = v {
+                    p[k] = v;
+                }
+            }
+            if let Some(n) = stall_mins {
+                p["stall_mins"] = json!(n);
+            }
+            if let Some(n) = nudge_retries {
+                p["nudge_retries"] = json!(n);
+            }
+            if let Some(w) = expect_work {
+                p["expect_work"] = json!(w);
+            }
+            let r = client::unix_call(&client::data_dir(data_dir), m::SUPERVISION_SET, p).await;
+            finish(out, r, pretty)
+        }
+    }
+}
