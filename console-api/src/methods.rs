@@ -39,6 +39,7 @@ pub const SUPERVISION_STATUS: &str = "supervision.status";
 pub const SUPERVISION_HOLDS: &str = "supervision.holds";
 pub const SUPERVISION_ANSWER: &str = "supervision.answer";
 pub const SUPERVISION_AUDIT: &str = "supervision.audit";
+pub const SUPERVISION_NUDGE: &str = "supervision.nudge";
 
 pub const MAILBOX_SEND: &str = "mailbox.send";
 pub const MAILBOX_INBOX: &str = "mailbox.inbox";
@@ -82,6 +83,7 @@ pub const ALL: &[&str] = &[
     SUPERVISION_HOLDS,
     SUPERVISION_ANSWER,
     SUPERVISION_AUDIT,
+    SUPERVISION_NUDGE,
     MAILBOX_SEND,
     MAILBOX_INBOX,
     MAILBOX_ACK,

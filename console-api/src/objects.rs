@@ -279,6 +279,17 @@ pub struct SupervisionAudit {
     pub before_id: Option<u64>,
 }
 
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupervisionNudge {
+    pub agent: String,
+    #[serde(default)]
+    pub conversation: Option<String>,
+    /// Default: the agent's nudge text.
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EventsSubscribe {

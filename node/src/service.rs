@@ -534,6 +534,13 @@ impl Node {
             .collect())
     }
 
+    /// The id of `agent`'s live conversation, if any (`NotFound` for no such agent).
+    pub(crate) async fn live_conversation_of_agent(&self, agent: &str) -> NodeResult<Option<String>> {
+        let cat = self.catalog.lock().await;
+        cat.agent(agent)?;
+        Ok(cat.live_conversation_of(agent).map(|c| c.id.clone()))
+    }
+
     /// The agent a conversation belongs to.
     pub async fn conversation_agent(&self, id: &str) -> Option<String> {
         self.catalog.lock().await.conversations.get(id).map(|c| c.agent.clone())

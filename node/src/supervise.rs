@@ -102,7 +102,14 @@ impl Node {
     }
 
     /// Writes one audit row and announces it (`event.supervision.acted`).
-    pub(crate) async fn audit(&self, agent: &str, conversation: Option<&str>, fields: AuditFields, pane: String) {
+    /// Returns the row's id.
+    pub(crate) async fn audit(
+        &self,
+        agent: &str,
+        conversation: Option<&str>,
+        fields: AuditFields,
+        pane: String,
+    ) -> Option<u64> {
         let mut payload = serde_json::to_value(&fields).unwrap_or(Value::Null);
         let e = Event::SupervisionActed {
             agent: agent.to_string(),
@@ -119,9 +126,62 @@ impl Node {
                     obj.insert("conversation".into(), json!(conversation));
                 }
                 self.publish(console_api::methods::EVENT_SUPERVISION_ACTED, payload);
+                stored.first().map(|s| s.seq)
             }
-            Err(e) => tracing::error!(error = %e, "could not write the supervision audit row"),
+            Err(e) => {
+                tracing::error!(error = %e, "could not write the supervision audit row");
+                None
+            }
         }
+    }
+
+    /// `supervision.nudge`: a human's one-off nudge, typed as one message when
+    /// the CLI is idle (the message queue's wait), audited as `manual_nudge`.
+    pub async fn supervision_nudge(
+        &self,
+        agent: &str,
+        conversation: Option<&str>,
+        text: Option<String>,
+    ) -> NodeResult<Value> {
+        let policy = self.supervision_policy(agent).await;
+        let id = match conversation {
+            Some(c) => {
+                if self.conversation_agent(c).await.as_deref() != Some(agent) {
+                    return Err(NodeError::NotFound(format!(
+                        "conversation {c:?} of agent {agent:?} not found"
+                    )));
+                }
+                c.to_string()
+            }
+            None => self
+                .live_conversation_of_agent(agent)
+                .await?
+                .ok_or_else(|| NodeError::Conflict(format!("agent {agent:?} has no live conversation to nudge")))?,
+        };
+        let text = text.unwrap_or(policy.nudge_text);
+        crate::validate::message_text(&text).map_err(|e| NodeError::Invalid(e.to_string()))?;
+        let live = self
+            .live_conversation(&id)
+            .ok_or_else(|| NodeError::Conflict(format!("conversation {id} has no running CLI")))?;
+        let sent = live
+            .send_message(text.clone(), crate::live::NUDGE_SPEAKER.to_string())
+            .await;
+        let (outcome, reason) = match &sent {
+            Ok(_) => (Outcome::Sent, "a human asked for a nudge".to_string()),
+            Err(e) => (Outcome::Skipped, format!("nudge not sent: {e}")),
+        };
+        let mut fields = AuditFields::for_action(
+            Trigger::ManualNudge,
+            supervision::AuditDecision::Nudge,
+            outcome,
+            reason.clone(),
+        );
+        fields.subject = Some(text.chars().take(120).collect());
+        if outcome == Outcome::Sent {
+            fields.keys = vec![text.clone()];
+        }
+        let entry = self.audit(agent, Some(&id), fields, String::new()).await;
+        Ok(json!({ "outcome": outcome.as_str(), "entry_id": entry, "reason": reason }))
     }
 
     /// Starts the watch loop of a live conversation.

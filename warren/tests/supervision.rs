@@ -429,3 +429,36 @@ async fn a_stalled_agent_is_nudged_twice_then_escalated_once() {
         .expect("read");
     assert!(second.is_none(), "only one needs-you: {second:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_human_nudge_is_typed_once_and_audited() {
+    let (node, id) = supervised_node(false).await;
+    let mut c = node.client().await;
+    let (code, out, err) = warren(
+        &["supervision", "nudge", "sup", "--text", "please check the failing test"],
+        &node.path(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("sent"), "{out}");
+    wait_event(&mut c, &id, "system", "please check the failing test").await;
+    wait_event(&mut c, &id, "agent", "echo: please check the failing test").await;
+    let a = call(&mut c, "supervision.audit", json!({ "agent": "sup", "limit": 1 })).await;
+    let row = &a["entries"][0];
+    assert_eq!(
+        (
+            row["trigger"].as_str(),
+            row["decision"].as_str(),
+            row["outcome"].as_str()
+        ),
+        (Some("manual_nudge"), Some("nudge"), Some("sent"))
+    );
+    let e = call_err(&mut c, "supervision.nudge", json!({ "agent": "ghost" })).await;
+    assert_eq!(e.code, -32004);
+    let e = call_err(
+        &mut c,
+        "supervision.nudge",
+        json!({ "agent": "sup", "text": "bad \u{1b}" }),
+    )
+    .await;
+    assert_eq!(e.code, -32602);
+}

@@ -55,6 +55,16 @@ pub enum SupervisionVerb {
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
+    /// Nudge an agent's live conversation once (default: its nudge text).
+    Nudge {
+        agent: String,
+        #[arg(long)]
+        conversation: Option<String>,
+        #[arg(long)]
+        text: Option<String>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
     /// The audit log, newest first.
     Audit {
         agent: Option<String>,
@@ -106,6 +116,21 @@ pub async fn supervision(verb: SupervisionVerb, conn: Conn, out: Output) -> anyh
                 .call(m::SUPERVISION_ANSWER, json!({ "hold": hold, "decision": decision }))
                 .await;
             finish(out, r, |v| println!("{} (keys {})", s(v, "outcome"), s(v, "keys")))
+        }
+        SupervisionVerb::Nudge {
+            agent,
+            conversation,
+            text,
+            data_dir,
+        } => {
+            let mut c = conn.connect(data_dir).await?;
+            let r = c
+                .call(
+                    m::SUPERVISION_NUDGE,
+                    json!({ "agent": agent, "conversation": conversation, "text": text }),
+                )
+                .await;
+            finish(out, r, |v| println!("{} (audit {})", s(v, "outcome"), v["entry_id"]))
         }
         SupervisionVerb::Audit { agent, limit, data_dir } => {
             let mut c = conn.connect(data_dir).await?;
