@@ -30,14 +30,24 @@ impl Node {
         Ok(serde_json::json!({ "message_id": id, "seq": seq }))
     }
 
-    /// True if `agent` has mail past its acknowledged cursor.
-    pub(crate) async fn unread_mail(&self, agent: &str) -> bool {
+    /// The seq of the newest message past `agent`'s acknowledged cursor.
+    pub(crate) async fn newest_unread_mail(&self, agent: &str) -> Option<u64> {
         let acked = self.catalog.lock().await.mail_cursors.get(agent).copied().unwrap_or(0);
-        self.store
-            .inbox(agent, acked, 1)
-            .await
-            .map(|m| !m.is_empty())
-            .unwrap_or(false)
+        self.store.newest_mail(agent, acked).await.ok().flatten()
+    }
+
+    /// Unread mail up to `upto`, one compact line each, for full-body delivery.
+    pub(crate) async fn mail_lines(&self, agent: &str, upto: u64) -> String {
+        let acked = self.catalog.lock().await.mail_cursors.get(agent).copied().unwrap_or(0);
+        let msgs = self.store.inbox(agent, acked, 100).await.unwrap_or_default();
+        msgs.iter()
+            .filter(|m| m.seq <= upto)
+            .map(|m| {
+                let body = m.body.replace(['\r', '\t'], " ");
+                format!("[WARREN MAIL id={} from={}] {body} [END WARREN MAIL]", m.id, m.from)
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     /// `mailbox.inbox`: messages after `after` (default: the acknowledged cursor).

@@ -246,6 +246,8 @@ impl Node {
         tokio::spawn(async move {
             let origin = std::time::Instant::now();
             let mut episode = supervision::StallEpisode::default();
+            // The mail group being delivered: (newest seq covered, state).
+            let mut mail: Option<(u64, supervision::MailState)> = None;
             let mut last_screen = String::new();
             let mut unchanged_since = None;
             let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -266,7 +268,9 @@ impl Node {
                     episode = supervision::StallEpisode::default();
                     continue;
                 }
-                let unread = node.unread_mail(&live.agent).await;
+                let unread_top = node.newest_unread_mail(&live.agent).await;
+                let unread = unread_top.is_some();
+                node.wake_on_mail(&live, &policy, now, unread_top, &mut mail).await;
                 let seen = supervision::StallObservation {
                     now,
                     outstanding_work: policy.expect_work || unread,
@@ -279,6 +283,78 @@ impl Node {
                 node.act_on_stall(&live, action, &policy).await;
             }
         });
+    }
+
+    /// Wake-on-mail (seed 000): a new group of unread mail is delivered once
+    /// when the CLI is idle, as the nudge text or the messages themselves,
+    /// retried once after the backoff, then needs-you (`decide_mail`).
+    async fn wake_on_mail(
+        &self,
+        live: &Live,
+        policy: &supervision::Policy,
+        now: Duration,
+        unread_top: Option<u64>,
+        group: &mut Option<(u64, supervision::MailState)>,
+    ) {
+        use supervision::{MailEffect, MailEvent, MailState, SendOutcome};
+        let Some(top) = unread_top else { return };
+        match group {
+            Some((covered, MailState::Delivered | MailState::DeliveryFailed)) if top > *covered => {
+                *group = Some((top, MailState::Queued));
+            }
+            None => *group = Some((top, MailState::Queued)),
+            _ => {}
+        }
+        let Some((covered, state)) = group.as_mut() else { return };
+        let eligible = live.status() == Status::Idle;
+        let (next, effect) = supervision::decide_mail(
+            *state,
+            MailEvent::Tick { now, eligible },
+            policy.mail_mode,
+            policy.mail_retry_backoff,
+        );
+        *state = next;
+        let MailEffect::Send { mode, retry } = effect else {
+            return;
+        };
+        let (text, decision) = match mode {
+            supervision::MailMode::Nudge => (policy.nudge_text.clone(), supervision::AuditDecision::Nudge),
+            supervision::MailMode::FullBody => (
+                self.mail_lines(&live.agent, *covered).await,
+                supervision::AuditDecision::FullBody,
+            ),
+        };
+        let sent = live.send_message(text, crate::live::NUDGE_SPEAKER.to_string()).await;
+        let outcome = if sent.is_ok() {
+            SendOutcome::Sent
+        } else {
+            SendOutcome::Skipped
+        };
+        let (next, effect) = supervision::decide_mail(
+            *state,
+            MailEvent::Attempted { now, outcome },
+            mode,
+            policy.mail_retry_backoff,
+        );
+        *state = next;
+        let reason = match &sent {
+            Ok(_) => format!("mail for the agent{}", if retry { " (retry)" } else { "" }),
+            Err(e) => format!("mail delivery not sent: {e}"),
+        };
+        let mut fields = AuditFields::for_action(
+            Trigger::Mail,
+            decision,
+            if sent.is_ok() { Outcome::Sent } else { Outcome::Skipped },
+            reason.clone(),
+        );
+        fields.subject = Some(format!("mail up to {covered}"));
+        self.audit(&live.agent, Some(&live.id), fields, String::new()).await;
+        if effect == MailEffect::NeedsYou {
+            self.publish(
+                console_api::methods::EVENT_SUPERVISION_NEEDS_YOU,
+                json!({ "reason": "mail could not be delivered", "agent": live.agent, "conversation": live.id }),
+            );
+        }
     }
 
     async fn act_on_stall(&self, live: &Live, action: supervision::StallAction, policy: &supervision::Policy) {

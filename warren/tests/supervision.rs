@@ -462,3 +462,75 @@ async fn a_human_nudge_is_typed_once_and_audited() {
     .await;
     assert_eq!(e.code, -32602);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mail_wakes_a_supervised_agent_once_per_batch() {
+    let node = TestNode::start_with_config("[supervision]\nenabled = true\n");
+    let mut c = node.client().await;
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "boss", "harness": "fake", "grants": { "peers": "all" } }),
+    )
+    .await;
+    create_agent(&mut c, "sup").await;
+    json_of(&["supervision", "set", "sup", "--enable"], &node);
+    let id = conversation_id(&mut c, "sup").await;
+
+    call(
+        &mut c,
+        "mailbox.send",
+        json!({ "from": "boss", "to": "sup", "body": "please rebase" }),
+    )
+    .await;
+    wait_event(&mut c, &id, "system", "Check your warren mail and act on it.").await;
+    // One nudge for the batch, however long it stays unread.
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let events = transcript(&mut c, &id).await;
+    let nudges = events
+        .iter()
+        .filter(|e| e["speaker"] == "system" && e["text"] == "Check your warren mail and act on it.")
+        .count();
+    assert_eq!(nudges, 1, "one wake per batch of mail");
+    let audit = call(&mut c, "supervision.audit", json!({ "agent": "sup" })).await;
+    let mail_rows: Vec<_> = audit["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|r| r["trigger"] == "mail")
+        .collect();
+    assert_eq!(mail_rows.len(), 1, "{audit:#}");
+    assert_eq!(
+        (mail_rows[0]["decision"].as_str(), mail_rows[0]["outcome"].as_str()),
+        (Some("nudge"), Some("sent"))
+    );
+
+    // full_body delivers the messages themselves.
+    json_of(&["supervision", "set", "sup", "--mail-mode", "full_body"], &node);
+    call(
+        &mut c,
+        "mailbox.send",
+        json!({ "from": "boss", "to": "sup", "body": "and run the tests" }),
+    )
+    .await;
+    let delivered = wait_until(
+        "the mail body is typed into the CLI",
+        std::time::Duration::from_secs(15),
+        || {
+            let target = node.target();
+            let id = id.clone();
+            async move {
+                let mut c = warren::client::Client::connect(&target).await.ok()?;
+                transcript(&mut c, &id).await.into_iter().find(|e| {
+                    e["speaker"] == "system" && e["text"].as_str().is_some_and(|t| t.contains("and run the tests"))
+                })
+            }
+        },
+    )
+    .await;
+    let text = delivered["text"].as_str().expect("text");
+    assert!(
+        text.contains("[WARREN MAIL id=") && text.contains("from=boss]"),
+        "{text}"
+    );
+}

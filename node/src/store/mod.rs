@@ -198,6 +198,16 @@ impl Store {
         rows.iter().map(decode_row).collect()
     }
 
+    /// The newest message to `agent` with seq > `after`, if any.
+    pub async fn newest_mail(&self, agent: &str, after: u64) -> Result<Option<u64>, StoreError> {
+        let row = sqlx::query("SELECT MAX(event_seq) FROM mail WHERE recipient = ? AND event_seq > ?")
+            .bind(agent)
+            .bind(after as i64)
+            .fetch_one(&self.reads)
+            .await?;
+        Ok(row.get::<Option<i64>, _>(0).map(|s| s as u64))
+    }
+
     /// Messages to `agent` with seq > `after`, oldest first, at most `limit`.
     pub async fn inbox(
         &self,
