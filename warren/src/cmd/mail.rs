@@ -8,7 +8,7 @@ use clap::Subcommand;
 use console_api::methods as m;
 use serde_json::{Value, json};
 
-use super::{Conn, Output, finish, s};
+use super::{Conn, Output, finish, put, s};
 
 #[derive(Subcommand)]
 pub enum MailVerb {
@@ -60,9 +60,7 @@ pub async fn mail(verb: MailVerb, conn: Conn, out: Output) -> anyhow::Result<Exi
                 body
             };
             let mut p = json!({ "from": from, "to": to, "body": body });
-            if let Some(c) = context {
-                p["context"] = json!(c);
-            }
+            put(&mut p, "context", context);
             let mut c = conn.connect(data_dir).await?;
             finish(out, c.call(m::MAILBOX_SEND, p).await, |v| {
                 println!(
@@ -79,12 +77,8 @@ pub async fn mail(verb: MailVerb, conn: Conn, out: Output) -> anyhow::Result<Exi
             data_dir,
         } => {
             let mut p = json!({ "agent": agent });
-            if let Some(a) = after {
-                p["after"] = json!(a);
-            }
-            if let Some(l) = limit {
-                p["limit"] = json!(l);
-            }
+            put(&mut p, "after", after);
+            put(&mut p, "limit", limit);
             let mut c = conn.connect(data_dir).await?;
             finish(out, c.call(m::MAILBOX_INBOX, p).await, |v| {
                 for msg in v.get("messages").and_then(Value::as_array).into_iter().flatten() {

@@ -236,6 +236,13 @@ pub(crate) fn finish(
     }
 }
 
+/// Sets `p[key]` when `value` is given.
+pub(crate) fn put<T: serde::Serialize>(p: &mut Value, key: &str, value: Option<T>) {
+    if let Some(v) = value {
+        p[key] = json!(v);
+    }
+}
+
 pub(crate) fn s<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("-")
 }
@@ -317,12 +324,8 @@ pub async fn agent(verb: AgentVerb, conn: Conn, out: Output) -> anyhow::Result<E
             data_dir,
         } => {
             let mut p = json!({ "name": name, "harness": harness });
-            if let Some(x) = persona {
-                p["persona"] = json!(x);
-            }
-            if let Some(x) = model {
-                p["model"] = json!(x);
-            }
+            put(&mut p, "persona", persona);
+            put(&mut p, "model", model);
             let mut grants = json!({});
             if let Some(peers) = peers {
                 grants["peers"] = if peers == "all" {
@@ -366,12 +369,8 @@ pub async fn agent(verb: AgentVerb, conn: Conn, out: Output) -> anyhow::Result<E
             data_dir,
         } => {
             let mut p = json!({ "agent": name });
-            if let Some(x) = persona {
-                p["persona"] = json!(x);
-            }
-            if let Some(x) = model {
-                p["model"] = json!(x);
-            }
+            put(&mut p, "persona", persona);
+            put(&mut p, "model", model);
             if let Some(rules) = read_rules(&rules_file)? {
                 p["rules"] = rules;
             }
@@ -444,12 +443,8 @@ async fn conv_other(verb: ConvVerb, conn: Conn, out: Output) -> anyhow::Result<E
         }
         ConvVerb::List { agent, state, data_dir } => {
             let mut p = json!({});
-            if let Some(a) = agent {
-                p["agent"] = json!(a);
-            }
-            if let Some(st) = state {
-                p["state"] = json!(st);
-            }
+            put(&mut p, "agent", agent);
+            put(&mut p, "state", state);
             let mut c = conn.connect(data_dir).await?;
             finish(out, c.call(m::CONVERSATION_LIST, p).await, |v| {
                 for x in v.get("conversations").and_then(Value::as_array).into_iter().flatten() {
@@ -553,12 +548,8 @@ pub async fn transcript(verb: TranscriptVerb, conn: Conn, out: Output) -> anyhow
             data_dir,
         } => {
             let mut p = json!({ "conversation": conversation });
-            if let Some(a) = after {
-                p["after_seq"] = json!(a);
-            }
-            if let Some(l) = limit {
-                p["limit"] = json!(l);
-            }
+            put(&mut p, "after_seq", after);
+            put(&mut p, "limit", limit);
             let mut c = conn.connect(data_dir).await?;
             finish(out, c.call(m::TRANSCRIPT_READ, p).await, |v| {
                 for e in v.get("events").and_then(Value::as_array).into_iter().flatten() {
@@ -573,15 +564,9 @@ pub async fn transcript(verb: TranscriptVerb, conn: Conn, out: Output) -> anyhow
             data_dir,
         } => {
             let mut p = json!({});
-            if let Some(x) = conversation {
-                p["conversation"] = json!(x);
-            }
-            if let Some(x) = agent {
-                p["agent"] = json!(x);
-            }
-            if let Some(x) = from_seq {
-                p["from_seq"] = json!(x);
-            }
+            put(&mut p, "conversation", conversation);
+            put(&mut p, "agent", agent);
+            put(&mut p, "from_seq", from_seq);
             let mut c = conn.connect(data_dir).await?;
             if let Err(e) = c.call(m::TRANSCRIPT_SUBSCRIBE, p).await {
                 return finish(out, Err(e), |_| {});

@@ -7,7 +7,7 @@ use clap::Subcommand;
 use console_api::methods as m;
 use serde_json::{Value, json};
 
-use super::{Conn, Output, finish, s};
+use super::{Conn, Output, finish, put, s};
 use crate::client;
 
 #[derive(Subcommand)]
@@ -209,15 +209,9 @@ pub async fn supervision(verb: SupervisionVerb, conn: Conn, out: Output) -> anyh
                     p[k] = v;
                 }
             }
-            if let Some(n) = stall_mins {
-                p["stall_mins"] = json!(n);
-            }
-            if let Some(n) = nudge_retries {
-                p["nudge_retries"] = json!(n);
-            }
-            if let Some(w) = expect_work {
-                p["expect_work"] = json!(w);
-            }
+            put(&mut p, "stall_mins", stall_mins);
+            put(&mut p, "nudge_retries", nudge_retries);
+            put(&mut p, "expect_work", expect_work);
             let r = client::unix_call(&client::data_dir(data_dir), m::SUPERVISION_SET, p).await;
             finish(out, r, pretty)
         }

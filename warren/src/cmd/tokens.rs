@@ -10,7 +10,7 @@ use clap::Subcommand;
 use console_api::methods as m;
 use serde_json::{Value, json};
 
-use super::{Conn, Output, finish, s};
+use super::{Conn, Output, finish, put, s};
 use crate::client;
 
 #[derive(Subcommand)]
@@ -133,9 +133,7 @@ pub async fn token(verb: TokenVerb, conn: Conn, out: Output) -> anyhow::Result<E
                 specs.push(json!({ "resource": right.resource.to_string(), "operation": right.operation.as_str() }));
             }
             let mut p = json!({ "rights": specs });
-            if let Some(t) = ttl {
-                p["ttl_secs"] = json!(t);
-            }
+            put(&mut p, "ttl_secs", ttl);
             if !methods.is_empty() {
                 p["methods"] = json!(methods);
             }
