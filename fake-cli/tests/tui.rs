@@ -61,7 +61,9 @@ fn bash_dialog_approve_and_deny() {
     );
     cli.wait_idle();
     cli.submit("/fake tool bash touch made.txt");
-    let screen = cli.wait_text(" ❯ 1. Yes");
+    // The footer is drawn last: once it shows, the whole dialog is on screen.
+    cli.wait_text(" ❯ 1. Yes");
+    let screen = cli.wait_text(" Esc to cancel · Tab to amend");
     for line in [
         " Bash command",
         " touch made.txt",
@@ -120,7 +122,8 @@ fn edit_ask_and_limit_dialogs() {
     cli.wait_idle();
 
     cli.submit("/fake edit notes.txt");
-    let screen = cli.wait_text(" Do you want to make this edit to notes.txt?");
+    cli.wait_text(" Do you want to make this edit to notes.txt?");
+    let screen = cli.wait_text(" Esc to cancel");
     assert!(screen.contains(" + edited by fake-cli"), "{screen}");
     cli.send("1");
     cli.wait_text("● Edited notes.txt");
@@ -130,7 +133,8 @@ fn edit_ask_and_limit_dialogs() {
 
     // Two dialogs in one message: the second opens after the first is answered.
     cli.send("\x1b[200~/fake ask Which colour? | Red | Blue\r/fake limit\x1b[201~\r");
-    let screen = cli.wait_text(" ☐ Question");
+    cli.wait_text(" ☐ Question");
+    let screen = cli.wait_text(" Enter to select · ↑/↓ to navigate · Esc to cancel");
     for line in [" Which colour?", " ❯ 1. Red", "   2. Blue", "   3. Type something."] {
         assert!(screen.lines().any(|l| l == line), "missing {line:?} in\n{screen}");
     }
@@ -138,7 +142,8 @@ fn edit_ask_and_limit_dialogs() {
     cli.wait_text(" ❯ 2. Blue");
     cli.send("\r");
     cli.wait_text("● You chose: Blue");
-    let screen = cli.wait_text(" You've hit your usage limit · resets 3pm (UTC)");
+    cli.wait_text(" You've hit your usage limit · resets 3pm (UTC)");
+    let screen = cli.wait_text(" Enter to confirm · Esc to cancel");
     assert!(screen.contains(" ❯ 1. Stop and wait for limit to reset"), "{screen}");
     cli.send("\x1b");
     cli.wait_text("● Dismissed");
