@@ -95,12 +95,11 @@ impl Node {
                 })
                 .collect()
         };
+        let names: Vec<String> = rows.iter().map(|(n, _)| n.clone()).collect();
+        let mut lasts = self.last_audit_rows(&names).await?;
         let mut agents = Vec::with_capacity(rows.len());
         for (name, policy) in rows {
-            let last = self.supervision_audit(Some(&name), Some(1), None).await?["entries"]
-                .get(0)
-                .cloned()
-                .unwrap_or(Value::Null);
+            let last = lasts.remove(&name).unwrap_or(Value::Null);
             agents.push(serde_json::json!({
                 "agent": name,
                 "enabled": policy.enabled,

@@ -110,7 +110,6 @@ impl Node {
         fields: AuditFields,
         pane: String,
     ) -> Option<u64> {
-        let mut payload = serde_json::to_value(&fields).unwrap_or(Value::Null);
         let e = Event::SupervisionActed {
             agent: agent.to_string(),
             conversation: conversation.map(str::to_string),
@@ -119,14 +118,11 @@ impl Node {
         };
         match self.store().append(vec![e]).await {
             Ok(stored) => {
-                if let (Some(obj), Some(s)) = (payload.as_object_mut(), stored.first()) {
-                    obj.insert("id".into(), json!(s.seq));
-                    obj.insert("at".into(), json!(s.ts));
-                    obj.insert("agent".into(), json!(agent));
-                    obj.insert("conversation".into(), json!(conversation));
+                let first = stored.first()?;
+                if let Some((_, row)) = audit_row(first) {
+                    self.publish(console_api::methods::EVENT_SUPERVISION_ACTED, row);
                 }
-                self.publish(console_api::methods::EVENT_SUPERVISION_ACTED, payload);
-                stored.first().map(|s| s.seq)
+                Some(first.seq)
             }
             Err(e) => {
                 tracing::error!(error = %e, "could not write the supervision audit row");
@@ -258,15 +254,17 @@ impl Node {
                     return;
                 };
                 let now = origin.elapsed();
+                let policy = node.supervision_policy(&live.agent).await;
+                if !policy.enabled {
+                    // Unsupervised: no screen reads, no mail queries; start fresh if enabled later.
+                    episode = supervision::StallEpisode::default();
+                    unchanged_since = None;
+                    continue;
+                }
                 let screen = live.session.screen().text();
                 if screen != last_screen || unchanged_since.is_none() {
                     last_screen = screen;
                     unchanged_since = Some(now);
-                }
-                let policy = node.supervision_policy(&live.agent).await;
-                if !policy.enabled {
-                    episode = supervision::StallEpisode::default();
-                    continue;
                 }
                 let unread_top = node.newest_unread_mail(&live.agent).await;
                 let unread = unread_top.is_some();
@@ -558,31 +556,63 @@ impl Node {
             }
             for e in &page {
                 before = e.seq;
-                if let Event::SupervisionActed {
-                    agent: a,
-                    conversation,
-                    fields,
-                    pane_excerpt,
-                } = &e.event
-                {
-                    if agent.is_some_and(|want| want != a) {
-                        continue;
-                    }
-                    let mut row = serde_json::to_value(fields).unwrap_or(Value::Null);
-                    if let Some(obj) = row.as_object_mut() {
-                        obj.insert("id".into(), json!(e.seq));
-                        obj.insert("at".into(), json!(e.ts));
-                        obj.insert("agent".into(), json!(a));
-                        obj.insert("conversation".into(), json!(conversation));
-                        obj.insert("pane_excerpt".into(), json!(pane_excerpt));
-                    }
-                    entries.push(row);
-                    if entries.len() == limit {
-                        break;
-                    }
+                let Some((a, row)) = audit_row(e) else { continue };
+                if agent.is_some_and(|want| want != a) {
+                    continue;
+                }
+                entries.push(row);
+                if entries.len() == limit {
+                    break;
                 }
             }
         }
         Ok(json!({ "entries": entries }))
     }
+
+    /// The newest audit row of each of `agents`, in one newest-first scan.
+    pub(crate) async fn last_audit_rows(
+        &self,
+        agents: &[String],
+    ) -> NodeResult<std::collections::HashMap<String, Value>> {
+        let mut found = std::collections::HashMap::new();
+        let mut before = u64::MAX;
+        while found.len() < agents.len() {
+            let page = self.store().audit_before(before, 500).await?;
+            if page.is_empty() {
+                break;
+            }
+            for e in &page {
+                before = e.seq;
+                if let Some((a, row)) = audit_row(e)
+                    && agents.iter().any(|x| x == a)
+                    && !found.contains_key(a)
+                {
+                    found.insert(a.to_string(), row);
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// An audit event as the wire's audit row (seed 000's columns), with its agent.
+fn audit_row(e: &crate::events::StoredEvent) -> Option<(&str, Value)> {
+    let Event::SupervisionActed {
+        agent,
+        conversation,
+        fields,
+        pane_excerpt,
+    } = &e.event
+    else {
+        return None;
+    };
+    let mut row = serde_json::to_value(fields).unwrap_or(Value::Null);
+    if let Some(obj) = row.as_object_mut() {
+        obj.insert("id".into(), json!(e.seq));
+        obj.insert("at".into(), json!(e.ts));
+        obj.insert("agent".into(), json!(agent));
+        obj.insert("conversation".into(), json!(conversation));
+        obj.insert("pane_excerpt".into(), json!(pane_excerpt));
+    }
+    Some((agent, row))
 }

@@ -155,12 +155,7 @@ pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
             verdict,
             option: Some(option),
             keys: vec![keys],
-            class,
-            prompt,
-            repo_scoped,
-            source,
-            reason,
-            subject: what.clone(),
+            ..hold(source, reason)
         },
         None => hold(PolicySource::AmbiguousOption, "the chosen option has no keys".into()),
     };
