@@ -111,6 +111,10 @@ pub enum Event {
         conversation: Option<String>,
         fields: supervision::AuditFields,
         pane_excerpt: String,
+        /// Set on the outcome of a verified send: the seq of the `attempted`
+        /// row it completes (the two fold into one audit row with that id).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        attempt: Option<u64>,
     },
     /// A token (any token one of whose blocks has this revocation id) is dead.
     TokenRevoked {
@@ -168,6 +172,10 @@ impl Event {
     /// The durability each kind is committed with (see ARCHITECTURE.md).
     pub fn durability(&self) -> Durability {
         match self {
+            // An attempt is on disk before its keys are typed.
+            Event::SupervisionActed { fields, .. } if fields.outcome == supervision::Outcome::Attempted => {
+                Durability::Full
+            }
             Event::Transcript { .. } | Event::SupervisionActed { .. } => Durability::Relaxed,
             _ => Durability::Full,
         }

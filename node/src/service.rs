@@ -113,6 +113,10 @@ pub struct Node {
     pub(crate) me: std::sync::OnceLock<std::sync::Weak<Node>>,
     /// Dialogs supervision held for a human, by hold id.
     pub(crate) holds: Mutex<std::collections::BTreeMap<String, crate::supervise::Held>>,
+    /// Conversations supervision is typing into right now, with when the
+    /// attempt began: reads leave out such an attempt until its outcome is
+    /// written.
+    pub(crate) typing: Mutex<std::collections::HashMap<String, u64>>,
     /// Server-pushed events (`event.*`): kind and payload.
     pub(crate) events: tokio::sync::broadcast::Sender<(&'static str, Value)>,
 }
@@ -168,6 +172,7 @@ impl Node {
             endpoint: std::sync::OnceLock::new(),
             me: std::sync::OnceLock::new(),
             holds: Mutex::new(std::collections::BTreeMap::new()),
+            typing: Mutex::new(std::collections::HashMap::new()),
             events: tokio::sync::broadcast::channel(1024).0,
         });
         let _ = node.me.set(Arc::downgrade(&node));

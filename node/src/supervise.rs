@@ -84,43 +84,103 @@ fn capture(live: &Live) -> Option<ScreenDialog> {
 }
 
 impl Node {
-    /// Types `keys` only if the dialog on screen is still exactly `expected`.
+    /// Types `keys` only if the dialog on screen is still exactly `expected`,
+    /// and writes the action's one audit row. A send is recorded durably as
+    /// `attempted` before the first key is typed and completed with its outcome
+    /// after, so a crash at any point leaves exactly one row for it.
     pub(crate) async fn verified_send(
         &self,
         live: &Live,
         expected: &ScreenDialog,
         keys: &str,
+        fields: impl Fn(Outcome, Option<&str>) -> AuditFields,
     ) -> (Outcome, Option<String>) {
-        match capture(live) {
-            None => (Outcome::Skipped, Some("the dialog is no longer on screen".into())),
-            Some(now) if &now != expected => (Outcome::Skipped, Some("the dialog changed before sending".into())),
-            Some(_) => match live.session.write(keys.as_bytes().to_vec()).await {
-                Ok(()) => (Outcome::Sent, None),
-                Err(e) => (Outcome::Failed, Some(format!("terminal write failed: {e}"))),
-            },
+        let pane = excerpt(expected);
+        let skip = match capture(live) {
+            None => Some("the dialog is no longer on screen"),
+            Some(now) if &now != expected => Some("the dialog changed before sending"),
+            Some(_) => None,
+        };
+        if let Some(why) = skip {
+            self.audit(&live.agent, Some(&live.id), fields(Outcome::Skipped, Some(why)), pane, None)
+                .await;
+            return (Outcome::Skipped, Some(why.to_string()));
+        }
+        let mut attempted = fields(Outcome::Sent, None);
+        attempted.outcome = Outcome::Attempted;
+        self.set_typing(&live.id, true);
+        let Some(attempt) = self
+            .audit(&live.agent, Some(&live.id), attempted, pane.clone(), None)
+            .await
+        else {
+            self.set_typing(&live.id, false);
+            // Never type what could not be recorded.
+            return (Outcome::Failed, Some("the audit log could not be written".into()));
+        };
+        let (outcome, why) = match live.session.write(keys.as_bytes().to_vec()).await {
+            Ok(()) => (Outcome::Sent, None),
+            Err(e) => (Outcome::Failed, Some(format!("terminal write failed: {e}"))),
+        };
+        self.audit(
+            &live.agent,
+            Some(&live.id),
+            fields(outcome, why.as_deref()),
+            pane,
+            Some(attempt),
+        )
+        .await;
+        self.set_typing(&live.id, false);
+        (outcome, why)
+    }
+
+    fn set_typing(&self, conversation: &str, on: bool) {
+        if let Ok(mut t) = self.typing.lock() {
+            if on {
+                t.insert(conversation.to_string(), now_ms());
+            } else {
+                t.remove(conversation);
+            }
         }
     }
 
-    /// Writes one audit row and announces it (`event.supervision.acted`).
-    /// Returns the row's id.
+    /// A fold of the audit log that leaves out attempts being typed right now.
+    fn audit_fold(&self) -> AuditFold {
+        AuditFold {
+            typing: self.typing.lock().map(|t| t.clone()).unwrap_or_default(),
+            ..AuditFold::default()
+        }
+    }
+
+    /// Writes one audit event and announces the row it completes
+    /// (`event.supervision.acted`; an attempt is announced with its outcome).
+    /// Returns the event's seq.
     pub(crate) async fn audit(
         &self,
         agent: &str,
         conversation: Option<&str>,
         fields: AuditFields,
         pane: String,
+        attempt: Option<u64>,
     ) -> Option<u64> {
         let e = Event::SupervisionActed {
             agent: agent.to_string(),
             conversation: conversation.map(str::to_string),
             fields,
             pane_excerpt: pane,
+            attempt,
         };
         match self.store().append(vec![e]).await {
             Ok(stored) => {
                 let first = stored.first()?;
-                if let Some((_, row)) = audit_row(first) {
-                    self.publish(console_api::methods::EVENT_SUPERVISION_ACTED, row);
+                if let Some((_, mut row, link)) = audit_row(first) {
+                    match link {
+                        Link::Attempt => {}
+                        Link::Single => self.publish(console_api::methods::EVENT_SUPERVISION_ACTED, row),
+                        Link::Outcome(of) => {
+                            row["id"] = json!(of);
+                            self.publish(console_api::methods::EVENT_SUPERVISION_ACTED, row);
+                        }
+                    }
                 }
                 Some(first.seq)
             }
@@ -176,7 +236,7 @@ impl Node {
         if outcome == Outcome::Sent {
             fields.keys = vec![text.clone()];
         }
-        let entry = self.audit(agent, Some(&id), fields, String::new()).await;
+        let entry = self.audit(agent, Some(&id), fields, String::new(), None).await;
         Ok(json!({ "outcome": outcome.as_str(), "entry_id": entry, "reason": reason }))
     }
 
@@ -346,7 +406,7 @@ impl Node {
             reason.clone(),
         );
         fields.subject = Some(format!("mail up to {covered}"));
-        self.audit(&live.agent, Some(&live.id), fields, String::new()).await;
+        self.audit(&live.agent, Some(&live.id), fields, String::new(), None).await;
         if effect == MailEffect::NeedsYou {
             self.publish(
                 console_api::methods::EVENT_SUPERVISION_NEEDS_YOU,
@@ -369,14 +429,14 @@ impl Node {
                 };
                 let mut fields = AuditFields::for_action(Trigger::Stall, AuditDecision::Nudge, outcome, reason);
                 fields.subject = Some(format!("nudge {number}"));
-                self.audit(&live.agent, Some(&live.id), fields, String::new()).await;
+                self.audit(&live.agent, Some(&live.id), fields, String::new(), None).await;
             }
             StallAction::Escalate { nudges } => {
                 let reason = format!("still stalled after {nudges} nudges");
                 let mut fields =
                     AuditFields::for_action(Trigger::Stall, AuditDecision::Escalate, Outcome::Held, reason.clone());
                 fields.subject = Some("stall".into());
-                self.audit(&live.agent, Some(&live.id), fields, String::new()).await;
+                self.audit(&live.agent, Some(&live.id), fields, String::new(), None).await;
                 self.publish(
                     console_api::methods::EVENT_SUPERVISION_NEEDS_YOU,
                     json!({ "reason": reason, "agent": live.agent, "conversation": live.id }),
@@ -403,9 +463,10 @@ impl Node {
             Verdict::Hold => self.hold(live, shown, dialog, &decision).await,
             Verdict::Approve | Verdict::Deny => {
                 let keys = decision.keys.concat();
-                let (outcome, why) = self.verified_send(live, shown, &keys).await;
-                let fields = AuditFields::for_dialog(&decision, outcome, why.as_deref());
-                self.audit(&live.agent, Some(&live.id), fields, excerpt(shown)).await;
+                self.verified_send(live, shown, &keys, |outcome, why| {
+                    AuditFields::for_dialog(&decision, outcome, why)
+                })
+                .await;
             }
         }
     }
@@ -434,7 +495,7 @@ impl Node {
             h.insert(held.id.clone(), held);
         }
         let fields = AuditFields::for_dialog(decision, Outcome::Held, None);
-        self.audit(&live.agent, Some(&live.id), fields, excerpt(shown)).await;
+        self.audit(&live.agent, Some(&live.id), fields, excerpt(shown), None).await;
         // One needs-you per held dialog (the episode lasts while it is on screen).
         let wire = self.holds.lock().ok().and_then(|h| {
             h.values()
@@ -512,19 +573,21 @@ impl Node {
         let live = self
             .live_conversation(&held.conversation)
             .ok_or_else(|| NodeError::Conflict(format!("conversation {} has no running CLI", held.conversation)))?;
-        let (outcome, why) = self.verified_send(&live, &held.screen, &keys).await;
-        let mut fields = AuditFields::for_action(
-            Trigger::Answer,
-            verdict,
-            outcome,
-            why.clone().unwrap_or_else(|| format!("a human chose {decision}")),
-        );
-        fields.dialog_class = Some(held.class);
-        fields.subject = Some(held.summary.clone());
-        if outcome == Outcome::Sent {
-            fields.keys = vec![keys.clone()];
-        }
-        self.audit(&held.agent, Some(&held.conversation), fields, excerpt(&held.screen))
+        let (outcome, why) = self
+            .verified_send(&live, &held.screen, &keys, |outcome, why| {
+                let mut fields = AuditFields::for_action(
+                    Trigger::Answer,
+                    verdict,
+                    outcome,
+                    why.map_or_else(|| format!("a human chose {decision}"), str::to_string),
+                );
+                fields.dialog_class = Some(held.class);
+                fields.subject = Some(held.summary.clone());
+                if outcome == Outcome::Sent {
+                    fields.keys = vec![keys.clone()];
+                }
+                fields
+            })
             .await;
         if let Ok(mut h) = self.holds.lock() {
             h.remove(hold);
@@ -549,6 +612,7 @@ impl Node {
         let limit = limit.unwrap_or(50).clamp(1, MAX_AUDIT) as usize;
         let mut before = before.unwrap_or(u64::MAX);
         let mut entries = vec![];
+        let mut fold = self.audit_fold();
         while entries.len() < limit {
             let page = self.store().audit_before(before, 500).await?;
             if page.is_empty() {
@@ -556,7 +620,7 @@ impl Node {
             }
             for e in &page {
                 before = e.seq;
-                let Some((a, row)) = audit_row(e) else { continue };
+                let Some((a, row)) = fold.push(e) else { continue };
                 if agent.is_some_and(|want| want != a) {
                     continue;
                 }
@@ -576,6 +640,7 @@ impl Node {
     ) -> NodeResult<std::collections::HashMap<String, Value>> {
         let mut found = std::collections::HashMap::new();
         let mut before = u64::MAX;
+        let mut fold = self.audit_fold();
         while found.len() < agents.len() {
             let page = self.store().audit_before(before, 500).await?;
             if page.is_empty() {
@@ -583,11 +648,11 @@ impl Node {
             }
             for e in &page {
                 before = e.seq;
-                if let Some((a, row)) = audit_row(e)
-                    && agents.iter().any(|x| x == a)
-                    && !found.contains_key(a)
+                if let Some((a, row)) = fold.push(e)
+                    && agents.iter().any(|x| x == &a)
+                    && !found.contains_key(&a)
                 {
-                    found.insert(a.to_string(), row);
+                    found.insert(a, row);
                 }
             }
         }
@@ -595,16 +660,34 @@ impl Node {
     }
 }
 
-/// An audit event as the wire's audit row (seed 000's columns), with its agent.
-fn audit_row(e: &crate::events::StoredEvent) -> Option<(&str, Value)> {
+/// How an audit event relates to the row it belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Link {
+    /// A whole row (holds, skips, mail, stall and nudge actions).
+    Single,
+    /// Written before typing; its outcome follows.
+    Attempt,
+    /// Completes the attempt with this seq.
+    Outcome(u64),
+}
+
+/// An audit event as the wire's audit row (seed 000's columns), with its
+/// agent and how it links to other events.
+fn audit_row(e: &crate::events::StoredEvent) -> Option<(&str, Value, Link)> {
     let Event::SupervisionActed {
         agent,
         conversation,
         fields,
         pane_excerpt,
+        attempt,
     } = &e.event
     else {
         return None;
+    };
+    let link = match attempt {
+        Some(of) => Link::Outcome(*of),
+        None if fields.outcome == Outcome::Attempted => Link::Attempt,
+        None => Link::Single,
     };
     let mut row = serde_json::to_value(fields).unwrap_or(Value::Null);
     if let Some(obj) = row.as_object_mut() {
@@ -614,5 +697,153 @@ fn audit_row(e: &crate::events::StoredEvent) -> Option<(&str, Value)> {
         obj.insert("conversation".into(), json!(conversation));
         obj.insert("pane_excerpt".into(), json!(pane_excerpt));
     }
-    Some((agent, row))
+    Some((agent, row, link))
+}
+
+/// Most outcomes kept waiting for their attempt while folding (an attempt is
+/// written right before its outcome, so only a few are ever in flight).
+const MAX_PENDING_OUTCOMES: usize = 4096;
+
+/// Folds audit events read newest first into rows: an outcome is held back
+/// until its attempt, and the pair becomes one row with the attempt's id and
+/// time. An attempt with no outcome stays `attempted`.
+#[derive(Default)]
+struct AuditFold {
+    outcomes: std::collections::HashMap<u64, Value>,
+    /// Conversations being typed into, since when (ms): their attempts from
+    /// then on are left out, their outcome is coming.
+    typing: std::collections::HashMap<String, u64>,
+}
+
+impl AuditFold {
+    fn is_typing(&self, e: &crate::events::StoredEvent) -> bool {
+        let conversation = match &e.event {
+            Event::SupervisionActed { conversation, .. } => conversation.as_deref(),
+            _ => None,
+        };
+        conversation
+            .and_then(|c| self.typing.get(c))
+            .is_some_and(|since| e.ts >= *since)
+    }
+
+    fn push(&mut self, e: &crate::events::StoredEvent) -> Option<(String, Value)> {
+        let (agent, row, link) = audit_row(e)?;
+        let agent = agent.to_string();
+        match link {
+            Link::Single => Some((agent, row)),
+            Link::Outcome(of) => {
+                if self.outcomes.len() < MAX_PENDING_OUTCOMES {
+                    self.outcomes.insert(of, row);
+                }
+                None
+            }
+            Link::Attempt => match self.outcomes.remove(&e.seq) {
+                Some(mut done) => {
+                    done["id"] = row["id"].clone();
+                    done["at"] = row["at"].clone();
+                    Some((agent, done))
+                }
+                None if self.is_typing(e) => None,
+                None => {
+                    let mut row = row;
+                    let reason = row["reason"].as_str().unwrap_or_default().to_string();
+                    row["reason"] = json!(format!(
+                        "{reason}; no outcome recorded: the node stopped while typing, the keys may have been sent"
+                    ));
+                    Some((agent, row))
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::StoredEvent;
+    use supervision::AuditDecision;
+
+    fn event(seq: u64, outcome: Outcome, attempt: Option<u64>) -> StoredEvent {
+        StoredEvent {
+            seq,
+            ts: seq * 10,
+            event: Event::SupervisionActed {
+                agent: "a".into(),
+                conversation: Some("c".into()),
+                fields: AuditFields::for_action(Trigger::Dialog, AuditDecision::Approve, outcome, "r"),
+                pane_excerpt: String::new(),
+                attempt,
+            },
+        }
+    }
+
+    fn fold(events: &[StoredEvent]) -> Vec<(u64, u64, String)> {
+        let mut f = AuditFold::default();
+        events
+            .iter()
+            .rev()
+            .filter_map(|e| f.push(e))
+            .map(|(_, r)| {
+                (
+                    r["id"].as_u64().unwrap_or(0),
+                    r["at"].as_u64().unwrap_or(0),
+                    r["outcome"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_attempt_and_its_outcome_are_one_row_with_the_attempts_id() {
+        let rows = fold(&[
+            event(1, Outcome::Held, None),
+            event(2, Outcome::Attempted, None),
+            event(3, Outcome::Skipped, None),
+            event(4, Outcome::Sent, Some(2)),
+            event(5, Outcome::Attempted, None),
+            event(6, Outcome::Failed, Some(5)),
+        ]);
+        assert_eq!(
+            rows,
+            vec![
+                (5, 50, "failed".to_string()),
+                (3, 30, "skipped".to_string()),
+                (2, 20, "sent".to_string()),
+                (1, 10, "held".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_attempt_cut_off_by_a_crash_stays_one_attempted_row() {
+        let mut f = AuditFold::default();
+        let rows: Vec<Value> = [event(8, Outcome::Attempted, None), event(7, Outcome::Held, None)]
+            .iter()
+            .filter_map(|e| f.push(e))
+            .map(|(_, r)| r)
+            .collect();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0]["outcome"], "attempted");
+        assert!(
+            rows[0]["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("keys may have been sent")),
+            "{}",
+            rows[0]
+        );
+    }
+
+    #[test]
+    fn an_attempt_being_typed_is_left_out_until_its_outcome() {
+        let mut f = AuditFold {
+            typing: [("c".to_string(), 80)].into(),
+            ..AuditFold::default()
+        };
+        let rows: Vec<u64> = [event(8, Outcome::Attempted, None), event(7, Outcome::Held, None)]
+            .iter()
+            .filter_map(|e| f.push(e))
+            .map(|(_, r)| r["id"].as_u64().unwrap_or(0))
+            .collect();
+        assert_eq!(rows, vec![7]);
+    }
 }

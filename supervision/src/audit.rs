@@ -75,6 +75,10 @@ pub enum Outcome {
     Skipped,
     Failed,
     Held,
+    /// Recorded durably right before keys are typed. Verified send follows it
+    /// with the real outcome; a row that stays `attempted` means the node
+    /// stopped while typing, so the keys may or may not have reached the CLI.
+    Attempted,
 }
 
 impl Outcome {
@@ -84,6 +88,7 @@ impl Outcome {
             Outcome::Skipped => "skipped",
             Outcome::Failed => "failed",
             Outcome::Held => "held",
+            Outcome::Attempted => "attempted",
         }
     }
 }
@@ -211,7 +216,7 @@ mod tests {
         ] {
             assert_eq!(serde_json::to_string(&t).unwrap(), format!("\"{}\"", t.as_str()));
         }
-        for o in [Outcome::Sent, Outcome::Skipped, Outcome::Failed, Outcome::Held] {
+        for o in [Outcome::Sent, Outcome::Skipped, Outcome::Failed, Outcome::Held, Outcome::Attempted] {
             assert_eq!(serde_json::to_string(&o).unwrap(), format!("\"{}\"", o.as_str()));
         }
         for d in [

@@ -534,3 +534,83 @@ async fn mail_wakes_a_supervised_agent_once_per_batch() {
         "{text}"
     );
 }
+
+/// Every audit row of agent `sup`, newest first, paging with `before`.
+async fn all_audit_rows(c: &mut warren::client::Client) -> Vec<Value> {
+    let mut rows: Vec<Value> = vec![];
+    loop {
+        let mut params = json!({ "agent": "sup", "limit": 200 });
+        if let Some(last) = rows.last() {
+            params["before_id"] = last["id"].clone();
+        }
+        let page = call(c, "supervision.audit", params).await["entries"]
+            .as_array()
+            .cloned()
+            .expect("entries");
+        if page.is_empty() {
+            return rows;
+        }
+        rows.extend(page);
+    }
+}
+
+/// 200 dialogs approved one after another, with the node killed (-9) in the
+/// middle of one: afterwards every attempted action has exactly one audit row,
+/// none twice, and every command that ran has its row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_soak_of_200_dialogs_with_a_kill_keeps_one_audit_row_per_action() {
+    const DIALOGS: usize = 200;
+    const KILL_AT: usize = 100;
+    let (mut node, id) = supervised_node(true).await;
+    let mut c = node.client().await;
+    for i in 0..DIALOGS {
+        let subject = format!("echo soak-{i}");
+        if i == KILL_AT {
+            // Kill while the dialog is on screen, stabilising or being answered.
+            send(&mut c, &id, &format!("/fake tool bash {subject}")).await;
+            tokio::time::sleep(std::time::Duration::from_millis(260)).await;
+            node.kill9();
+            node.restart();
+            c = node.client().await;
+            call(&mut c, "conversation.continue", json!({ "conversation": id })).await;
+            wait_idle(&mut c, &id).await;
+            continue;
+        }
+        send(&mut c, &id, &format!("/fake tool bash {subject}")).await;
+        let row = audit_for(&mut c, &subject).await;
+        assert_eq!(row["outcome"], "sent", "{row}");
+        wait_idle(&mut c, &id).await;
+    }
+
+    let rows = all_audit_rows(&mut c).await;
+    let mut ids: Vec<u64> = rows.iter().map(|r| r["id"].as_u64().expect("id")).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), rows.len(), "audit row ids are unique");
+    let ran: Vec<String> = transcript(&mut c, &id)
+        .await
+        .iter()
+        .filter_map(|e| e["text"].as_str()?.strip_prefix("Ran: ").map(str::to_string))
+        .collect();
+    for i in 0..DIALOGS {
+        let subject = format!("echo soak-{i}");
+        let mine: Vec<&Value> = rows.iter().filter(|r| r["subject"] == subject.as_str()).collect();
+        let did_run = ran.iter().any(|r| r.starts_with(&format!("{subject} (exit")));
+        if i == KILL_AT {
+            assert!(mine.len() <= 1, "dialog {i}: {mine:#?}");
+            if did_run {
+                assert_eq!(mine.len(), 1, "the killed dialog ran but has no audit row");
+                let outcome = mine[0]["outcome"].as_str();
+                assert!(matches!(outcome, Some("sent" | "attempted")), "{:#}", mine[0]);
+            }
+            continue;
+        }
+        assert_eq!(mine.len(), 1, "dialog {i}: exactly one row: {mine:#?}");
+        assert_eq!(mine[0]["outcome"], "sent", "{:#}", mine[0]);
+        assert!(did_run, "dialog {i} was approved, so it ran");
+    }
+    assert!(
+        rows.iter().all(|r| r["subject"].as_str().is_some_and(|s| s.starts_with("echo soak-"))),
+        "no stray rows"
+    );
+}

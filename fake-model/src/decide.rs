@@ -1,0 +1,261 @@
+//! The pure decision: given a Messages API request body, what does the fake model answer?
+
+use serde_json::Value;
+
+/// Longest tool output quoted back in a reply, in chars.
+const TOOL_OUTPUT_LIMIT: usize = 200;
+/// Longest user text echoed back in a reply, in chars.
+const ECHO_LIMIT: usize = 500;
+/// Longest Bash tool description, in chars.
+const DESCRIPTION_LIMIT: usize = 60;
+
+/// What the fake model answers with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// A plain assistant text turn; ends the turn.
+    Text(String),
+    /// A request to run one shell command with Claude Code's Bash tool.
+    Bash { command: String, description: String },
+}
+
+/// Decides the reply to a request, looking only at its last user message.
+///
+/// A tool result is acknowledged, a `run: CMD` line asks for the Bash tool,
+/// anything else is echoed back. Odd shapes get a harmless "ok".
+pub fn decide(request: &Value) -> Reply {
+    let Some(content) = last_user_content(request) else {
+        return ok();
+    };
+    if let Some(result) = first_tool_result(content) {
+        return tool_reply(result);
+    }
+    match user_text(content) {
+        Some(text) => text_reply(text),
+        None => ok(),
+    }
+}
+
+fn ok() -> Reply {
+    Reply::Text("ok".to_owned())
+}
+
+/// The `content` of the last message whose role is "user".
+fn last_user_content(request: &Value) -> Option<&Value> {
+    let messages = request.get("messages")?.as_array()?;
+    let last = messages
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))?;
+    last.get("content")
+}
+
+/// The content blocks of a message: a string counts as one text block.
+fn blocks(content: &Value) -> Vec<Value> {
+    match content {
+        Value::String(text) => vec![serde_json::json!({"type": "text", "text": text})],
+        Value::Array(items) => items.clone(),
+        _ => Vec::new(),
+    }
+}
+
+fn block_type(block: &Value) -> Option<&str> {
+    block.get("type").and_then(Value::as_str)
+}
+
+fn first_tool_result(content: &Value) -> Option<Value> {
+    blocks(content)
+        .into_iter()
+        .find(|b| block_type(b) == Some("tool_result"))
+}
+
+/// Acknowledges a tool result, quoting the start of its output.
+fn tool_reply(result: Value) -> Reply {
+    let output = result.get("content").map(flatten_text).unwrap_or_default();
+    let output = truncate_chars(&output, TOOL_OUTPUT_LIMIT);
+    if result.get("is_error").and_then(Value::as_bool) == Some(true) {
+        Reply::Text(format!("Tool was not run: {output}"))
+    } else {
+        Reply::Text(format!("Tool finished: {output}"))
+    }
+}
+
+/// Joins the text of a string or an array of `{type: text, text}` blocks.
+fn flatten_text(content: &Value) -> String {
+    let texts: Vec<String> = blocks(content)
+        .iter()
+        .filter(|b| block_type(b) == Some("text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    texts.join("\n")
+}
+
+/// The user's own text: the last text block that is not a `<system-reminder>`, trimmed.
+fn user_text(content: &Value) -> Option<String> {
+    let blocks = blocks(content);
+    let text = blocks
+        .iter()
+        .filter(|b| block_type(b) == Some("text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .rfind(|t| !t.trim_start().starts_with("<system-reminder>"))?;
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
+/// Turns user text into a Bash request when it has a `run:` line, else echoes it.
+fn text_reply(text: String) -> Reply {
+    let command = text
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("run:"))
+        .map(str::trim);
+    match command {
+        Some(command) if !command.is_empty() => Reply::Bash {
+            command: command.to_owned(),
+            description: truncate_chars(&format!("Run {command}"), DESCRIPTION_LIMIT),
+        },
+        _ => Reply::Text(format!("You said: {}", truncate_chars(&text, ECHO_LIMIT))),
+    }
+}
+
+/// The first `limit` chars of `text`, never splitting a char.
+pub(crate) fn truncate_chars(text: &str, limit: usize) -> String {
+    text.chars().take(limit).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(messages: Value) -> Value {
+        json!({"model": "claude-sonnet-4-5", "max_tokens": 32000, "stream": true, "messages": messages})
+    }
+
+    fn user(content: Value) -> Value {
+        json!({"role": "user", "content": content})
+    }
+
+    fn text(s: &str) -> Reply {
+        Reply::Text(s.to_owned())
+    }
+
+    #[test]
+    fn user_text_after_system_reminders_is_echoed() {
+        let req = request(json!([user(json!([
+            {"type": "text", "text": "<system-reminder>\nAs you answer...\n</system-reminder>"},
+            {"type": "text", "text": "  hello there \n", "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": "<system-reminder>todo list is empty</system-reminder>"}
+        ]))]));
+        assert_eq!(decide(&req), text("You said: hello there"));
+    }
+
+    #[test]
+    fn string_content_is_echoed() {
+        assert_eq!(decide(&request(json!([user(json!("quota"))]))), text("You said: quota"));
+    }
+
+    #[test]
+    fn only_the_last_user_message_counts() {
+        let req = request(json!([
+            user(json!("first")),
+            {"role": "assistant", "content": [{"type": "text", "text": "You said: first"}]},
+            user(json!("second")),
+            {"role": "assistant", "content": "trailing prefill"}
+        ]));
+        assert_eq!(decide(&req), text("You said: second"));
+    }
+
+    #[test]
+    fn run_line_asks_for_bash() {
+        let req = request(json!([user(
+            json!([{"type": "text", "text": "please\n  run: cargo test  \nthanks"}])
+        )]));
+        let expected = Reply::Bash {
+            command: "cargo test".into(),
+            description: "Run cargo test".into(),
+        };
+        assert_eq!(decide(&req), expected);
+    }
+
+    #[test]
+    fn long_bash_description_is_truncated_to_60_chars() {
+        let command = "é".repeat(100);
+        let Reply::Bash { description, .. } = decide(&request(json!([user(json!(format!("run: {command}")))]))) else {
+            panic!("expected Bash");
+        };
+        assert_eq!(description.chars().count(), 60);
+        assert!(description.starts_with("Run é"));
+    }
+
+    #[test]
+    fn empty_run_line_is_just_echoed() {
+        assert_eq!(decide(&request(json!([user(json!("run:"))]))), text("You said: run:"));
+    }
+
+    #[test]
+    fn tool_result_with_string_content_is_acknowledged() {
+        let req = request(json!([user(json!([
+            {"type": "tool_result", "tool_use_id": "toolu_fake_1", "content": "test result: ok. 3 passed", "is_error": false},
+            {"type": "text", "text": "<system-reminder>whatever</system-reminder>"}
+        ]))]));
+        assert_eq!(decide(&req), text("Tool finished: test result: ok. 3 passed"));
+    }
+
+    #[test]
+    fn tool_result_with_block_content_is_flattened_and_truncated() {
+        let long = "x".repeat(300);
+        let req = request(json!([user(
+            json!([{"type": "tool_result", "tool_use_id": "t", "content": [
+                {"type": "text", "text": "line one"}, {"type": "image", "source": {}}, {"type": "text", "text": long}
+            ]}])
+        )]));
+        let Reply::Text(reply) = decide(&req) else {
+            panic!("expected Text")
+        };
+        assert!(reply.starts_with("Tool finished: line one\nxxx"));
+        assert_eq!(reply.chars().count(), "Tool finished: ".len() + 200);
+    }
+
+    #[test]
+    fn failed_tool_result_says_not_run() {
+        let req = request(json!([user(json!([
+            {"type": "tool_result", "tool_use_id": "t", "content": "permission denied", "is_error": true}
+        ]))]));
+        assert_eq!(decide(&req), text("Tool was not run: permission denied"));
+    }
+
+    #[test]
+    fn long_text_is_limited_on_a_char_boundary() {
+        let Reply::Text(reply) = decide(&request(json!([user(json!("ü".repeat(800)))]))) else {
+            panic!("expected Text");
+        };
+        assert_eq!(reply.chars().count(), "You said: ".len() + 500);
+    }
+
+    #[test]
+    fn odd_shapes_get_ok() {
+        let odd = [
+            json!(null),
+            json!({}),
+            json!({"messages": "nope"}),
+            request(json!([])),
+            request(json!([{"role": "assistant", "content": "hi"}])),
+            request(json!([{"role": "user"}])),
+            request(json!([user(json!(7))])),
+            request(json!([user(json!([]))])),
+            request(json!([user(json!(["bare string", 3, null, {"type": "text"}]))])),
+            request(json!([user(json!("   "))])),
+            request(json!([user(
+                json!([{"type": "text", "text": "<system-reminder>only</system-reminder>"}])
+            )])),
+        ];
+        for req in odd {
+            assert_eq!(decide(&req), text("ok"), "{req}");
+        }
+    }
+
+    #[test]
+    fn tool_result_without_content_is_still_acknowledged() {
+        let req = request(json!([user(json!([{"type": "tool_result", "tool_use_id": "t"}]))]));
+        assert_eq!(decide(&req), text("Tool finished: "));
+    }
+}

@@ -1,0 +1,239 @@
+//! Pure rendering of a [`Reply`] as a Messages API response: an SSE stream or one JSON message.
+
+use serde_json::{Value, json};
+
+use crate::decide::Reply;
+
+/// Input token count reported for every request; the fake does not tokenize.
+pub(crate) const INPUT_TOKENS: u64 = 42;
+
+/// How many deltas a text or tool input is split into (at most).
+const CHUNKS: usize = 3;
+
+/// Renders the whole SSE body of a streamed reply, as Claude Code expects to read it.
+pub fn sse_body(reply: &Reply, model: &str, seq: u64) -> String {
+    let mut message = message_json(reply, model, seq);
+    message["content"] = json!([]);
+    message["stop_reason"] = Value::Null;
+    message["usage"]["output_tokens"] = json!(1);
+    let mut body = event("message_start", &json!({"type": "message_start", "message": message}));
+    body.push_str(&event("content_block_start", &block_start(reply, seq)));
+    for delta in deltas(reply) {
+        let data = json!({"type": "content_block_delta", "index": 0, "delta": delta});
+        body.push_str(&event("content_block_delta", &data));
+    }
+    body.push_str(&event(
+        "content_block_stop",
+        &json!({"type": "content_block_stop", "index": 0}),
+    ));
+    let stop = json!({"stop_reason": stop_reason(reply), "stop_sequence": null});
+    let usage = json!({"output_tokens": output_tokens(reply)});
+    body.push_str(&event(
+        "message_delta",
+        &json!({"type": "message_delta", "delta": stop, "usage": usage}),
+    ));
+    body.push_str(&event("message_stop", &json!({"type": "message_stop"})));
+    body
+}
+
+/// The complete, non-streamed message object for a reply (the `stream: false` answer).
+pub fn message_json(reply: &Reply, model: &str, seq: u64) -> Value {
+    let content = match reply {
+        Reply::Text(text) => json!({"type": "text", "text": text}),
+        Reply::Bash { .. } => {
+            json!({"type": "tool_use", "id": tool_id(seq), "name": "Bash", "input": tool_input(reply)})
+        }
+    };
+    json!({
+        "id": format!("msg_fake_{seq}"),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [content],
+        "stop_reason": stop_reason(reply),
+        "stop_sequence": null,
+        "usage": {
+            "input_tokens": INPUT_TOKENS,
+            "output_tokens": output_tokens(reply),
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0
+        }
+    })
+}
+
+/// Parses an SSE body back into `(event name, data)` pairs; events without JSON data are skipped.
+pub fn parse_events(body: &str) -> Vec<(String, Value)> {
+    body.split("\n\n")
+        .filter_map(|chunk| {
+            let name = chunk.lines().find_map(|l| l.strip_prefix("event:"))?.trim();
+            let data = chunk.lines().find_map(|l| l.strip_prefix("data:"))?.trim();
+            Some((name.to_owned(), serde_json::from_str(data).ok()?))
+        })
+        .collect()
+}
+
+fn event(name: &str, data: &Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+fn tool_id(seq: u64) -> String {
+    format!("toolu_fake_{seq}")
+}
+
+fn stop_reason(reply: &Reply) -> &'static str {
+    match reply {
+        Reply::Text(_) => "end_turn",
+        Reply::Bash { .. } => "tool_use",
+    }
+}
+
+/// The Bash tool's input object; `Null` for a text reply.
+fn tool_input(reply: &Reply) -> Value {
+    match reply {
+        Reply::Text(_) => Value::Null,
+        Reply::Bash { command, description } => json!({"command": command, "description": description}),
+    }
+}
+
+/// A rough output token count: one per four chars, at least one.
+fn output_tokens(reply: &Reply) -> u64 {
+    let chars = match reply {
+        Reply::Text(text) => text.chars().count(),
+        Reply::Bash { .. } => tool_input(reply).to_string().chars().count(),
+    };
+    (chars / 4).max(1) as u64
+}
+
+fn block_start(reply: &Reply, seq: u64) -> Value {
+    let block = match reply {
+        Reply::Text(_) => json!({"type": "text", "text": ""}),
+        Reply::Bash { .. } => json!({"type": "tool_use", "id": tool_id(seq), "name": "Bash", "input": {}}),
+    };
+    json!({"type": "content_block_start", "index": 0, "content_block": block})
+}
+
+/// The content block deltas: text pieces, or pieces of the tool input's JSON text.
+fn deltas(reply: &Reply) -> Vec<Value> {
+    match reply {
+        Reply::Text(text) => split_chars(text, CHUNKS)
+            .into_iter()
+            .map(|t| json!({"type": "text_delta", "text": t}))
+            .collect(),
+        Reply::Bash { .. } => split_chars(&tool_input(reply).to_string(), CHUNKS)
+            .into_iter()
+            .map(|p| json!({"type": "input_json_delta", "partial_json": p}))
+            .collect(),
+    }
+}
+
+/// Splits `text` into at most `parts` non-empty pieces on char boundaries; one empty piece for empty text.
+fn split_chars(text: &str, parts: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.is_empty() {
+        return vec![String::new()];
+    }
+    let size = chars.len().div_ceil(parts.max(1));
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(events: &[(String, Value)]) -> Vec<&str> {
+        events.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// Checks the envelope every stream shares and returns the concatenated deltas.
+    fn check_stream(body: &str, stop: &str) -> (Vec<(String, Value)>, String) {
+        let events = parse_events(body);
+        assert!(body.ends_with("\n\n"));
+        let n = events.len();
+        assert!(n >= 6, "{body}");
+        assert_eq!(names(&events)[..2], ["message_start", "content_block_start"]);
+        assert!(names(&events)[2..n - 3].iter().all(|e| *e == "content_block_delta"));
+        assert_eq!(
+            names(&events)[n - 3..],
+            ["content_block_stop", "message_delta", "message_stop"]
+        );
+        for (name, data) in &events {
+            assert_eq!(data["type"], name.as_str());
+        }
+        assert_eq!(events[n - 2].1["delta"]["stop_reason"], stop);
+        let joined = events[2..n - 3]
+            .iter()
+            .map(|(_, d)| {
+                d["delta"]["text"]
+                    .as_str()
+                    .or(d["delta"]["partial_json"].as_str())
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        (events, joined)
+    }
+
+    #[test]
+    fn text_stream_round_trips() {
+        let body = sse_body(&Reply::Text("You said: hello there, héllo".into()), "claude-x", 7);
+        let (events, joined) = check_stream(&body, "end_turn");
+        assert_eq!(joined, "You said: hello there, héllo");
+        assert!(events.len() - 5 >= 2, "text is split into several deltas");
+        let message = &events[0].1["message"];
+        assert_eq!(message["id"], "msg_fake_7");
+        assert_eq!(message["model"], "claude-x");
+        assert_eq!(message["content"], json!([]));
+        assert_eq!(message["stop_reason"], Value::Null);
+        assert_eq!(message["usage"]["output_tokens"], 1);
+        assert_eq!(events[1].1["content_block"], json!({"type": "text", "text": ""}));
+        assert!(events[5..].iter().all(|(_, d)| d.get("index").is_none_or(|i| i == 0)));
+    }
+
+    #[test]
+    fn bash_stream_round_trips() {
+        let reply = Reply::Bash {
+            command: "cargo test".into(),
+            description: "Run cargo test".into(),
+        };
+        let (events, joined) = check_stream(&sse_body(&reply, "m", 3), "tool_use");
+        assert!(events.len() - 5 >= 2, "tool input is split into several deltas");
+        let input: Value = serde_json::from_str(&joined).unwrap();
+        assert_eq!(input, json!({"command": "cargo test", "description": "Run cargo test"}));
+        assert_eq!(
+            events[1].1["content_block"],
+            json!({"type": "tool_use", "id": "toolu_fake_3", "name": "Bash", "input": {}})
+        );
+    }
+
+    #[test]
+    fn short_and_empty_text_still_stream() {
+        for text in ["", "k"] {
+            let (_, joined) = check_stream(&sse_body(&Reply::Text(text.into()), "m", 1), "end_turn");
+            assert_eq!(joined, text);
+        }
+    }
+
+    #[test]
+    fn message_json_holds_the_whole_reply() {
+        let reply = Reply::Bash {
+            command: "ls".into(),
+            description: "Run ls".into(),
+        };
+        let message = message_json(&reply, "m", 2);
+        assert_eq!(message["stop_reason"], "tool_use");
+        assert_eq!(
+            message["content"][0]["input"],
+            json!({"command": "ls", "description": "Run ls"})
+        );
+        let message = message_json(&Reply::Text("hi".into()), "m", 2);
+        assert_eq!(message["content"], json!([{"type": "text", "text": "hi"}]));
+        assert_eq!(message["stop_reason"], "end_turn");
+    }
+
+    #[test]
+    fn split_chars_keeps_every_char() {
+        assert_eq!(split_chars("abcdefg", 3), ["abc", "def", "g"]);
+        assert_eq!(split_chars("ab", 3), ["a", "b"]);
+        assert_eq!(split_chars("", 3), [""]);
+    }
+}
