@@ -102,8 +102,14 @@ impl Node {
             Some(_) => None,
         };
         if let Some(why) = skip {
-            self.audit(&live.agent, Some(&live.id), fields(Outcome::Skipped, Some(why)), pane, None)
-                .await;
+            self.audit(
+                &live.agent,
+                Some(&live.id),
+                fields(Outcome::Skipped, Some(why)),
+                pane,
+                None,
+            )
+            .await;
             return (Outcome::Skipped, Some(why.to_string()));
         }
         let mut attempted = fields(Outcome::Sent, None);
@@ -406,7 +412,8 @@ impl Node {
             reason.clone(),
         );
         fields.subject = Some(format!("mail up to {covered}"));
-        self.audit(&live.agent, Some(&live.id), fields, String::new(), None).await;
+        self.audit(&live.agent, Some(&live.id), fields, String::new(), None)
+            .await;
         if effect == MailEffect::NeedsYou {
             self.publish(
                 console_api::methods::EVENT_SUPERVISION_NEEDS_YOU,
@@ -429,14 +436,16 @@ impl Node {
                 };
                 let mut fields = AuditFields::for_action(Trigger::Stall, AuditDecision::Nudge, outcome, reason);
                 fields.subject = Some(format!("nudge {number}"));
-                self.audit(&live.agent, Some(&live.id), fields, String::new(), None).await;
+                self.audit(&live.agent, Some(&live.id), fields, String::new(), None)
+                    .await;
             }
             StallAction::Escalate { nudges } => {
                 let reason = format!("still stalled after {nudges} nudges");
                 let mut fields =
                     AuditFields::for_action(Trigger::Stall, AuditDecision::Escalate, Outcome::Held, reason.clone());
                 fields.subject = Some("stall".into());
-                self.audit(&live.agent, Some(&live.id), fields, String::new(), None).await;
+                self.audit(&live.agent, Some(&live.id), fields, String::new(), None)
+                    .await;
                 self.publish(
                     console_api::methods::EVENT_SUPERVISION_NEEDS_YOU,
                     json!({ "reason": reason, "agent": live.agent, "conversation": live.id }),
@@ -495,7 +504,8 @@ impl Node {
             h.insert(held.id.clone(), held);
         }
         let fields = AuditFields::for_dialog(decision, Outcome::Held, None);
-        self.audit(&live.agent, Some(&live.id), fields, excerpt(shown), None).await;
+        self.audit(&live.agent, Some(&live.id), fields, excerpt(shown), None)
+            .await;
         // One needs-you per held dialog (the episode lasts while it is on screen).
         let wire = self.holds.lock().ok().and_then(|h| {
             h.values()

@@ -216,7 +216,13 @@ mod tests {
         ] {
             assert_eq!(serde_json::to_string(&t).unwrap(), format!("\"{}\"", t.as_str()));
         }
-        for o in [Outcome::Sent, Outcome::Skipped, Outcome::Failed, Outcome::Held, Outcome::Attempted] {
+        for o in [
+            Outcome::Sent,
+            Outcome::Skipped,
+            Outcome::Failed,
+            Outcome::Held,
+            Outcome::Attempted,
+        ] {
             assert_eq!(serde_json::to_string(&o).unwrap(), format!("\"{}\"", o.as_str()));
         }
         for d in [

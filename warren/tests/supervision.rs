@@ -610,7 +610,8 @@ async fn a_soak_of_200_dialogs_with_a_kill_keeps_one_audit_row_per_action() {
         assert!(did_run, "dialog {i} was approved, so it ran");
     }
     assert!(
-        rows.iter().all(|r| r["subject"].as_str().is_some_and(|s| s.starts_with("echo soak-"))),
+        rows.iter()
+            .all(|r| r["subject"].as_str().is_some_and(|s| s.starts_with("echo soak-"))),
         "no stray rows"
     );
 }
