@@ -68,6 +68,7 @@ pub const TABLE: &[(&str, Need)] = &[
     ("supervision.audit", need(Narrowest, Observe)),
     ("supervision.status", need(Narrowest, Observe)),
     ("supervision.nudge", need(Agent, Supervise)),
+    ("supervision.hook", need(Conversation, Observe)),
     ("supervision.holds", need(Narrowest, Observe)),
     ("supervision.answer", need(Node, Supervise)),
     ("monitor.attach", need(Agent, Supervise)),

@@ -40,6 +40,8 @@ pub const SUPERVISION_HOLDS: &str = "supervision.holds";
 pub const SUPERVISION_ANSWER: &str = "supervision.answer";
 pub const SUPERVISION_AUDIT: &str = "supervision.audit";
 pub const SUPERVISION_NUDGE: &str = "supervision.nudge";
+/// A CLI's hook report (Claude Code hooks), from its own instance token.
+pub const SUPERVISION_HOOK: &str = "supervision.hook";
 
 pub const MAILBOX_SEND: &str = "mailbox.send";
 pub const MAILBOX_INBOX: &str = "mailbox.inbox";
@@ -84,6 +86,7 @@ pub const ALL: &[&str] = &[
     SUPERVISION_ANSWER,
     SUPERVISION_AUDIT,
     SUPERVISION_NUDGE,
+    SUPERVISION_HOOK,
     MAILBOX_SEND,
     MAILBOX_INBOX,
     MAILBOX_ACK,

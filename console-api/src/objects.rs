@@ -279,6 +279,14 @@ pub struct SupervisionAudit {
     pub before_id: Option<u64>,
 }
 
+/// `supervision.hook`: the hook's JSON as the CLI gave it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupervisionHook {
+    pub conversation: String,
+    pub event: serde_json::Value,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SupervisionNudge {

@@ -26,11 +26,14 @@ pub fn decide(request: &Value) -> Reply {
     let Some(content) = last_user_content(request) else {
         return ok();
     };
-    if let Some(result) = first_tool_result(content) {
-        return tool_reply(result);
+    // New text from the user wins over a tool result in the same turn: after
+    // a "No" at a permission dialog, Claude Code sends the rejected tool's
+    // result together with the user's next message.
+    if let Some(text) = user_text(content) {
+        return text_reply(text);
     }
-    match user_text(content) {
-        Some(text) => text_reply(text),
+    match first_tool_result(content) {
+        Some(result) => tool_reply(result),
         None => ok(),
     }
 }

@@ -62,6 +62,9 @@ pub struct Config {
     pub limits: Limits,
     /// `[supervision]`: the master switch and global defaults (seed 000).
     pub supervision: supervision::SupervisionConfig,
+    /// `[harnesses.NAME]`: where each CLI is and what it needs in its
+    /// environment (e.g. `ANTHROPIC_BASE_URL` for claude).
+    pub harnesses: std::collections::BTreeMap<String, crate::harness::HarnessSettings>,
 }
 
 impl Default for Config {
@@ -76,6 +79,7 @@ impl Default for Config {
             trusted_roots: vec![],
             limits: Limits::default(),
             supervision: supervision::SupervisionConfig::default(),
+            harnesses: Default::default(),
         }
     }
 }
@@ -97,16 +101,32 @@ pub struct Overrides {
 }
 
 /// Environment variables that belong to the client side, not the node's config.
-const CLIENT_ENV: &[&str] = &["URL", "TOKEN", "JSON"];
+/// The config keys `WARREN_*` variables may set (`WARREN_SUPERVISION__ENABLED`,
+/// ...). Every other `WARREN_*` variable belongs to someone else (the client's
+/// URL and token, a CLI's conversation, a test's binary path) and is ignored.
+const ENV_KEYS: &[&str] = &[
+    "data_dir",
+    "listen",
+    "runtime",
+    "rows",
+    "cols",
+    "instance_token_ttl_secs",
+    "trusted_roots",
+    "limits",
+    "supervision",
+    "harnesses",
+];
 
 impl Config {
     /// Loads the layered configuration. The data dir is settled first (flags,
     /// env, default) because `warren.toml` lives in it.
     pub fn load(config_file: Option<&Path>, flags: Overrides) -> Result<Config, Box<figment::Error>> {
         let env = || {
-            Env::prefixed("WARREN_")
-                .split("__")
-                .filter(|k| !CLIENT_ENV.iter().any(|c| k.as_str().eq_ignore_ascii_case(c)))
+            Env::prefixed("WARREN_").split("__").filter(|k| {
+                let top = k.as_str().split(['.']).next().unwrap_or_default();
+                let top = top.split("__").next().unwrap_or_default();
+                ENV_KEYS.iter().any(|c| top.eq_ignore_ascii_case(c))
+            })
         };
         let data_dir: PathBuf = Figment::from(Serialized::defaults(Config::default()))
             .merge(env())

@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod config;
 pub mod events;
 pub mod harness;
+pub mod hooks;
 pub mod lifecycle;
 pub mod live;
 pub mod mailbox;

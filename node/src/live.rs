@@ -102,6 +102,8 @@ pub struct Live {
     tasks: Mutex<Vec<JoinHandle<()>>>,
     tail: Arc<tokio::sync::Mutex<Tail>>,
     last_activity: Arc<Mutex<std::time::Instant>>,
+    /// The newest tool request the CLI's hooks reported (claude).
+    pub hook: Mutex<Option<crate::hooks::ToolRequest>>,
 }
 
 /// Follows the CLI's session file from a byte offset.
@@ -245,11 +247,19 @@ impl Live {
             tasks: Mutex::new(vec![watcher, sender]),
             tail,
             last_activity,
+            hook: Mutex::new(None),
         })
     }
 
     pub fn status(&self) -> Status {
         *self.status.borrow()
+    }
+
+    /// The CLI did something of its own (e.g. a hook fired).
+    pub fn touch(&self) {
+        if let Ok(mut at) = self.last_activity.lock() {
+            *at = std::time::Instant::now();
+        }
     }
 
     /// When the CLI last did something of its own.

@@ -144,6 +144,7 @@ pub async fn run(
             send_ack_timeout: Duration::from_millis(cfg.limits.send_ack_timeout_ms),
             instance_token_ttl: Duration::from_secs(cfg.instance_token_ttl_secs.max(2)),
             supervision: cfg.supervision.clone(),
+            harnesses: cfg.harnesses.clone(),
         },
         store,
         runtime,

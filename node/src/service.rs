@@ -92,6 +92,8 @@ pub struct CoreConfig {
     pub instance_token_ttl: Duration,
     /// Global supervision defaults and the master switch.
     pub supervision: supervision::SupervisionConfig,
+    /// `[harnesses.NAME]`: per-CLI program and environment.
+    pub harnesses: std::collections::BTreeMap<String, harness::HarnessSettings>,
 }
 
 pub struct Node {
@@ -382,6 +384,11 @@ impl Node {
                 resume_ref: &resume_ref,
                 resume,
                 self_exe: &self.cfg.self_exe,
+                settings: self
+                    .cfg
+                    .harnesses
+                    .get(&agent.harness)
+                    .unwrap_or(&harness::HarnessSettings::default()),
             })
             .map_err(|e| e.to_string())?;
         for (rel, body) in &plan.files {

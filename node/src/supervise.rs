@@ -456,7 +456,15 @@ impl Node {
 
     async fn handle_dialog(&self, live: &Live, shown: &ScreenDialog) {
         let dir = self.agent_home_dirs(&live.agent);
-        let dialog = live.harness.supervision_dialog(shown, &dir.1);
+        let mut dialog = live.harness.supervision_dialog(shown, &dir.1);
+        // Prefer the hook's exact command when the screen confirms it.
+        let hooked = live.hook.lock().ok().and_then(|h| {
+            crate::hooks::confirmed_command(h.as_ref(), dialog.command.as_deref(), std::time::Instant::now())
+                .map(str::to_string)
+        });
+        if hooked.is_some() {
+            dialog.command = hooked;
+        }
         let policy = self.supervision_policy(&live.agent).await;
         let scope = supervision::Scope::new(dir.1.clone()).with_agent_home(dir.0.clone());
         let decision = supervision::decide_dialog(

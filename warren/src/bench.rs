@@ -174,18 +174,39 @@ pub struct NodeProcess {
 impl NodeProcess {
     pub fn start(exe: &Path, data_dir: &Path) -> anyhow::Result<NodeProcess> {
         let _ = std::fs::remove_file(node::server::endpoint_path(data_dir));
-        let child = Command::new(exe)
+        // The node's log goes to `node.log` in its data dir (appended across
+        // restarts), so a node that fails to start says why.
+        let log_path = data_dir.join("node.log");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .with_context(|| format!("open {}", log_path.display()))?;
+        let mut child = Command::new(exe)
             .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .context("starting the node")?;
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Ok(t) = Target::resolve(None, None, data_dir) {
                 return Ok(NodeProcess { child, target: t });
+            }
+            if let Some(status) = child.try_wait()? {
+                let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+                let tail: String = text
+                    .lines()
+                    .rev()
+                    .take(20)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                bail!("the node exited ({status}) before it listened:\n{tail}");
             }
             if Instant::now() > deadline {
                 bail!("the node did not start within 60 s");

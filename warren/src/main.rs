@@ -77,6 +77,26 @@ enum Command {
     },
     /// Benchmarks (durable appends, latencies, RSS, start-up).
     Bench(bench::BenchArgs),
+    /// A fake Anthropic model server (streaming SSE) for running the real
+    /// Claude Code CLI offline: `run: CMD` asks for a Bash tool call.
+    FakeModel {
+        /// TCP port on 127.0.0.1 (0 = any; the address is printed).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
+    /// A Docker guest's entrypoint: runs the CLI under a PTY, proxies stdio and
+    /// dials the node named by its bootstrap environment.
+    Guest {
+        /// The CLI and its arguments (after `--`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<String>,
+    },
+    /// What a CLI's hooks run (Claude Code): reports the hook on stdin to the
+    /// node; never decides, always exits 0.
+    Hook {
+        /// The harness whose hook this is (claude).
+        harness: String,
+    },
     /// The scripted stand-in CLI used by the `fake` harness.
     FakeCli {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -135,6 +155,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Up(args) => up(args).await.map(|_| ExitCode::SUCCESS),
         Command::FakeCli { .. } => unreachable_fake_cli(),
+        Command::FakeModel { port } => fake_model::run(port).await.map(|_| ExitCode::SUCCESS),
+        Command::Guest { command } => guest(command).await,
+        Command::Hook { harness } => Ok(ExitCode::from(cmd::hook::run(&harness).await as u8)),
         Command::Bench(args) => bench::run(args).await.map(|_| ExitCode::SUCCESS),
         Command::Admin { verb } => cmd::admin(verb, out).await,
         Command::Node { verb } => cmd::node(verb, cmd::Conn::new(cli.url, cli.token), out).await,
@@ -146,6 +169,20 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Token { verb } => cmd::token(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Transcript { verb } => cmd::transcript(verb, cmd::Conn::new(cli.url, cli.token), out).await,
     }
+}
+
+/// `warren guest -- CLI ARGS`: exits with the CLI's own exit code (directly:
+/// a thread may still be blocked reading stdin).
+async fn guest(mut command: Vec<String>) -> anyhow::Result<ExitCode> {
+    init_logs();
+    if command.first().is_some_and(|c| c == "--") {
+        command.remove(0);
+    }
+    let Some(program) = (!command.is_empty()).then(|| command.remove(0)) else {
+        anyhow::bail!("warren guest: name the CLI to run: warren guest -- CLI [ARGS]");
+    };
+    let code = guest::run(program, command).await?;
+    std::process::exit(code);
 }
 
 fn unreachable_fake_cli() -> anyhow::Result<ExitCode> {

@@ -255,6 +255,11 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
             let a: console_api::SupervisionAudit = params(p)?;
             node.supervision_audit(a.agent.as_deref(), a.limit, a.before_id).await?
         }
+        m::SUPERVISION_HOOK => {
+            let h: console_api::SupervisionHook = params(p)?;
+            node.supervision_hook(&h.conversation, &h.event, conn.speaks_for().as_deref())
+                .await?
+        }
         m::SUPERVISION_NUDGE => {
             let n: console_api::SupervisionNudge = params(p)?;
             node.supervision_nudge(&n.agent, n.conversation.as_deref(), n.text)

@@ -3,8 +3,10 @@
 //! its status and dialogs off the screen, and where its own structured session
 //! file is (the transcript source).
 
+pub mod claude;
 pub mod fake;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use console_api::Status;
@@ -33,6 +35,20 @@ pub struct LaunchContext<'a> {
     pub resume: bool,
     /// This node's own executable (the fake CLI is a verb of it).
     pub self_exe: &'a Path,
+    /// `[harnesses.NAME]` from warren.toml.
+    pub settings: &'a HarnessSettings,
+}
+
+/// Per-harness settings (`[harnesses.claude]` in warren.toml): the CLI's
+/// program and the environment it needs, e.g. its model endpoint and key.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HarnessSettings {
+    /// The CLI's program (default: its usual name, found on PATH).
+    pub program: Option<PathBuf>,
+    /// Added to the CLI's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
 }
 
 pub struct LaunchPlan {
@@ -81,6 +97,7 @@ pub trait Harness: Send + Sync {
 pub fn adapter(harness: &str) -> Result<&'static dyn Harness, HarnessError> {
     match harness {
         "fake" => Ok(&fake::FakeHarness),
+        "claude" => Ok(&claude::ClaudeHarness),
         other => Err(HarnessError::Unsupported(other.to_string())),
     }
 }

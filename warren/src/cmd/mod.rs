@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::client::{self, CallError, Client, Target};
 
+pub mod hook;
 mod mail;
 mod supervision;
 mod tokens;

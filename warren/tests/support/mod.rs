@@ -196,3 +196,31 @@ pub fn warren(args: &[&str], data_dir: &Path) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).to_string(),
     )
 }
+
+/// The real Claude Code CLI: `WARREN_CLAUDE_BIN`, else fetched (once, cached
+/// under target/tools) by the project's own script. Never skips: a missing
+/// binary fails the test with the script's error.
+pub fn claude_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("WARREN_CLAUDE_BIN") {
+        return PathBuf::from(p);
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/scripts/fetch-claude.sh");
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "{} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    PathBuf::from(
+        stdout
+            .lines()
+            .last()
+            .expect("the script prints the binary's path")
+            .trim(),
+    )
+}
