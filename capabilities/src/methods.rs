@@ -71,6 +71,9 @@ pub const TABLE: &[(&str, Need)] = &[
     ("supervision.hook", need(Conversation, Observe)),
     ("supervision.holds", need(Narrowest, Observe)),
     ("supervision.answer", need(Node, Supervise)),
+    ("supervision.rules", need(Agent, Observe)),
+    ("supervision.learn", need(Node, Supervise)),
+    ("supervision.forget", need(Node, Supervise)),
     ("monitor.attach", need(Agent, Supervise)),
     ("monitor.list", need(Narrowest, Observe)),
     ("monitor.detach", need(Node, Supervise)),
@@ -103,6 +106,7 @@ pub const COMPANION_READ: &[&str] = &[
     "supervision.status",
     "supervision.audit",
     "supervision.holds",
+    "supervision.rules",
     "usage.get",
 ];
 
@@ -110,7 +114,12 @@ pub const COMPANION_READ: &[&str] = &[
 pub const COMPANION_ACTIONS: &[&str] = &["supervision.nudge", "supervision.answer"];
 
 /// Methods that grant standing authority: never over the network.
-pub const LOCAL_ONLY: &[&str] = &["supervision.set", "config.set"];
+pub const LOCAL_ONLY: &[&str] = &[
+    "supervision.set",
+    "supervision.learn",
+    "supervision.forget",
+    "config.set",
+];
 
 /// Operations a remotely minted token may not carry.
 pub const LOCAL_ONLY_OPERATIONS: &[Operation] = &[Operation::Admin, Operation::Supervise];

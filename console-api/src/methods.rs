@@ -40,6 +40,12 @@ pub const SUPERVISION_HOLDS: &str = "supervision.holds";
 pub const SUPERVISION_ANSWER: &str = "supervision.answer";
 pub const SUPERVISION_AUDIT: &str = "supervision.audit";
 pub const SUPERVISION_NUDGE: &str = "supervision.nudge";
+/// The learned approval rules of an agent's workspace.
+pub const SUPERVISION_RULES: &str = "supervision.rules";
+/// Learn a rule (local-only: standing authority).
+pub const SUPERVISION_LEARN: &str = "supervision.learn";
+/// Forget a learned rule (local-only).
+pub const SUPERVISION_FORGET: &str = "supervision.forget";
 /// A CLI's hook report (Claude Code hooks), from its own instance token.
 pub const SUPERVISION_HOOK: &str = "supervision.hook";
 
@@ -87,6 +93,9 @@ pub const ALL: &[&str] = &[
     SUPERVISION_AUDIT,
     SUPERVISION_NUDGE,
     SUPERVISION_HOOK,
+    SUPERVISION_RULES,
+    SUPERVISION_LEARN,
+    SUPERVISION_FORGET,
     MAILBOX_SEND,
     MAILBOX_INBOX,
     MAILBOX_ACK,

@@ -266,6 +266,19 @@ pub struct SupervisionAnswer {
     pub hold: String,
     /// `approve` or `deny`.
     pub decision: String,
+    /// With `approve`: also learn the held command as a rule of the agent's
+    /// workspace (local-only: standing authority).
+    #[serde(default)]
+    pub learn: bool,
+}
+
+/// `supervision.learn` / `supervision.forget`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SupervisionRule {
+    pub agent: String,
+    /// A command's words; a final `*` matches any further words.
+    pub pattern: String,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

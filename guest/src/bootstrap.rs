@@ -5,7 +5,7 @@ use ed25519_dalek::VerifyingKey;
 
 pub const NODE_URL: &str = "WARREN_NODE_URL";
 pub const NODE_KEY: &str = "WARREN_NODE_KEY";
-pub const CONVERSATION: &str = "WARREN_CONVERSATION";
+pub const CONVERSATION: &str = "WARREN_GUEST_CONVERSATION";
 pub const LAUNCH_TOKEN: &str = "WARREN_LAUNCH_TOKEN";
 /// The bootstrap variables; the guest removes them from the CLI's environment.
 pub const BOOTSTRAP_VARS: [&str; 4] = [NODE_URL, NODE_KEY, CONVERSATION, LAUNCH_TOKEN];
@@ -42,7 +42,7 @@ impl std::fmt::Debug for Bootstrap {
 pub enum BootstrapError {
     #[error(
         "incomplete guest bootstrap: {} not set (set all of WARREN_NODE_URL, WARREN_NODE_KEY, \
-         WARREN_CONVERSATION, WARREN_LAUNCH_TOKEN, or none for proxy-only mode)",
+         WARREN_GUEST_CONVERSATION, WARREN_LAUNCH_TOKEN, or none for proxy-only mode)",
         missing.join(", ")
     )]
     Incomplete { missing: Vec<&'static str> },

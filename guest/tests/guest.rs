@@ -42,7 +42,7 @@ impl FakeNode {
                 format!("ws://{}/guest", self.listener.local_addr().unwrap()),
             ),
             ("WARREN_NODE_KEY", hex::encode(self.key.verifying_key().as_bytes())),
-            ("WARREN_CONVERSATION", "conv-1".into()),
+            ("WARREN_GUEST_CONVERSATION", "conv-1".into()),
             ("WARREN_LAUNCH_TOKEN", "launch-secret".into()),
         ]
     }
@@ -274,7 +274,7 @@ async fn hello_carries_the_launch_token_and_the_cli_never_sees_it() {
         "launch-secret",
         "WARREN_NODE_KEY",
         "WARREN_NODE_URL",
-        "WARREN_CONVERSATION",
+        "WARREN_GUEST_CONVERSATION",
     ] {
         assert!(!stdout.contains(hidden), "the CLI saw {hidden}: {stdout}");
     }

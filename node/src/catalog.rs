@@ -51,6 +51,8 @@ pub struct Catalog {
     pub supervision: BTreeMap<String, supervision::AgentOverride>,
     /// How far each agent has acknowledged its inbox.
     pub mail_cursors: BTreeMap<String, u64>,
+    /// Learned approval rules: workspace directory -> confirmed patterns.
+    pub approval_rules: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// Revocation ids of revoked tokens (hex).
     pub revoked: std::collections::BTreeSet<String>,
     /// Seq of the last event applied.
@@ -120,12 +122,30 @@ impl Catalog {
                 let c = self.mail_cursors.entry(agent.clone()).or_default();
                 *c = (*c).max(*cursor);
             }
-            Event::MailSent { .. } | Event::SupervisionActed { .. } => {}
+            Event::MailSent { .. } | Event::SupervisionActed { .. } | Event::Guest { .. } => {}
             Event::SupervisionSet { agent, policy } => {
                 self.supervision.insert(agent.clone(), policy.clone());
             }
             Event::TokenRevoked { revocation_id } => {
                 self.revoked.insert(revocation_id.clone());
+            }
+            Event::ApprovalRule {
+                workspace,
+                pattern,
+                learned,
+                ..
+            } => {
+                if *learned {
+                    self.approval_rules
+                        .entry(workspace.clone())
+                        .or_default()
+                        .insert(pattern.clone());
+                } else if let Some(rules) = self.approval_rules.get_mut(workspace) {
+                    rules.remove(pattern);
+                    if rules.is_empty() {
+                        self.approval_rules.remove(workspace);
+                    }
+                }
             }
             Event::Transcript { .. } => {}
         }
@@ -306,6 +326,60 @@ impl Catalog {
         Ok((cursor > current).then(|| Event::MailAcked {
             agent: agent.to_string(),
             cursor,
+        }))
+    }
+}
+
+impl Catalog {
+    /// The learned approval rules of a workspace, sorted.
+    pub fn approval_rules_of(&self, workspace: &str) -> Vec<String> {
+        self.approval_rules
+            .get(workspace)
+            .map(|r| r.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Learns (`learned`) or forgets a workspace's approval rule. The pattern
+    /// is validated and stored in its normal form; `None` when learning a rule
+    /// the workspace already has. At most `validate::MAX_LEARNED_RULES` per
+    /// workspace; forgetting a rule it does not have is not found.
+    pub fn decide_approval_rule(
+        &self,
+        workspace: &str,
+        pattern: &str,
+        learned: bool,
+        by: &str,
+    ) -> Result<Option<Event>, CatalogError> {
+        let rules = self.approval_rules.get(workspace);
+        let has = |p: &str| rules.is_some_and(|r| r.contains(p));
+        let pattern = if learned {
+            let p = validate::normal_pattern(pattern)?;
+            if has(&p) {
+                return Ok(None);
+            }
+            let count = rules.map_or(0, |r| r.len());
+            if count >= validate::MAX_LEARNED_RULES {
+                return Err(CatalogError::Conflict(format!(
+                    "workspace {workspace} has {count} learned rules, the limit of {}: forget one first",
+                    validate::MAX_LEARNED_RULES
+                )));
+            }
+            p
+        } else {
+            // Forget what was stored: the normal form if it has one.
+            let p = validate::normal_pattern(pattern).unwrap_or_else(|_| pattern.to_string());
+            if !has(&p) {
+                return Err(CatalogError::NotFound(format!(
+                    "pattern {pattern:?} is not a learned rule of workspace {workspace}"
+                )));
+            }
+            p
+        };
+        Ok(Some(Event::ApprovalRule {
+            workspace: workspace.to_string(),
+            pattern,
+            learned,
+            by: by.to_string(),
         }))
     }
 }
@@ -608,6 +682,110 @@ mod tests {
             c.decide_transition("nope", Transition::Pause, ""),
             Err(CatalogError::NotFound(_))
         ));
+    }
+}
+
+#[cfg(test)]
+mod approval_rule_tests {
+    use super::*;
+
+    const WS: &str = "/data/agents/a/workspace";
+
+    fn commit(c: &mut Catalog, log: &mut Vec<StoredEvent>, e: Event) {
+        let s = StoredEvent {
+            seq: log.len() as u64 + 1,
+            ts: log.len() as u64 * 10,
+            event: e,
+        };
+        c.apply(&s);
+        log.push(s);
+    }
+
+    #[test]
+    fn learn_learn_again_forget_and_replay_equals_live() {
+        let mut c = Catalog::default();
+        let mut log = vec![];
+        let e = c
+            .decide_approval_rule(WS, "cargo  build", true, "local admin")
+            .expect("valid")
+            .expect("new");
+        assert_eq!(
+            e,
+            Event::ApprovalRule {
+                workspace: WS.into(),
+                pattern: "cargo build".into(),
+                learned: true,
+                by: "local admin".into()
+            },
+            "stored in normal form"
+        );
+        commit(&mut c, &mut log, e);
+        let e = c
+            .decide_approval_rule(WS, "git push *", true, "human via supervision.answer")
+            .expect("valid")
+            .expect("new");
+        commit(&mut c, &mut log, e);
+        assert_eq!(c.approval_rules_of(WS), vec!["cargo build", "git push *"]);
+        assert!(c.approval_rules_of("/elsewhere").is_empty(), "rules are per workspace");
+
+        // Learning it again is a no-op.
+        assert_eq!(c.decide_approval_rule(WS, "cargo build", true, "x"), Ok(None));
+
+        let e = c
+            .decide_approval_rule(WS, "cargo build", false, "local admin")
+            .expect("known")
+            .expect("event");
+        commit(&mut c, &mut log, e);
+        assert_eq!(c.approval_rules_of(WS), vec!["git push *"]);
+        assert!(matches!(
+            c.decide_approval_rule(WS, "cargo build", false, "x"),
+            Err(CatalogError::NotFound(_))
+        ));
+        assert_eq!(Catalog::fold(&log), c, "replay equals live");
+
+        let e = c
+            .decide_approval_rule(WS, "git push *", false, "x")
+            .expect("known")
+            .expect("event");
+        commit(&mut c, &mut log, e);
+        assert!(c.approval_rules.is_empty(), "an emptied workspace is dropped");
+        assert_eq!(Catalog::fold(&log), c);
+    }
+
+    #[test]
+    fn bad_patterns_and_the_limit_are_refused() {
+        let c = Catalog::default();
+        let err = c
+            .decide_approval_rule(WS, "cargo build && rm x", true, "x")
+            .expect_err("compound");
+        assert!(
+            matches!(&err, CatalogError::Invalid(i) if i.field == "pattern"),
+            "{err}"
+        );
+
+        let mut c = Catalog::default();
+        let mut log = vec![];
+        for i in 0..validate::MAX_LEARNED_RULES {
+            let e = c
+                .decide_approval_rule(WS, &format!("tool-{i} run"), true, "x")
+                .expect("valid")
+                .expect("new");
+            commit(&mut c, &mut log, e);
+        }
+        let err = c.decide_approval_rule(WS, "one more", true, "x").expect_err("limit");
+        assert!(
+            matches!(&err, CatalogError::Conflict(m) if m.contains("limit of 200")),
+            "{err}"
+        );
+        assert_eq!(
+            c.decide_approval_rule(WS, "tool-7 run", true, "x"),
+            Ok(None),
+            "known is still fine"
+        );
+        assert!(
+            c.decide_approval_rule("/other", "one more", true, "x").is_ok(),
+            "per workspace"
+        );
     }
 }
 

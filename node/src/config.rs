@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RuntimeKind {
+    /// Docker when the engine answers, else local (with a warning).
+    Auto,
     Local,
     Docker,
 }
@@ -65,6 +67,8 @@ pub struct Config {
     /// `[harnesses.NAME]`: where each CLI is and what it needs in its
     /// environment (e.g. `ANTHROPIC_BASE_URL` for claude).
     pub harnesses: std::collections::BTreeMap<String, crate::harness::HarnessSettings>,
+    /// `[docker]`: guest container limits and timing.
+    pub docker: crate::runtime::docker::DockerSettings,
 }
 
 impl Default for Config {
@@ -72,7 +76,8 @@ impl Default for Config {
         Config {
             data_dir: default_data_dir(),
             listen: "127.0.0.1:7767".into(),
-            runtime: RuntimeKind::Local,
+            runtime: RuntimeKind::Auto,
+            docker: crate::runtime::docker::DockerSettings::default(),
             rows: 40,
             cols: 120,
             instance_token_ttl_secs: 600,
@@ -115,6 +120,7 @@ const ENV_KEYS: &[&str] = &[
     "limits",
     "supervision",
     "harnesses",
+    "docker",
 ];
 
 impl Config {

@@ -116,9 +116,27 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         attempt: Option<u64>,
     },
+    /// A workspace's learned approval rule (seed 000): a confirmed command
+    /// pattern that may lift a hold on an already repo-scoped `command_exec`.
+    /// `learned` false forgets it; `by` says who (e.g. "human via supervision.answer").
+    ApprovalRule {
+        /// The agent's workspace directory.
+        workspace: String,
+        pattern: String,
+        learned: bool,
+        by: String,
+    },
     /// A token (any token one of whose blocks has this revocation id) is dead.
     TokenRevoked {
         revocation_id: String,
+    },
+    /// Something the node did to or refused from a guest container: `what` is
+    /// `refused` (a replayed, expired or unknown launch token) or `reaped`
+    /// (an orphan container stopped and removed).
+    Guest {
+        conversation: String,
+        what: String,
+        reason: String,
     },
     /// One attributed transcript delta. `cursor` is the byte offset in the
     /// CLI's session file just past the line this came from (file-derived
@@ -150,7 +168,9 @@ impl Event {
             Event::MailAcked { .. } => "mail_acked",
             Event::SupervisionSet { .. } => "supervision_set",
             Event::SupervisionActed { .. } => "supervision_acted",
+            Event::ApprovalRule { .. } => "approval_rule",
             Event::TokenRevoked { .. } => "token_revoked",
+            Event::Guest { .. } => "guest",
             Event::Transcript { .. } => "transcript",
         }
     }
@@ -165,6 +185,7 @@ impl Event {
             | Event::ConversationArchived { id, .. } => Some(id),
             Event::Transcript { conversation, .. } => Some(conversation),
             Event::SupervisionActed { conversation, .. } => conversation.as_deref(),
+            Event::Guest { conversation, .. } => Some(conversation),
             _ => None,
         }
     }
@@ -215,6 +236,12 @@ mod tests {
                     },
                     rules: vec![],
                 }
+            }),
+            (arb_text(), arb_text(), any::<bool>()).prop_map(|(workspace, pattern, learned)| Event::ApprovalRule {
+                workspace,
+                pattern,
+                learned,
+                by: "local admin".into(),
             }),
             (arb_text(), any::<bool>(), arb_text()).prop_map(|(id, planned, reason)| Event::ConversationPaused {
                 id,

@@ -10,6 +10,7 @@ pub mod config;
 pub mod events;
 pub mod harness;
 pub mod hooks;
+pub mod images;
 pub mod lifecycle;
 pub mod live;
 pub mod mailbox;

@@ -14,6 +14,8 @@ use anyhow::{Context, bail};
 use crate::api::{self, App, NodeIdentity};
 use crate::config::{Config, RuntimeKind};
 use crate::runtime::Runtime;
+use crate::runtime::docker;
+use crate::runtime::guest_link::GuestRegistry;
 use crate::runtime::local::LocalRuntime;
 use crate::service::{CoreConfig, Node};
 use crate::store::Store;
@@ -114,11 +116,23 @@ pub async fn run(
     cfg.supervision
         .validate()
         .map_err(|e| anyhow::anyhow!("[supervision] in the config: {e}"))?;
-    let runtime: Arc<dyn Runtime> = match cfg.runtime {
-        RuntimeKind::Local => Arc::new(LocalRuntime),
+    let (runtime, guests): (Arc<dyn Runtime>, Option<GuestSide>) = match cfg.runtime {
+        RuntimeKind::Local => (Arc::new(LocalRuntime), None),
         RuntimeKind::Docker => {
-            bail!("the docker runtime is not built yet on this node; run with --runtime local (the default)")
+            let docker = docker::connect()
+                .await
+                .map_err(|e| anyhow::anyhow!("--runtime docker: {e}"))?;
+            docker_runtime(docker, &node_id, &root_hex, &cfg, &self_exe).await?
         }
+        RuntimeKind::Auto => match docker::connect().await {
+            Ok(d) => docker_runtime(d, &node_id, &root_hex, &cfg, &self_exe).await?,
+            Err(e) => {
+                eprintln!(
+                    "warning: {e}; conversations run as local processes (the local PTY runtime), not in Docker guests"
+                );
+                (Arc::new(LocalRuntime), None)
+            }
+        },
     };
 
     let store = Store::open(&db_path(&data_dir))
@@ -147,7 +161,7 @@ pub async fn run(
             harnesses: cfg.harnesses.clone(),
         },
         store,
-        runtime,
+        runtime.clone(),
         root.clone(),
     )
     .await
@@ -174,6 +188,7 @@ pub async fn run(
         verifier: capabilities::Verifier::new(roots),
         limits: cfg.limits.clone(),
         connections: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_connections)),
+        guests: guests.as_ref().map(|g| g.registry.clone()),
     });
     write_private(
         &endpoint_path(&data_dir),
@@ -187,6 +202,18 @@ pub async fn run(
     )?;
 
     let unix_task = tokio::spawn(api::unix::serve(app.clone(), unix));
+    let mut side_tasks = vec![];
+    if let Some(g) = guests {
+        let router = api::ws::router(app.clone());
+        side_tasks.push(tokio::spawn(async move {
+            if let Err(e) = axum::serve(g.listener, router).await {
+                tracing::error!(error = %e, "the guest listener stopped");
+            }
+        }));
+        side_tasks.push(tokio::spawn(record_refusals(node.clone(), g.refusals)));
+        let every = Duration::from_secs(cfg.docker.reap_interval_secs.max(1));
+        side_tasks.push(tokio::spawn(reap_orphans(node.clone(), runtime.clone(), every)));
+    }
     ready(&Started {
         node_id,
         addr,
@@ -203,8 +230,86 @@ pub async fn run(
     tracing::info!("stopping: pausing live conversations");
     node.pause_all("node stopped").await;
     unix_task.abort();
+    for t in side_tasks {
+        t.abort();
+    }
     let _ = std::fs::remove_file(&socket_path);
     Ok(())
+}
+
+/// The guest side of a Docker node: the listener on its network's gateway,
+/// the registry of launches, and refused guests for the audit log.
+struct GuestSide {
+    listener: tokio::net::TcpListener,
+    registry: Arc<GuestRegistry>,
+    refusals: tokio::sync::mpsc::Receiver<crate::runtime::guest_link::Refusal>,
+}
+
+/// The Docker runtime: the node's bridge network, a listener on its gateway
+/// (guests dial out to it; nothing listens inside a container), and the
+/// registry that pins the node's identity (its root key) for guests.
+async fn docker_runtime(
+    docker: bollard::Docker,
+    node_id: &str,
+    root_hex: &str,
+    cfg: &Config,
+    self_exe: &Path,
+) -> anyhow::Result<(Arc<dyn Runtime>, Option<GuestSide>)> {
+    let (network, gateway) = docker::ensure_network(&docker, node_id)
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let listener = tokio::net::TcpListener::bind((gateway.as_str(), 0))
+        .await
+        .with_context(|| format!("binding the guest listener on {gateway} (the {network} gateway)"))?;
+    let base_url = format!("ws://{}", listener.local_addr()?);
+    let seed: [u8; 32] = hex::decode(root_hex)
+        .ok()
+        .and_then(|b| b.try_into().ok())
+        .context("root.key is not a 32-byte ed25519 key in hex")?;
+    let (refusal_tx, refusals) = tokio::sync::mpsc::channel(64);
+    let registry = Arc::new(GuestRegistry::new(
+        guest::ed25519_dalek::SigningKey::from_bytes(&seed),
+        refusal_tx,
+    ));
+    tracing::info!(%network, %base_url, "docker runtime: guests dial the node here");
+    let runtime = docker::DockerRuntime::new(
+        docker,
+        node_id.to_string(),
+        network,
+        base_url,
+        registry.clone(),
+        cfg.docker.clone(),
+        self_exe.to_path_buf(),
+    );
+    Ok((
+        Arc::new(runtime),
+        Some(GuestSide {
+            listener,
+            registry,
+            refusals,
+        }),
+    ))
+}
+
+/// Refused guests (a replayed or expired launch token) go to the audit log.
+async fn record_refusals(node: Arc<Node>, mut rx: tokio::sync::mpsc::Receiver<crate::runtime::guest_link::Refusal>) {
+    while let Some((conversation, reason)) = rx.recv().await {
+        node.record_guest_event(&conversation, "refused", &reason).await;
+    }
+}
+
+/// Reaps containers of this node whose conversation is not live: at start-up
+/// (after a crash every container is an orphan: its conversation was paused)
+/// and every `every` (`[docker] reap_interval_secs`).
+async fn reap_orphans(node: Arc<Node>, runtime: Arc<dyn Runtime>, every: Duration) {
+    loop {
+        let live = node.live_ids();
+        for (container, conversation) in runtime.reap(&live).await {
+            let reason = format!("container {container} stopped and removed: its conversation is not live");
+            node.record_guest_event(&conversation, "reaped", &reason).await;
+        }
+        tokio::time::sleep(every).await;
+    }
 }
 
 /// `warren admin rebuild`: with the node stopped, refolds the transcript

@@ -208,6 +208,26 @@ impl Node {
         Ok(())
     }
 
+    /// The ids of the conversations whose CLI is running.
+    pub fn live_ids(&self) -> Vec<String> {
+        self.live
+            .lock()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Records what the node did to or refused from a guest (the audit log).
+    pub async fn record_guest_event(&self, conversation: &str, what: &str, reason: &str) {
+        let e = crate::events::Event::Guest {
+            conversation: conversation.to_string(),
+            what: what.to_string(),
+            reason: reason.to_string(),
+        };
+        if let Err(e) = self.store.append(vec![e]).await {
+            tracing::error!(error = %e, "could not record a guest event");
+        }
+    }
+
     pub(crate) fn live(&self, id: &str) -> Option<Arc<Live>> {
         self.live.lock().ok().and_then(|m| m.get(id).cloned())
     }
@@ -419,8 +439,13 @@ impl Node {
             env.push(("WARREN_URL".into(), url.clone()));
         }
         env.extend(plan.env);
+        let settings = self.cfg.harnesses.get(&agent.harness);
         let spec = LaunchSpec {
             conversation: c.id.clone(),
+            agent: agent.name.clone(),
+            harness: agent.harness.clone(),
+            image: settings.and_then(|s| s.image.clone()),
+            mounts: vec![home.clone(), workspace.clone()],
             program: plan.program,
             args: plan.args,
             cwd: workspace,

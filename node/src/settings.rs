@@ -110,3 +110,48 @@ impl Node {
         Ok(serde_json::json!({ "master": self.cfg.supervision.enabled, "agents": agents }))
     }
 }
+
+/// Learned approval rules (seed 000), stored per workspace as `approval_rule`
+/// events folded into the catalog.
+impl Node {
+    /// The workspace an agent's learned rules belong to (its workspace directory).
+    pub(crate) fn rules_workspace(&self, agent: &str) -> String {
+        self.agent_home_dirs(agent).1.to_string_lossy().into_owned()
+    }
+
+    /// The confirmed learned rules of a workspace, for `decide_dialog`.
+    pub(crate) async fn learned_rules(&self, workspace: &str) -> Vec<supervision::LearnedRule> {
+        let cat = self.catalog.lock().await;
+        cat.approval_rules_of(workspace)
+            .into_iter()
+            .map(supervision::LearnedRule::confirmed)
+            .collect()
+    }
+
+    /// `supervision.rules`: the learned rules of the agent's workspace.
+    pub async fn supervision_rules(&self, agent: &str) -> NodeResult<Value> {
+        let cat = self.catalog.lock().await;
+        cat.agent(agent)?;
+        let workspace = self.rules_workspace(agent);
+        let rules = cat.approval_rules_of(&workspace);
+        Ok(serde_json::json!({ "agent": agent, "workspace": workspace, "rules": rules }))
+    }
+
+    /// `supervision.learn` / `supervision.forget` (local-only: standing
+    /// authority): learns or forgets a rule of the agent's workspace. Learning
+    /// a known rule changes nothing.
+    pub async fn supervision_learn(&self, agent: &str, pattern: &str, learned: bool, by: &str) -> NodeResult<Value> {
+        let mut cat = self.catalog.lock().await;
+        cat.agent(agent)?;
+        let workspace = self.rules_workspace(agent);
+        let e = cat.decide_approval_rule(&workspace, pattern, learned, by)?;
+        let stored = match &e {
+            Some(Event::ApprovalRule { pattern, .. }) => pattern.clone(),
+            _ => crate::validate::normal_pattern(pattern).map_err(|e| NodeError::Invalid(e.to_string()))?,
+        };
+        if let Some(e) = e {
+            self.commit(&mut cat, vec![e]).await?;
+        }
+        Ok(serde_json::json!({ "agent": agent, "workspace": workspace, "pattern": stored, "learned": learned }))
+    }
+}

@@ -466,6 +466,7 @@ impl Node {
             dialog.command = hooked;
         }
         let policy = self.supervision_policy(&live.agent).await;
+        let learned = self.learned_rules(&dir.1.to_string_lossy()).await;
         let scope = supervision::Scope::new(dir.1.clone()).with_agent_home(dir.0.clone());
         let decision = supervision::decide_dialog(
             &dialog,
@@ -473,7 +474,7 @@ impl Node {
                 policy: &policy,
                 scope: &scope,
                 resolver: &FsResolver,
-                learned_rules: &[],
+                learned_rules: &learned,
             },
         );
         match decision.verdict {
@@ -558,8 +559,11 @@ impl Node {
     }
 
     /// `supervision.answer`: a human's single-shot approve or deny of a held
-    /// dialog, through verified send. Never picks a standing permission.
-    pub async fn supervision_answer(&self, hold: &str, decision: &str) -> NodeResult<Value> {
+    /// dialog, through verified send. Never picks a standing permission. With
+    /// `learn` (an approve; the caller checked it is local), the held command
+    /// becomes a learned rule of the agent's workspace once the answer is sent;
+    /// a command that cannot be learned is refused before anything is sent.
+    pub async fn supervision_answer(&self, hold: &str, decision: &str, learn: bool) -> NodeResult<Value> {
         let held = self
             .holds
             .lock()
@@ -587,6 +591,11 @@ impl Node {
                 held.dialog.options
             )));
         };
+        let learning = if learn {
+            Some(self.check_learn(&held, decision).await?)
+        } else {
+            None
+        };
         let keys = held.dialog.keys_for(index).unwrap_or_default();
         let live = self
             .live_conversation(&held.conversation)
@@ -611,12 +620,53 @@ impl Node {
             h.remove(hold);
         }
         match outcome {
-            Outcome::Sent => Ok(json!({ "outcome": "sent", "keys": keys })),
+            Outcome::Sent => {
+                let mut answer = json!({ "outcome": "sent", "keys": keys });
+                if let Some(pattern) = learning {
+                    // The answer is sent: a failure to learn does not undo it.
+                    match self
+                        .supervision_learn(&held.agent, &pattern, true, "human via supervision.answer")
+                        .await
+                    {
+                        Ok(learned) => answer["learned"] = learned,
+                        Err(e) => answer["learn_error"] = json!(e.to_string()),
+                    }
+                }
+                Ok(answer)
+            }
             _ => Err(NodeError::Conflict(format!(
                 "hold {hold} was not answered: {}",
                 why.unwrap_or_else(|| "the send failed".into())
             ))),
         }
+    }
+
+    /// The pattern `supervision.answer {learn: true}` would learn from `held`,
+    /// checked against the workspace's rules (valid, under the limit) before
+    /// anything is sent. Errors name `learn`.
+    async fn check_learn(&self, held: &Held, decision: &str) -> NodeResult<String> {
+        if decision != "approve" {
+            return Err(NodeError::Invalid("learn: only an approve can be learned".into()));
+        }
+        if held.class != supervision::DialogClass::CommandExec {
+            return Err(NodeError::Invalid(format!(
+                "learn: only a command_exec dialog can be learned (this one is {})",
+                held.class
+            )));
+        }
+        let command = held
+            .dialog
+            .command
+            .as_deref()
+            .ok_or_else(|| NodeError::Invalid("learn: the held dialog shows no command to learn".into()))?;
+        let pattern = crate::validate::pattern_of_command(command).map_err(|e| NodeError::Invalid(e.to_string()))?;
+        let cat = self.catalog.lock().await;
+        cat.decide_approval_rule(&self.rules_workspace(&held.agent), &pattern, true, "")
+            .map_err(|e| match NodeError::from(e) {
+                NodeError::Conflict(m) => NodeError::Conflict(format!("learn: {m}")),
+                other => other,
+            })?;
+        Ok(pattern)
     }
 
     /// `supervision.audit`: newest first, at most 200, optionally for one agent

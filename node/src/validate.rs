@@ -153,6 +153,115 @@ fn text_field(field: &'static str, text: &str, max: usize, may_be_empty: bool) -
     Ok(())
 }
 
+/// Longest learned approval rule pattern.
+pub const MAX_PATTERN_BYTES: usize = 256;
+/// Most words in a learned approval rule pattern (a final `*` counts).
+pub const MAX_PATTERN_WORDS: usize = 32;
+/// Most learned approval rules per workspace.
+pub const MAX_LEARNED_RULES: usize = 200;
+
+/// A learned approval rule pattern (`supervision::LearnedRule`): the plain
+/// words of one simple command, a final `*` matching any further words.
+/// Every word must read the same to the shell lexer as written (no quotes,
+/// escapes, operators, redirections, `$`, globs), since rules match the
+/// command's words literally. Returns the words before any `*` and whether
+/// the pattern ends with one.
+pub fn learned_pattern(pattern: &str) -> Result<(Vec<String>, bool), Invalid> {
+    const FIELD: &str = "pattern";
+    if pattern.trim().is_empty() {
+        return Err(invalid(FIELD, "is empty"));
+    }
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Err(invalid(
+            FIELD,
+            format!("{} bytes is over the limit of {MAX_PATTERN_BYTES}", pattern.len()),
+        ));
+    }
+    if let Some((i, c)) = pattern.char_indices().find(|&(_, c)| c.is_control()) {
+        return Err(invalid(
+            FIELD,
+            format!("control character U+{:04X} at byte {i} is not allowed", c as u32),
+        ));
+    }
+    if let Some((i, c)) = pattern.char_indices().find(|&(_, c)| c.is_whitespace() && c != ' ') {
+        return Err(invalid(
+            FIELD,
+            format!("whitespace U+{:04X} at byte {i}: only spaces separate words", c as u32),
+        ));
+    }
+    let words: Vec<&str> = pattern.split_whitespace().collect();
+    if words.len() > MAX_PATTERN_WORDS {
+        return Err(invalid(
+            FIELD,
+            format!("{} words is over the limit of {MAX_PATTERN_WORDS}", words.len()),
+        ));
+    }
+    let (prefix, open) = match words.split_last() {
+        Some((&"*", rest)) => (rest, true),
+        _ => (words.as_slice(), false),
+    };
+    if prefix.is_empty() {
+        return Err(invalid(FIELD, "must name a command before `*`"));
+    }
+    let lexed = supervision::simple_command_words(&prefix.join(" ")).map_err(|why| {
+        let hint = if why.contains("glob") {
+            " (only a final `*` word is allowed)"
+        } else {
+            ""
+        };
+        invalid(
+            FIELD,
+            format!("{pattern:?} {why}{hint}: a pattern is the words of one simple command"),
+        )
+    })?;
+    if let Some((written, read)) = prefix.iter().zip(&lexed).find(|(w, r)| *w != r) {
+        return Err(invalid(
+            FIELD,
+            format!(
+                "word {written:?} reads as {read:?} to the shell: quotes, escapes and operators are not allowed, words are matched literally"
+            ),
+        ));
+    }
+    if lexed.len() != prefix.len() {
+        return Err(invalid(
+            FIELD,
+            "quotes, escapes and redirections are not allowed: words are matched literally",
+        ));
+    }
+    Ok((lexed, open))
+}
+
+/// A valid pattern as stored: its words joined by single spaces.
+pub fn normal_pattern(pattern: &str) -> Result<String, Invalid> {
+    let (mut words, open) = learned_pattern(pattern)?;
+    if open {
+        words.push("*".into());
+    }
+    Ok(words.join(" "))
+}
+
+/// The pattern that learns exactly `command` (a held dialog's command): its
+/// words after quote removal, joined by spaces. Refused (naming `learn`) when
+/// the command is not one simple command or its words cannot be written as a
+/// pattern that matches exactly them (a word with a space, a `*`, a `$`, ...).
+pub fn pattern_of_command(command: &str) -> Result<String, Invalid> {
+    const FIELD: &str = "learn";
+    let words = supervision::simple_command_words(command).map_err(|why| {
+        invalid(
+            FIELD,
+            format!("the held command {command:?} {why}: only one simple command can be learned"),
+        )
+    })?;
+    let pattern = words.join(" ");
+    if learned_pattern(&pattern) != Ok((words, false)) {
+        return Err(invalid(
+            FIELD,
+            format!("the held command {command:?} cannot be written as a pattern that matches exactly it"),
+        ));
+    }
+    Ok(pattern)
+}
+
 fn is_forbidden_control(c: char) -> bool {
     let u = c as u32;
     c != '\n' && (u < 0x20 || u == 0x7f || (0x80..=0x9f).contains(&u))
@@ -161,6 +270,72 @@ fn is_forbidden_control(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn learned_patterns() {
+        let ok = |p: &str| learned_pattern(p).map(|(w, open)| (w.join(" "), open));
+        assert_eq!(ok("cargo build"), Ok(("cargo build".to_string(), false)));
+        assert_eq!(ok("  git   push * "), Ok(("git push".to_string(), true)));
+        assert_eq!(ok("git show HEAD~1"), Ok(("git show HEAD~1".to_string(), false)));
+        let bad: &[(&str, &str)] = &[
+            ("", "is empty"),
+            ("   ", "is empty"),
+            ("*", "before `*`"),
+            ("cargo build && rm x", "more than one command"),
+            ("cargo test | tee log", "more than one command"),
+            ("cargo test; rm x", "more than one command"),
+            ("cargo test > out", "redirection"),
+            ("echo $(id)", "command substitution"),
+            ("echo $HOME", "expansion"),
+            ("ls * -l", "only a final `*`"),
+            ("cargo\\ build", "matched literally"),
+            ("echo 'a'", "matched literally"),
+            ("cargo test;", "matched literally"),
+            ("cargo\u{a0}build", "only spaces"),
+            ("cargo build 2>&1", "redirections"),
+            ("cargo\tbuild", "control character"),
+            ("cargo\u{7}build", "control character"),
+            ("cargo\nbuild", "control character"),
+        ];
+        for (p, why) in bad {
+            let err = learned_pattern(p).expect_err(p);
+            assert_eq!(err.field, "pattern", "{p:?}");
+            assert!(err.problem.contains(why), "{p:?}: {err}");
+        }
+        assert!(
+            learned_pattern(&"a".repeat(MAX_PATTERN_BYTES + 1))
+                .expect_err("long")
+                .problem
+                .contains("over the limit of 256")
+        );
+        let many = vec!["w"; MAX_PATTERN_WORDS + 1].join(" ");
+        assert!(
+            learned_pattern(&many)
+                .expect_err("words")
+                .problem
+                .contains("over the limit of 32")
+        );
+        assert!(learned_pattern(&vec!["w"; MAX_PATTERN_WORDS].join(" ")).is_ok());
+        assert_eq!(normal_pattern(" git  push   * ").as_deref(), Ok("git push *"));
+    }
+
+    #[test]
+    fn a_held_command_is_learned_as_its_exact_words() {
+        assert_eq!(pattern_of_command("cargo build").as_deref(), Ok("cargo build"));
+        assert_eq!(pattern_of_command("cargo  'build'").as_deref(), Ok("cargo build"));
+        for cmd in [
+            "cargo build && rm x",
+            "grep 'a b' src",
+            "echo '*'",
+            "rg '$x'",
+            "grep 'fn.*main'",
+            "cargo test > out",
+            "",
+        ] {
+            let err = pattern_of_command(cmd).expect_err(cmd);
+            assert_eq!(err.field, "learn", "{cmd:?}: {err}");
+        }
+    }
 
     #[test]
     fn agent_names() {

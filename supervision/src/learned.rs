@@ -52,6 +52,20 @@ impl LearnedRule {
     }
 }
 
+/// The words of `command` (after quote removal) if it is exactly one simple
+/// command: one segment, no redirection to or from a file, nothing the lexer
+/// refuses (`$(...)`, backticks, globs, ...). Otherwise why not, as a phrase
+/// that follows "the command": e.g. "has more than one command (&&, ||, ;, | or &)".
+pub fn simple_command_words(command: &str) -> Result<Vec<String>, String> {
+    let segments = shell::split(command).map_err(|r| format!("has {r}"))?;
+    match segments.as_slice() {
+        [] => Err("is empty".into()),
+        [one] if !one.redirects.is_empty() => Err("has a redirection".into()),
+        [one] => Ok(one.words.iter().map(|w| w.text.clone()).collect()),
+        _ => Err("has more than one command (&&, ||, ;, | or &)".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +98,24 @@ mod tests {
             confirmed: false,
         };
         assert!(!unconfirmed.matches("cargo test"));
+    }
+
+    #[test]
+    fn simple_commands() {
+        assert_eq!(
+            simple_command_words("cargo  test -p 'a b'"),
+            Ok(vec!["cargo".to_string(), "test".into(), "-p".into(), "a b".into()])
+        );
+        for (cmd, why) in [
+            ("cargo build && rm x", "more than one command"),
+            ("ls | wc", "more than one command"),
+            ("cargo test > out", "redirection"),
+            ("echo $(id)", "command substitution"),
+            ("ls *.rs", "glob"),
+            ("", "empty"),
+        ] {
+            let err = simple_command_words(cmd).expect_err(cmd);
+            assert!(err.contains(why), "{cmd}: {err}");
+        }
     }
 }

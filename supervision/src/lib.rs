@@ -28,7 +28,7 @@ pub use class::{DialogClass, classify};
 pub use decide::{Decision, DecisionContext, PolicySource, Verdict, decide_dialog};
 pub use dialog::Dialog;
 pub use escalate::{Escalation, always_escalate, escalation_in};
-pub use learned::LearnedRule;
+pub use learned::{LearnedRule, simple_command_words};
 pub use mail::{MAIL_RETRY_BACKOFF, MailEffect, MailEvent, MailState, SendOutcome, decide_mail};
 pub use options::{PromptKind, approve_option, deny_option, is_standing, prompt_kind};
 pub use paths::{Link, NoSymlinks, PathResolver, Scope, resolve_path};

@@ -18,7 +18,8 @@ use node::store::Store;
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Which benchmark: store | latency | rss | startup | auth | supervision | all
+    /// Which benchmark: store | latency | rss | startup | auth | supervision |
+    /// docker | all (`all` skips docker, which needs a Docker engine)
     #[arg(default_value = "all")]
     which: String,
     /// Scratch directory (default: a new temp dir, removed afterwards).
@@ -91,7 +92,16 @@ fn summary(mut v: Vec<f64>) -> (f64, f64, f64) {
 
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let all = args.which == "all";
-    let known = ["all", "store", "latency", "rss", "startup", "auth", "supervision"];
+    let known = [
+        "all",
+        "store",
+        "latency",
+        "rss",
+        "startup",
+        "auth",
+        "supervision",
+        "docker",
+    ];
     if !known.contains(&args.which.as_str()) {
         bail!("unknown benchmark {:?}; one of {}", args.which, known.join(", "));
     }
@@ -113,7 +123,121 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if all || args.which == "supervision" {
         bench_supervision(&args).await?;
     }
+    if args.which == "docker" {
+        bench_docker(&args).await?;
+    }
     Ok(())
+}
+
+/// Docker guests: `conversation.start` -> IDLE for the fake image, beside
+/// `docker run` of a trivial container (the floor); then 20 concurrent
+/// guests: the node's RSS and each guest process's RSS.
+async fn bench_docker(args: &BenchArgs) -> anyhow::Result<()> {
+    let samples = args.samples.clamp(5, 50);
+    let exe = std::env::current_exe()?;
+    let image = node::images::build("fake", &exe, |_| {})
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?;
+    // The floor: a trivial container, created, started, waited for, removed.
+    let mut floor = vec![];
+    for _ in 0..samples {
+        let t = Instant::now();
+        let out = Command::new("docker")
+            .args(["run", "--rm", "--entrypoint", "/bin/true", &image])
+            .output()
+            .context("docker run")?;
+        if !out.status.success() {
+            bail!("docker run failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        floor.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let dir = scratch(&args.dir, "docker")?;
+    let node = NodeProcess::start_on(&exe, &dir.path, "docker")?;
+    let mut c = Client::connect(&node.target).await?;
+    let mut starts = vec![];
+    for i in 0..samples {
+        let name = format!("start-{i}");
+        call(&mut c, m::AGENT_CREATE, json!({ "name": name, "harness": "fake" })).await?;
+        let t = Instant::now();
+        let v = call(&mut c, m::CONVERSATION_START, json!({ "agent": name })).await?;
+        let id = v["conversation"]["id"].as_str().unwrap_or_default().to_string();
+        wait_idle_fast(&mut c, &id).await?;
+        starts.push(t.elapsed().as_secs_f64() * 1000.0);
+        call(&mut c, m::CONVERSATION_TERMINATE, json!({ "conversation": id })).await?;
+    }
+    let (fp50, fp99, _) = summary(floor);
+    let (sp50, sp99, smax) = summary(starts);
+    println!(
+        "docker conversation.start -> IDLE (fake image, {samples} samples): p50 {sp50:.0} ms, p99 {sp99:.0} ms, max {smax:.0} ms; \
+         floor `docker run --rm IMAGE /bin/true`: p50 {fp50:.0} ms, p99 {fp99:.0} ms; ratio p50 {:.2}x",
+        sp50 / fp50
+    );
+
+    let before = rss_kib(node.pid())?;
+    let mut ids = vec![];
+    let mut tasks = vec![];
+    for i in 0..20 {
+        let target = node.target.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut c = Client::connect(&target).await?;
+            let name = format!("many-{i}");
+            call(&mut c, m::AGENT_CREATE, json!({ "name": name, "harness": "fake" })).await?;
+            let v = call(&mut c, m::CONVERSATION_START, json!({ "agent": name })).await?;
+            let id = v["conversation"]["id"].as_str().unwrap_or_default().to_string();
+            wait_idle(&mut c, &id).await?;
+            anyhow::Ok(id)
+        }));
+    }
+    for t in tasks {
+        ids.push(t.await??);
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = rss_kib(node.pid())?;
+    let mut guests = vec![];
+    for id in &ids {
+        let out = Command::new("docker")
+            .args(["ps", "-q", "--filter", &format!("label=warren.conversation={id}")])
+            .output()?;
+        let cid = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let out = Command::new("docker")
+            .args(["inspect", "--format", "{{.State.Pid}}", &cid])
+            .output()?;
+        let pid: u32 = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .context("guest pid")?;
+        guests.push(rss_kib(pid)? as f64 / 1024.0);
+    }
+    let (gp50, _, gmax) = summary(guests);
+    println!(
+        "docker 20 concurrent idle guests: node RSS {:.1} MB (before {:.1} MB); guest process RSS p50 {gp50:.1} MB, max {gmax:.1} MB",
+        after as f64 / 1024.0,
+        before as f64 / 1024.0
+    );
+    for id in &ids {
+        call(&mut c, m::CONVERSATION_TERMINATE, json!({ "conversation": id })).await?;
+    }
+    let node_id = std::fs::read_to_string(dir.path.join("node.id"))?.trim().to_string();
+    drop(node);
+    let _ = Command::new("docker")
+        .args(["network", "rm", &format!("warren-{node_id}")])
+        .output();
+    Ok(())
+}
+
+/// Like `wait_idle`, polling every 5 ms (start-up latency is the figure).
+async fn wait_idle_fast(c: &mut Client, conv: &str) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let v = call(c, m::CONVERSATION_GET, json!({ "conversation": conv })).await?;
+        if v["conversation"]["status"] == "IDLE" {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("conversation {conv} did not become IDLE");
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// Durable appends/s: many writers, one event per append, each awaited until
@@ -172,7 +296,13 @@ pub struct NodeProcess {
 }
 
 impl NodeProcess {
+    /// A node on the local PTY runtime.
     pub fn start(exe: &Path, data_dir: &Path) -> anyhow::Result<NodeProcess> {
+        NodeProcess::start_on(exe, data_dir, "local")
+    }
+
+    /// A node on `runtime` (`local` or `docker`).
+    pub fn start_on(exe: &Path, data_dir: &Path, runtime: &str) -> anyhow::Result<NodeProcess> {
         let _ = std::fs::remove_file(node::server::endpoint_path(data_dir));
         // The node's log goes to `node.log` in its data dir (appended across
         // restarts), so a node that fails to start says why.
@@ -183,7 +313,7 @@ impl NodeProcess {
             .open(&log_path)
             .with_context(|| format!("open {}", log_path.display()))?;
         let mut child = Command::new(exe)
-            .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
+            .args(["up", "--listen", "127.0.0.1:0", "--runtime", runtime, "--data-dir"])
             .arg(data_dir)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())

@@ -91,6 +91,12 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         command: Vec<String>,
     },
+    /// Guest images (Docker runtime), built from Debian packages by the
+    /// project's scripts: no registry is needed.
+    Images {
+        #[command(subcommand)]
+        verb: ImagesVerb,
+    },
     /// What a CLI's hooks run (Claude Code): reports the hook on stdin to the
     /// node; never decides, always exits 0.
     Hook {
@@ -101,6 +107,16 @@ enum Command {
     FakeCli {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ImagesVerb {
+    /// Build (or reuse) the guest image of a harness with this `warren` in
+    /// it; progress on stderr, the image's tag on stdout.
+    Build {
+        /// fake | claude | aider | codex | gemini | opencode
+        harness: String,
     },
 }
 
@@ -157,6 +173,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::FakeCli { .. } => unreachable_fake_cli(),
         Command::FakeModel { port } => fake_model::run(port).await.map(|_| ExitCode::SUCCESS),
         Command::Guest { command } => guest(command).await,
+        Command::Images {
+            verb: ImagesVerb::Build { harness },
+        } => {
+            let exe = std::env::current_exe()?;
+            let tag = node::images::build(&harness, &exe, |line| eprintln!("{line}"))
+                .await
+                .map_err(|e| anyhow::anyhow!(e))?;
+            println!("{tag}");
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Hook { harness } => Ok(ExitCode::from(cmd::hook::run(&harness).await as u8)),
         Command::Bench(args) => bench::run(args).await.map(|_| ExitCode::SUCCESS),
         Command::Admin { verb } => cmd::admin(verb, out).await,

@@ -116,15 +116,21 @@ async fn the_data_dir_keeps_its_secrets_private_and_one_node() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("another warren node is using the data dir"), "{err}");
-    // The docker runtime is not here yet: a clear error, not a silent fallback.
+    // `--runtime docker` with no engine to reach: a clear error, not a silent
+    // fallback to local processes.
     let other = tempfile::tempdir().expect("tempdir");
     let out = std::process::Command::new(EXE)
         .args(["up", "--listen", "127.0.0.1:0", "--runtime", "docker", "--data-dir"])
         .arg(other.path())
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
         .output()
         .expect("run");
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("docker runtime"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--runtime docker: ") && err.contains("Docker engine"),
+        "{err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -615,3 +615,243 @@ async fn a_soak_of_200_dialogs_with_a_kill_keeps_one_audit_row_per_action() {
         "no stray rows"
     );
 }
+
+/// The newest audit row of `sup` for `subject` with an id above `after` that
+/// satisfies `want`, waiting for it.
+async fn audit_row_after(c: &mut warren::client::Client, subject: &str, after: u64, want: fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let a = call(c, "supervision.audit", json!({ "agent": "sup" })).await;
+        if let Some(e) = a["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .find(|e| e["subject"] == subject && e["id"].as_u64().is_some_and(|id| id > after) && want(e))
+        {
+            return e.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no new audit row for {subject:?} after {after}: {a:#}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// The id of the hold whose summary is `subject`.
+async fn hold_of(c: &mut warren::client::Client, subject: &str) -> Option<String> {
+    let holds = call(c, "supervision.holds", json!({ "agent": "sup" })).await;
+    holds["holds"]
+        .as_array()
+        .expect("holds")
+        .iter()
+        .find(|h| h["summary"] == subject)
+        .and_then(|h| h["id"].as_str())
+        .map(str::to_string)
+}
+
+/// How many times the transcript says `Ran: {command} (exit`.
+async fn runs_of(c: &mut warren::client::Client, id: &str, command: &str) -> usize {
+    let prefix = format!("Ran: {command} (exit");
+    transcript(c, id)
+        .await
+        .iter()
+        .filter(|e| e["text"].as_str().is_some_and(|t| t.starts_with(&prefix)))
+        .count()
+}
+
+async fn wait_runs(node: &TestNode, id: &str, command: &str, n: usize) {
+    wait_until(
+        &format!("{command} ran {n} time(s)"),
+        std::time::Duration::from_secs(30),
+        || {
+            let target = node.target();
+            let id = id.to_string();
+            let command = command.to_string();
+            async move {
+                let mut c = warren::client::Client::connect(&target).await.ok()?;
+                (runs_of(&mut c, &id, &command).await >= n).then_some(())
+            }
+        },
+    )
+    .await;
+}
+
+/// Learned approval rules (seed 000): a human approves a held command once
+/// with `--learn`; from then on the same command in that workspace is
+/// approved as `learned_rule`. Rules never lift an out-of-scope command or the
+/// always-escalate veto, are durable, can be forgotten, and learning them is
+/// local-only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_learned_from_a_human_lifts_the_same_command_later() {
+    let mut node = TestNode::start_with_config("[supervision]\nenabled = true\n");
+    let mut c = node.client().await;
+    create_agent(&mut c, "sup").await;
+    json_of(
+        &["supervision", "set", "sup", "--enable", "--class", "command_exec=hold"],
+        &node,
+    );
+    let id = conversation_id(&mut c, "sup").await;
+    let held = |e: &Value| e["outcome"] == "held";
+
+    // Held by the class policy; a human approves it and learns it.
+    send(&mut c, &id, "/fake tool bash cargo build").await;
+    let row = audit_row_after(&mut c, "cargo build", 0, held).await;
+    assert_eq!(
+        (row["decision"].as_str(), row["policy_source"].as_str()),
+        (Some("hold"), Some("class_policy")),
+        "{row}"
+    );
+    let hold = hold_of(&mut c, "cargo build").await.expect("held");
+    let answered = json_of(&["supervision", "answer", &hold, "approve", "--learn"], &node);
+    assert_eq!(answered["outcome"], "sent", "{answered}");
+    assert_eq!(answered["learned"]["pattern"], "cargo build", "{answered}");
+    assert_eq!(answered["learned"]["learned"], true);
+    wait_runs(&node, &id, "cargo build", 1).await;
+
+    // The same command again: approved by the learned rule, and it runs.
+    wait_idle(&mut c, &id).await;
+    send(&mut c, &id, "/fake tool bash cargo build").await;
+    let row = audit_row_after(&mut c, "cargo build", row["id"].as_u64().expect("id"), |e| {
+        e["trigger"] == "dialog"
+    })
+    .await;
+    assert_eq!(
+        (
+            row["decision"].as_str(),
+            row["policy_source"].as_str(),
+            row["outcome"].as_str()
+        ),
+        (Some("approve"), Some("learned_rule"), Some("sent")),
+        "{row}"
+    );
+    wait_runs(&node, &id, "cargo build", 2).await;
+
+    // Rules never lift an out-of-scope command (it keeps its class's hold) or the veto.
+    for (pattern, message, subject, source, scoped) in [
+        (
+            "cat *",
+            "/fake tool bash cat /etc/passwd",
+            "cat /etc/passwd",
+            "class_policy",
+            false,
+        ),
+        (
+            "git push *",
+            "/fake tool bash git push --force",
+            "git push --force",
+            "always_escalate",
+            false,
+        ),
+    ] {
+        let learned = json_of(&["supervision", "learn", "sup", pattern], &node);
+        assert_eq!(
+            (learned["pattern"].as_str(), learned["learned"].as_bool()),
+            (Some(pattern), Some(true)),
+            "{learned}"
+        );
+        wait_idle(&mut c, &id).await;
+        send(&mut c, &id, message).await;
+        let row = audit_row_after(&mut c, subject, 0, held).await;
+        assert_eq!(
+            (
+                row["decision"].as_str(),
+                row["policy_source"].as_str(),
+                row["repo_scoped"].as_bool()
+            ),
+            (Some("hold"), Some(source), Some(scoped)),
+            "{row}"
+        );
+        let hold = hold_of(&mut c, subject).await.expect("held");
+        call(
+            &mut c,
+            "supervision.answer",
+            json!({ "hold": hold, "decision": "deny" }),
+        )
+        .await;
+        wait_event(&mut c, &id, "agent", &format!("Permission denied: {subject}")).await;
+    }
+    // Learning a known rule again changes nothing.
+    json_of(&["supervision", "learn", "sup", "cargo  build"], &node);
+
+    let want = json!(["cargo build", "cat *", "git push *"]);
+    let rules = call(&mut c, "supervision.rules", json!({ "agent": "sup" })).await;
+    assert_eq!(rules["rules"], want, "{rules}");
+    assert!(
+        rules["workspace"]
+            .as_str()
+            .is_some_and(|w| w.ends_with("/agents/sup/workspace")),
+        "{rules}"
+    );
+    let (code, out, err) = warren(&["supervision", "rules", "sup"], &node.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("3 learned rule(s)") && out.contains("\ngit push *\n"),
+        "{out}"
+    );
+
+    // Durable: a kill -9 keeps them.
+    node.kill9();
+    node.restart();
+    let mut c = node.client().await;
+    let rules = call(&mut c, "supervision.rules", json!({ "agent": "sup" })).await;
+    assert_eq!(rules["rules"], want, "after kill -9: {rules}");
+    call(&mut c, "conversation.continue", json!({ "conversation": id })).await;
+    wait_idle(&mut c, &id).await;
+
+    // Forgotten, the command holds again.
+    let forgot = json_of(&["supervision", "forget", "sup", "cargo build"], &node);
+    assert_eq!(forgot["learned"], false, "{forgot}");
+    let (code, _, err) = warren(&["supervision", "forget", "sup", "cargo build"], &node.path());
+    assert_eq!(code, 1);
+    assert!(err.contains("-32004"), "forgetting twice: {err}");
+    let before = call(&mut c, "supervision.audit", json!({ "agent": "sup", "limit": 1 })).await["entries"][0]["id"]
+        .as_u64()
+        .expect("id");
+    send(&mut c, &id, "/fake tool bash cargo build").await;
+    let row = audit_row_after(&mut c, "cargo build", before, held).await;
+    assert_eq!(row["policy_source"], "class_policy", "{row}");
+
+    // Over the WebSocket, learning is refused whatever the token; the hold
+    // stays unanswered.
+    let hold = hold_of(&mut c, "cargo build").await.expect("held");
+    for (method, params) in [
+        ("supervision.learn", json!({ "agent": "sup", "pattern": "cargo build" })),
+        ("supervision.forget", json!({ "agent": "sup", "pattern": "cat *" })),
+        (
+            "supervision.answer",
+            json!({ "hold": hold, "decision": "approve", "learn": true }),
+        ),
+    ] {
+        let e = call_err(&mut c, method, params).await;
+        assert_eq!(e.code, -32010, "{method}: {}", e.message);
+    }
+    assert_eq!(hold_of(&mut c, "cargo build").await, Some(hold.clone()), "not answered");
+    let rules = call(&mut c, "supervision.rules", json!({ "agent": "sup" })).await;
+    assert_eq!(rules["rules"], json!(["cat *", "git push *"]));
+    call(
+        &mut c,
+        "supervision.answer",
+        json!({ "hold": hold, "decision": "deny" }),
+    )
+    .await;
+    wait_idle(&mut c, &id).await;
+
+    // A compound command cannot be learned: refused before anything is sent.
+    send(&mut c, &id, "/fake tool bash cargo build && cargo test").await;
+    audit_row_after(&mut c, "cargo build && cargo test", 0, held).await;
+    let hold = hold_of(&mut c, "cargo build && cargo test").await.expect("held");
+    let (code, _, err) = warren(&["supervision", "answer", &hold, "approve", "--learn"], &node.path());
+    assert_eq!(code, 1);
+    assert!(err.contains("-32602") && err.contains("learn:"), "{err}");
+    assert_eq!(
+        hold_of(&mut c, "cargo build && cargo test").await,
+        Some(hold),
+        "still held"
+    );
+
+    // A bad pattern names `pattern`.
+    let (code, _, err) = warren(&["supervision", "learn", "sup", "cargo build && rm x"], &node.path());
+    assert_eq!(code, 1);
+    assert!(err.contains("-32602") && err.contains("pattern"), "{err}");
+}

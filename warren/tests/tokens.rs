@@ -254,6 +254,7 @@ async fn the_companion_reads_and_does_nothing_else() {
         ("supervision.status", json!({})),
         ("supervision.holds", json!({})),
         ("supervision.audit", json!({})),
+        ("supervision.rules", json!({ "agent": "alice" })),
     ];
     for (method, params) in reads {
         code_of(&mut t, method, params)
@@ -301,6 +302,12 @@ async fn standing_authority_never_crosses_the_network() {
     let mut c = node.client().await;
     for (method, params) in [
         ("supervision.set", json!({ "agent": "x", "enabled": true })),
+        ("supervision.learn", json!({ "agent": "x", "pattern": "cargo test" })),
+        ("supervision.forget", json!({ "agent": "x", "pattern": "cargo test" })),
+        (
+            "supervision.answer",
+            json!({ "hold": "h", "decision": "approve", "learn": true }),
+        ),
         ("config.set", json!({})),
         (
             "token.mint",

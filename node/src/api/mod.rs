@@ -31,6 +31,8 @@ pub struct App {
     pub verifier: capabilities::Verifier,
     pub limits: crate::config::Limits,
     pub connections: Arc<tokio::sync::Semaphore>,
+    /// Guests dial `/guest` (Docker runtime only).
+    pub guests: Option<Arc<crate::runtime::guest_link::GuestRegistry>>,
 }
 
 /// Parses `params` into `T`; the error names the offending field.
@@ -249,7 +251,27 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
         m::SUPERVISION_HOLDS => node.supervision_holds(params::<console_api::AgentFilter>(p)?.agent.as_deref()),
         m::SUPERVISION_ANSWER => {
             let a: console_api::SupervisionAnswer = params(p)?;
-            node.supervision_answer(&a.hold, &a.decision).await?
+            if a.learn && !conn.is_local() {
+                return Err(RpcError::new(
+                    ErrorCode::LocalOnly,
+                    "learn: learning a rule is local-only: call supervision.answer on the node's Unix socket (warren.sock)",
+                ));
+            }
+            node.supervision_answer(&a.hold, &a.decision, a.learn).await?
+        }
+        m::SUPERVISION_RULES => {
+            node.supervision_rules(&params::<console_api::AgentRef>(p)?.agent)
+                .await?
+        }
+        m::SUPERVISION_LEARN => {
+            let r: console_api::SupervisionRule = params(p)?;
+            node.supervision_learn(&r.agent, &r.pattern, true, "local admin via supervision.learn")
+                .await?
+        }
+        m::SUPERVISION_FORGET => {
+            let r: console_api::SupervisionRule = params(p)?;
+            node.supervision_learn(&r.agent, &r.pattern, false, "local admin via supervision.forget")
+                .await?
         }
         m::SUPERVISION_AUDIT => {
             let a: console_api::SupervisionAudit = params(p)?;

@@ -20,7 +20,17 @@ pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route(console_api::WS_PATH, get(upgrade))
+        .route("/guest", get(guest_upgrade))
         .with_state(app)
+}
+
+/// A guest container dialing back (Docker runtime); refused elsewhere.
+async fn guest_upgrade(State(app): State<Arc<App>>, ws: WebSocketUpgrade) -> Response {
+    let Some(registry) = app.guests.clone() else {
+        return (StatusCode::NOT_FOUND, "this node runs no guests\n").into_response();
+    };
+    ws.max_message_size(guest::proto::MAX_TEXT_FRAME * 2)
+        .on_upgrade(move |socket| registry.accept(socket))
 }
 
 async fn upgrade(State(app): State<Arc<App>>, headers: HeaderMap, ws: WebSocketUpgrade) -> Response {

@@ -44,8 +44,11 @@ pub struct LaunchContext<'a> {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HarnessSettings {
-    /// The CLI's program (default: its usual name, found on PATH).
+    /// The CLI's program (default: its usual name, found on PATH). In a
+    /// guest container the image's own program of that file name runs.
     pub program: Option<PathBuf>,
+    /// The guest image (default `warren/guest-NAME:latest`).
+    pub image: Option<String>,
     /// Added to the CLI's environment.
     #[serde(default)]
     pub env: BTreeMap<String, String>,

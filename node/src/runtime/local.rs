@@ -57,7 +57,7 @@ fn size(rows: u16, cols: u16) -> PtySize {
     }
 }
 
-fn nz(v: u16) -> NonZeroU16 {
+pub(crate) fn nz(v: u16) -> NonZeroU16 {
     NonZeroU16::new(v).unwrap_or(NonZeroU16::MIN)
 }
 

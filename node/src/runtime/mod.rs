@@ -4,6 +4,8 @@
 //! every operation that may cross a network is async, and the screen is a
 //! snapshot value.
 
+pub mod docker;
+pub mod guest_link;
 pub mod local;
 
 use std::path::PathBuf;
@@ -46,6 +48,14 @@ pub type StatusFn = Arc<dyn Fn(&ScreenSnapshot) -> Status + Send + Sync>;
 #[derive(Clone)]
 pub struct LaunchSpec {
     pub conversation: String,
+    pub agent: String,
+    pub harness: String,
+    /// The guest image, when configured (`[harnesses.NAME] image`); else a
+    /// container runtime builds or picks the harness's own.
+    pub image: Option<String>,
+    /// Directories the CLI reads and writes (the agent's home and workspace):
+    /// a container runtime mounts them at the same paths.
+    pub mounts: Vec<PathBuf>,
     pub program: PathBuf,
     pub args: Vec<String>,
     pub cwd: PathBuf,
@@ -100,6 +110,12 @@ pub fn ctrl_byte(key: char) -> u8 {
 pub trait Runtime: Send + Sync {
     fn name(&self) -> &'static str;
     fn launch(&self, spec: LaunchSpec) -> BoxFuture<'_, Result<Arc<dyn Session>, RuntimeError>>;
+
+    /// Removes what this runtime left running for conversations not in `live`
+    /// (container runtimes: orphans of a crash). Returns (what, conversation).
+    fn reap<'a>(&'a self, _live: &'a [String]) -> BoxFuture<'a, Vec<(String, String)>> {
+        Box::pin(async { Vec::new() })
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! `warren supervision`: settings, status, holds, answers and the audit log.
+//! `warren supervision`: settings, status, holds, answers, learned rules and
+//! the audit log.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -52,6 +53,31 @@ pub enum SupervisionVerb {
         hold: String,
         #[arg(value_parser = ["approve", "deny"])]
         decision: String,
+        /// With approve: also learn the held command as a rule of the agent's
+        /// workspace (local only: over the Unix socket).
+        #[arg(long)]
+        learn: bool,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// The learned approval rules of an agent's workspace.
+    Rules {
+        agent: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Learn an approval rule for an agent's workspace: a command's words, a
+    /// final `*` matching any further words (local only: over the Unix socket).
+    Learn {
+        agent: String,
+        pattern: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Forget a learned approval rule (local only: over the Unix socket).
+    Forget {
+        agent: String,
+        pattern: String,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -109,13 +135,65 @@ pub async fn supervision(verb: SupervisionVerb, conn: Conn, out: Output) -> anyh
         SupervisionVerb::Answer {
             hold,
             decision,
+            learn,
             data_dir,
         } => {
+            let r = if learn {
+                // Learning is standing authority: the local socket only.
+                let p = json!({ "hold": hold, "decision": decision, "learn": true });
+                client::unix_call(&client::data_dir(data_dir), m::SUPERVISION_ANSWER, p).await
+            } else {
+                let mut c = conn.connect(data_dir).await?;
+                c.call(m::SUPERVISION_ANSWER, json!({ "hold": hold, "decision": decision }))
+                    .await
+            };
+            finish(out, r, |v| {
+                println!("{} (keys {})", s(v, "outcome"), s(v, "keys"));
+                if let Some(l) = v.get("learned") {
+                    println!("learned `{}` for {}", s(l, "pattern"), s(l, "workspace"));
+                }
+                if let Some(e) = v.get("learn_error") {
+                    eprintln!("not learned: {}", e.as_str().unwrap_or_default());
+                }
+            })
+        }
+        SupervisionVerb::Rules { agent, data_dir } => {
             let mut c = conn.connect(data_dir).await?;
-            let r = c
-                .call(m::SUPERVISION_ANSWER, json!({ "hold": hold, "decision": decision }))
-                .await;
-            finish(out, r, |v| println!("{} (keys {})", s(v, "outcome"), s(v, "keys")))
+            let r = c.call(m::SUPERVISION_RULES, json!({ "agent": agent })).await;
+            finish(out, r, |v| {
+                let rules = v.get("rules").and_then(Value::as_array).cloned().unwrap_or_default();
+                println!(
+                    "{}: {} learned rule(s) for {}",
+                    s(v, "agent"),
+                    rules.len(),
+                    s(v, "workspace")
+                );
+                for p in rules {
+                    println!("{}", p.as_str().unwrap_or_default());
+                }
+            })
+        }
+        SupervisionVerb::Learn {
+            agent,
+            pattern,
+            data_dir,
+        } => {
+            let p = json!({ "agent": agent, "pattern": pattern });
+            let r = client::unix_call(&client::data_dir(data_dir), m::SUPERVISION_LEARN, p).await;
+            finish(out, r, |v| {
+                println!("learned `{}` for {}", s(v, "pattern"), s(v, "workspace"))
+            })
+        }
+        SupervisionVerb::Forget {
+            agent,
+            pattern,
+            data_dir,
+        } => {
+            let p = json!({ "agent": agent, "pattern": pattern });
+            let r = client::unix_call(&client::data_dir(data_dir), m::SUPERVISION_FORGET, p).await;
+            finish(out, r, |v| {
+                println!("forgot `{}` for {}", s(v, "pattern"), s(v, "workspace"))
+            })
         }
         SupervisionVerb::Nudge {
             agent,

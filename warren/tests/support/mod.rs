@@ -14,13 +14,19 @@ pub const EXE: &str = env!("CARGO_BIN_EXE_warren");
 pub struct TestNode {
     pub dir: tempfile::TempDir,
     pub proc: Option<NodeProcess>,
+    /// `local` or `docker`.
+    pub runtime: &'static str,
 }
 
 impl TestNode {
     pub fn start() -> TestNode {
         let dir = tempfile::tempdir().expect("tempdir");
         let proc = NodeProcess::start(Path::new(EXE), dir.path()).expect("node starts");
-        TestNode { dir, proc: Some(proc) }
+        TestNode {
+            dir,
+            proc: Some(proc),
+            runtime: "local",
+        }
     }
 
     /// Starts with a `warren.toml` written into the data dir first.
@@ -28,7 +34,32 @@ impl TestNode {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("warren.toml"), toml).expect("write config");
         let proc = NodeProcess::start(Path::new(EXE), dir.path()).expect("node starts");
-        TestNode { dir, proc: Some(proc) }
+        TestNode {
+            dir,
+            proc: Some(proc),
+            runtime: "local",
+        }
+    }
+
+    /// Starts on `runtime` (`local` or `docker`) with `toml` as warren.toml;
+    /// a Docker node gets the fake guest image built from this test build's
+    /// `warren` and reaps orphans every second.
+    pub fn start_on(runtime: &'static str, toml: &str) -> TestNode {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut toml = toml.to_string();
+        if runtime == "docker" {
+            // Warm the images up once per process; the node itself then builds
+            // (reuses) its own version's image on demand.
+            guest_image("fake");
+            toml.push_str("\n[docker]\nreap_interval_secs = 1\n");
+        }
+        std::fs::write(dir.path().join("warren.toml"), toml).expect("write config");
+        let proc = NodeProcess::start_on(Path::new(EXE), dir.path(), runtime).expect("node starts");
+        TestNode {
+            dir,
+            proc: Some(proc),
+            runtime,
+        }
     }
 
     pub fn path(&self) -> PathBuf {
@@ -54,12 +85,53 @@ impl TestNode {
 
     pub fn restart(&mut self) {
         assert!(self.proc.is_none(), "kill it first");
-        self.proc = Some(NodeProcess::start(Path::new(EXE), self.dir.path()).expect("node restarts"));
+        self.proc = Some(NodeProcess::start_on(Path::new(EXE), self.dir.path(), self.runtime).expect("node restarts"));
     }
 
     pub fn db(&self) -> PathBuf {
         self.dir.path().join("warren.db")
     }
+}
+
+impl TestNode {
+    /// This node's id (`node.id` in its data dir).
+    pub fn node_id(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("node.id"))
+            .expect("node.id")
+            .trim()
+            .to_string()
+    }
+}
+
+impl Drop for TestNode {
+    /// Idempotent teardown: the node process, then (Docker) every container
+    /// and the network labelled with this node's id.
+    fn drop(&mut self) {
+        drop(self.proc.take());
+        if self.runtime == "docker" {
+            let id = self.node_id();
+            docker_cleanup(&id);
+        }
+    }
+}
+
+/// Removes the containers and network of node `id` (absent is fine).
+pub fn docker_cleanup(id: &str) {
+    let label = format!("label=warren.node={id}");
+    let ids = docker(&["ps", "-aq", "--filter", &label]);
+    for c in ids.split_whitespace() {
+        docker(&["rm", "-f", c]);
+    }
+    docker(&["network", "rm", &format!("warren-{id}")]);
+}
+
+/// Runs the docker CLI; returns stdout (errors are the caller's to judge).
+pub fn docker(args: &[&str]) -> String {
+    let out = std::process::Command::new("docker")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("docker {args:?}: {e} (is the docker CLI installed?)"));
+    String::from_utf8_lossy(&out.stdout).to_string()
 }
 
 pub async fn call(c: &mut Client, method: &str, params: Value) -> Value {
@@ -223,4 +295,39 @@ pub fn claude_bin() -> PathBuf {
             .expect("the script prints the binary's path")
             .trim(),
     )
+}
+
+/// The guest image of `harness` built by the project's script from this test
+/// build's `warren` (reused while the binary is unchanged); once per process.
+pub fn guest_image(harness: &str) -> String {
+    static BUILT: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, tag)) = built.iter().find(|(h, _)| h == harness) {
+        return tag.clone();
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/images/build.sh");
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .args([harness, "--warren-bin", EXE])
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "{} {harness} failed: {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let version = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .expect("the script prints the tag")
+        .trim()
+        .to_string();
+    let tag = if version.contains(':') {
+        version
+    } else {
+        format!("warren/guest-{harness}:{version}")
+    };
+    built.push((harness.to_string(), tag.clone()));
+    tag
 }

@@ -1,0 +1,456 @@
+//! The Docker runtime: every conversation in its own hardened container whose
+//! entrypoint is the guest (`warren guest -- CLI ARGS`). The guest owns the
+//! PTY and dials back to the node (outbound only: no port into the container);
+//! the node drives it over that connection (`guest_link`).
+//!
+//! The agent's home and workspace are bind-mounted at the same absolute paths
+//! as on the host, so every path a harness adapter plans (config dirs, session
+//! files, the instance token file) means the same inside and out. The CLI is
+//! the image's own: the runtime runs the planned program by its file name.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bollard::Docker;
+use bollard::models::{ContainerCreateBody, HostConfig, NetworkCreateRequest};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
+    StopContainerOptionsBuilder,
+};
+use futures_util::future::BoxFuture;
+
+use super::guest_link::{GuestRegistry, GuestSession};
+use super::{LaunchSpec, Runtime, RuntimeError, Session};
+
+/// The labels every container of a node carries.
+pub const LABEL_NODE: &str = "warren.node";
+pub const LABEL_AGENT: &str = "warren.agent";
+pub const LABEL_CONVERSATION: &str = "warren.conversation";
+/// The unprivileged user guests run as when the node runs as root.
+pub const GUEST_UID: u32 = 10001;
+/// PATH inside guest images.
+const GUEST_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+/// How long after losing its guest's connection a running container gets to
+/// reconnect before it is stopped.
+const RECONNECT_GRACE: Duration = Duration::from_secs(30);
+
+/// Limits and timing of guest containers (`[docker]` in warren.toml).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DockerSettings {
+    pub memory_mb: u64,
+    pub cpus: f64,
+    pub pids_limit: i64,
+    /// How long a new guest may take to dial back.
+    pub launch_timeout_secs: u64,
+    /// Size of the tmpfs at /tmp (the root filesystem is read-only).
+    pub tmp_mb: u64,
+    /// How often containers of this node that no live conversation owns are
+    /// stopped and removed (also once at start-up).
+    pub reap_interval_secs: u64,
+}
+
+impl Default for DockerSettings {
+    fn default() -> DockerSettings {
+        DockerSettings {
+            memory_mb: 2048,
+            cpus: 1.0,
+            pids_limit: 512,
+            launch_timeout_secs: 60,
+            tmp_mb: 256,
+            reap_interval_secs: 30,
+        }
+    }
+}
+
+/// Connects to the local engine and checks it answers (API version negotiated:
+/// engines older than this client are common).
+pub async fn connect() -> Result<Docker, String> {
+    let docker =
+        Docker::connect_with_socket_defaults().map_err(|e| format!("cannot reach the Docker engine's socket: {e}"))?;
+    let docker = tokio::time::timeout(Duration::from_secs(5), docker.negotiate_version())
+        .await
+        .map_err(|_| "the Docker engine did not answer within 5 s".to_string())?
+        .map_err(|e| format!("the Docker engine did not answer: {e}"))?;
+    docker
+        .ping()
+        .await
+        .map_err(|e| format!("the Docker engine did not answer a ping: {e}"))?;
+    Ok(docker)
+}
+
+/// The node's own bridge network (created if missing); returns its name and
+/// the gateway address the node listens on for its guests.
+pub async fn ensure_network(docker: &Docker, node_id: &str) -> Result<(String, String), String> {
+    let name = format!("warren-{node_id}");
+    if docker.inspect_network(&name, None).await.is_err() {
+        let labels = HashMap::from([(LABEL_NODE.to_string(), node_id.to_string())]);
+        docker
+            .create_network(NetworkCreateRequest {
+                name: name.clone(),
+                driver: Some("bridge".into()),
+                labels: Some(labels),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| format!("creating the network {name}: {e}"))?;
+    }
+    let net = docker
+        .inspect_network(&name, None)
+        .await
+        .map_err(|e| format!("inspecting the network {name}: {e}"))?;
+    let gateway = net
+        .ipam
+        .and_then(|i| i.config)
+        .and_then(|c| c.into_iter().find_map(|c| c.gateway))
+        .ok_or_else(|| format!("the network {name} has no gateway address"))?;
+    Ok((name, gateway))
+}
+
+/// Runs conversations in guest containers.
+pub struct DockerRuntime {
+    docker: Docker,
+    node_id: String,
+    network: String,
+    /// `ws://GATEWAY:PORT`: the node as guests reach it.
+    base_url: String,
+    registry: Arc<GuestRegistry>,
+    settings: DockerSettings,
+    /// Put in the images this node builds (guests run the node's version).
+    self_exe: PathBuf,
+    /// Images built (or found) by this node process, per harness.
+    images: tokio::sync::Mutex<HashMap<String, String>>,
+}
+
+/// A container of this node that the reaper removed.
+#[derive(Debug, Clone)]
+pub struct Reaped {
+    pub container: String,
+    pub conversation: String,
+}
+
+impl DockerRuntime {
+    pub fn new(
+        docker: Docker,
+        node_id: String,
+        network: String,
+        base_url: String,
+        registry: Arc<GuestRegistry>,
+        settings: DockerSettings,
+        self_exe: PathBuf,
+    ) -> DockerRuntime {
+        DockerRuntime {
+            docker,
+            node_id,
+            network,
+            base_url,
+            registry,
+            settings,
+            self_exe,
+            images: tokio::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The image for a launch: the configured one, else the harness's image
+    /// of this node's version, built on demand (once per node process; the
+    /// build script reuses an image whose content is unchanged).
+    async fn image_for(&self, spec: &LaunchSpec) -> Result<String, String> {
+        if let Some(image) = &spec.image {
+            self.docker.inspect_image(image).await.map_err(|_| {
+                format!(
+                    "the configured image {image} is not on this engine: build it with `warren images build {}`",
+                    spec.harness
+                )
+            })?;
+            return Ok(image.clone());
+        }
+        let mut images = self.images.lock().await;
+        if let Some(tag) = images.get(&spec.harness) {
+            return Ok(tag.clone());
+        }
+        tracing::info!(harness = %spec.harness, "building (or reusing) the guest image");
+        let harness = spec.harness.clone();
+        let tag = crate::images::build(&spec.harness, &self.self_exe, |line| {
+            tracing::info!(harness = %harness, "image build: {line}");
+        })
+        .await?;
+        images.insert(spec.harness.clone(), tag.clone());
+        Ok(tag)
+    }
+
+    /// The container name of a conversation (unique per node).
+    pub fn container_name(&self, conversation: &str) -> String {
+        format!("warren-{}-{conversation}", self.node_id)
+    }
+
+    /// Stops and removes this node's containers whose conversation is not in
+    /// `live` (start-up, and periodically: orphans of a crash or a test).
+    pub async fn reap_orphans(&self, live: &[String]) -> Vec<Reaped> {
+        let filters = HashMap::from([("label", vec![format!("{LABEL_NODE}={}", self.node_id)])]);
+        let opts = ListContainersOptionsBuilder::new().all(true).filters(&filters).build();
+        let Ok(list) = self.docker.list_containers(Some(opts)).await else {
+            return vec![];
+        };
+        let mut reaped = vec![];
+        for c in list {
+            let conversation = c
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(LABEL_CONVERSATION).cloned())
+                .unwrap_or_default();
+            // Live, or being launched right now: not an orphan.
+            if live.contains(&conversation) || self.registry.knows(&conversation) {
+                continue;
+            }
+            let Some(id) = c.id else { continue };
+            remove(&self.docker, &id).await;
+            reaped.push(Reaped {
+                container: id,
+                conversation,
+            });
+        }
+        reaped
+    }
+
+    fn container_env(&self, spec: &LaunchSpec, token: &str) -> Vec<String> {
+        let mut env: Vec<String> = spec
+            .env
+            .iter()
+            .filter(|(k, _)| k != "PATH" && k != "WARREN_URL")
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        env.push(format!("PATH={GUEST_PATH}"));
+        env.push(format!("WARREN_URL={}{}", self.base_url, console_api::WS_PATH));
+        env.push(format!("{}={}/guest", guest::bootstrap::NODE_URL, self.base_url));
+        env.push(format!("{}={}", guest::bootstrap::NODE_KEY, self.registry.public_hex()));
+        env.push(format!("{}={}", guest::bootstrap::CONVERSATION, spec.conversation));
+        env.push(format!("{}={token}", guest::bootstrap::LAUNCH_TOKEN));
+        env.push(format!("{}={}", guest::bootstrap::ROWS, spec.rows));
+        env.push(format!("{}={}", guest::bootstrap::COLS, spec.cols));
+        env
+    }
+
+    fn container_body(&self, spec: &LaunchSpec, image: &str, token: &str, user: &str) -> ContainerCreateBody {
+        let program = spec
+            .program
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_else(|| spec.program.display().to_string());
+        let mut cmd = vec![program];
+        cmd.extend(spec.args.iter().cloned());
+        let labels = HashMap::from([
+            (LABEL_NODE.to_string(), self.node_id.clone()),
+            (LABEL_AGENT.to_string(), spec.agent.clone()),
+            (LABEL_CONVERSATION.to_string(), spec.conversation.clone()),
+        ]);
+        let binds = spec.mounts.iter().map(|p| format!("{0}:{0}:rw", p.display())).collect();
+        ContainerCreateBody {
+            image: Some(image.to_string()),
+            cmd: Some(cmd),
+            env: Some(self.container_env(spec, token)),
+            working_dir: Some(spec.cwd.display().to_string()),
+            user: Some(user.to_string()),
+            labels: Some(labels),
+            tty: Some(false),
+            open_stdin: Some(false),
+            host_config: Some(HostConfig {
+                binds: Some(binds),
+                network_mode: Some(self.network.clone()),
+                cap_drop: Some(vec!["ALL".into()]),
+                security_opt: Some(vec!["no-new-privileges".into()]),
+                pids_limit: Some(self.settings.pids_limit),
+                memory: Some((self.settings.memory_mb * 1024 * 1024) as i64),
+                nano_cpus: Some((self.settings.cpus * 1e9) as i64),
+                readonly_rootfs: Some(true),
+                // Services the host offers to its guests (e.g. a local model
+                // server) are reachable by this standard name.
+                extra_hosts: Some(vec!["host.docker.internal:host-gateway".into()]),
+                tmpfs: Some(HashMap::from([(
+                    "/tmp".to_string(),
+                    format!("rw,nosuid,nodev,size={}m", self.settings.tmp_mb),
+                )])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    async fn launch_guest(&self, spec: LaunchSpec) -> Result<Arc<dyn Session>, RuntimeError> {
+        let fail = |reason: String| RuntimeError::Launch {
+            program: format!("the {} guest", spec.harness),
+            reason,
+        };
+        let image = self.image_for(&spec).await.map_err(fail)?;
+        let user = guest_user(&spec.mounts).map_err(fail)?;
+        let name = self.container_name(&spec.conversation);
+        // A leftover of an earlier run of this conversation would block the
+        // name (it may be being removed right now: wait until it is gone).
+        remove(&self.docker, &name).await;
+        for _ in 0..100 {
+            if self.docker.inspect_container(&name, None).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let token = hex::encode(rand::random::<[u8; 32]>());
+        let ttl = Duration::from_secs(self.settings.launch_timeout_secs);
+        let attached = self.registry.expect(&spec.conversation, &token, ttl);
+        let opts = CreateContainerOptionsBuilder::new().name(&name).build();
+        let created = self
+            .docker
+            .create_container(Some(opts), self.container_body(&spec, &image, &token, &user))
+            .await
+            .map_err(|e| fail(format!("creating the container: {e}")));
+        let id = match created {
+            Ok(c) => c.id,
+            Err(e) => {
+                self.registry.cancel(&spec.conversation);
+                return Err(e);
+            }
+        };
+        if let Err(e) = self.docker.start_container(&id, None).await {
+            self.registry.cancel(&spec.conversation);
+            remove(&self.docker, &id).await;
+            return Err(fail(format!("starting the container: {e}")));
+        }
+        let attached = match tokio::time::timeout(ttl, attached).await {
+            Ok(Ok(a)) => a,
+            _ => {
+                self.registry.cancel(&spec.conversation);
+                let logs = logs_tail(&self.docker, &id).await;
+                remove(&self.docker, &id).await;
+                return Err(fail(format!(
+                    "the guest did not dial back within {ttl:?}; its last output: {logs}"
+                )));
+            }
+        };
+        let docker = self.docker.clone();
+        let stop_id = id.clone();
+        let stopper = Box::new(move || -> BoxFuture<'static, ()> {
+            let docker = docker.clone();
+            let id = stop_id.clone();
+            Box::pin(async move { remove(&docker, &id).await })
+        });
+        let session = GuestSession::start(
+            spec.conversation.clone(),
+            self.registry.clone(),
+            attached,
+            spec.rows,
+            spec.cols,
+            spec.status.clone(),
+            stopper,
+        );
+        tokio::spawn(watch_container(self.docker.clone(), id, session.clone()));
+        Ok(session)
+    }
+}
+
+/// Marks the session exited when its container is gone, or has lost its
+/// guest's connection for longer than the grace period.
+async fn watch_container(docker: Docker, id: String, session: Arc<GuestSession>) {
+    let mut connected = session.connected();
+    let mut exited = session.exited();
+    loop {
+        tokio::select! {
+            _ = exited.wait_for(|e| *e) => break,
+            _ = connected.wait_for(|c| !*c) => {}
+        }
+        let since = tokio::time::Instant::now();
+        loop {
+            if *exited.borrow() || session.is_connected() {
+                break;
+            }
+            let running = docker
+                .inspect_container(&id, None)
+                .await
+                .ok()
+                .and_then(|c| c.state)
+                .and_then(|s| s.running)
+                .unwrap_or(false);
+            if !running || since.elapsed() > RECONNECT_GRACE {
+                session.mark_exited();
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        if *exited.borrow() {
+            break;
+        }
+    }
+    // The CLI is gone: so is its container (docker logs lived as long as it).
+    remove(&docker, &id).await;
+}
+
+/// Stops (2 s grace) and removes a container; absent is fine.
+async fn remove(docker: &Docker, id: &str) {
+    let _ = docker
+        .stop_container(id, Some(StopContainerOptionsBuilder::new().t(2).build()))
+        .await;
+    let _ = docker
+        .remove_container(id, Some(RemoveContainerOptionsBuilder::new().force(true).build()))
+        .await;
+}
+
+async fn logs_tail(docker: &Docker, id: &str) -> String {
+    use futures_util::StreamExt;
+    let opts = bollard::query_parameters::LogsOptionsBuilder::new()
+        .stdout(true)
+        .stderr(true)
+        .tail("20")
+        .build();
+    let mut out = String::new();
+    let mut logs = docker.logs(id, Some(opts));
+    while let Some(Ok(chunk)) = logs.next().await {
+        out.push_str(&chunk.to_string());
+        if out.len() > 4096 {
+            break;
+        }
+    }
+    out.trim().to_string()
+}
+
+/// The user the guest runs as: the node's own user, or (when the node runs as
+/// root) an unprivileged uid that is made the owner of the mounted dirs.
+fn guest_user(mounts: &[PathBuf]) -> Result<String, String> {
+    // SAFETY: getuid/getgid cannot fail and touch no memory.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    if uid != 0 {
+        return Ok(format!("{uid}:{gid}"));
+    }
+    for m in mounts {
+        chown_tree(m, GUEST_UID).map_err(|e| format!("giving {} to uid {GUEST_UID}: {e}", m.display()))?;
+    }
+    Ok(format!("{GUEST_UID}:{GUEST_UID}"))
+}
+
+fn chown_tree(path: &Path, uid: u32) -> std::io::Result<()> {
+    std::os::unix::fs::lchown(path, Some(uid), Some(uid))?;
+    if std::fs::symlink_metadata(path)?.is_dir() {
+        for entry in std::fs::read_dir(path)? {
+            chown_tree(&entry?.path(), uid)?;
+        }
+    }
+    Ok(())
+}
+
+impl Runtime for DockerRuntime {
+    fn name(&self) -> &'static str {
+        "docker"
+    }
+
+    fn launch(&self, spec: LaunchSpec) -> BoxFuture<'_, Result<Arc<dyn Session>, RuntimeError>> {
+        Box::pin(self.launch_guest(spec))
+    }
+
+    fn reap<'a>(&'a self, live: &'a [String]) -> BoxFuture<'a, Vec<(String, String)>> {
+        Box::pin(async move {
+            self.reap_orphans(live)
+                .await
+                .into_iter()
+                .map(|r| (r.container, r.conversation))
+                .collect()
+        })
+    }
+}

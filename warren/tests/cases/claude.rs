@@ -1,0 +1,254 @@
+// The real Claude Code CLI tier, included by one test binary per runtime
+// (claude.rs: a local PTY; docker_claude.rs: the `claude` guest image).
+
+use serde_json::{Value, json};
+use support::*;
+
+const API_KEY: &str = "sk-ant-warren-test-0123456789abcdefghij";
+
+async fn claude_node(model: &fake_model::FakeModel) -> (TestNode, String) {
+    // Local CLIs reach the model on loopback; guests reach the host by its
+    // standard name (the model listens on every interface for them).
+    let (program, url) = match RUNTIME {
+        "docker" => (
+            String::new(),
+            format!("http://host.docker.internal:{}", model.addr().port()),
+        ),
+        _ => (format!("program = {:?}\n", claude_bin()), model.base_url()),
+    };
+    let image = match RUNTIME {
+        "docker" => format!("image = {:?}\n", guest_image("claude")),
+        _ => String::new(),
+    };
+    let node = TestNode::start_on(
+        RUNTIME,
+        &format!(
+            "[supervision]\nenabled = true\n\n[harnesses.claude]\n{program}{image}\n[harnesses.claude.env]\n\
+             ANTHROPIC_BASE_URL = {url:?}\nANTHROPIC_API_KEY = {API_KEY:?}\nCLAUDE_CODE_MAX_RETRIES = \"0\"\n",
+        ),
+    );
+    let mut c = node.client().await;
+    call(&mut c, "agent.create", json!({ "name": "cc", "harness": "claude" })).await;
+    let (code, out, err) = warren(&["supervision", "set", "cc", "--enable"], &node.path());
+    assert_eq!(code, 0, "{err}{out}");
+    let id = conversation_id(&mut c, "cc").await;
+    (node, id)
+}
+
+/// The newest audit row whose subject starts with `subject` (long subjects
+/// are cut at 120 characters).
+async fn audit_for(c: &mut warren::client::Client, id: &str, subject: &str) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let a = call(c, "supervision.audit", json!({ "agent": "cc" })).await;
+        if let Some(e) = a["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .find(|e| e["subject"].as_str().is_some_and(|s| s.starts_with(subject)))
+        {
+            return e.clone();
+        }
+        if std::time::Instant::now() > deadline {
+            panic!("no audit row for {subject:?}: {a:#}\n{}", screen_text(c, id).await);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+async fn screen_text(c: &mut warren::client::Client, id: &str) -> String {
+    let screen = call(c, "conversation.screen", json!({ "conversation": id })).await;
+    format!(
+        "screen ({}):\n{}",
+        screen["status"],
+        screen["lines"]
+            .as_array()
+            .map(|l| l.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default()
+    )
+}
+
+/// Sends `text` once the CLI is idle; returns the transcript seq it was
+/// recorded at.
+async fn say(c: &mut warren::client::Client, id: &str, text: &str) -> u64 {
+    wait_idle(c, id).await;
+    if let Err(e) = c
+        .call("conversation.sendMessage", json!({ "conversation": id, "text": text }))
+        .await
+    {
+        panic!("sendMessage {text:?}: {e}\n{}", screen_text(c, id).await);
+    }
+    let event = wait_event(c, id, "human", text).await;
+    event["seq"].as_u64().expect("seq")
+}
+
+/// Waits for the first agent reply after transcript seq `after` and checks
+/// it starts with `prefix`; returns its text.
+async fn reply_starting(c: &mut warren::client::Client, id: &str, after: u64, prefix: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let events = transcript(c, id).await;
+        if let Some(t) = events
+            .iter()
+            .filter(|e| e["speaker"] == "agent" && e["kind"] == "reply")
+            .filter(|e| e["seq"].as_u64().is_some_and(|s| s > after))
+            .filter_map(|e| e["text"].as_str())
+            .next()
+        {
+            assert!(
+                t.starts_with(prefix),
+                "the reply after {after} is {t:?}, not {prefix:?}..."
+            );
+            return t.to_string();
+        }
+        if std::time::Instant::now() > deadline {
+            panic!(
+                "no agent reply after {after}: {:#?}\n{}",
+                events
+                    .iter()
+                    .map(|e| format!("{} {} {}", e["seq"], e["speaker"], e["text"]))
+                    .collect::<Vec<_>>(),
+                screen_text(c, id).await
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+async fn hold_id(c: &mut warren::client::Client, subject: &str) -> String {
+    let holds = call(c, "supervision.holds", json!({ "agent": "cc" })).await;
+    holds["holds"]
+        .as_array()
+        .expect("holds")
+        .iter()
+        .find(|h| h["summary"] == subject)
+        .and_then(|h| h["id"].as_str())
+        .unwrap_or_else(|| panic!("no hold for {subject:?}: {holds:#}"))
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_claude_code_is_supervised_against_a_fake_model() {
+    let listen = if RUNTIME == "docker" { "0.0.0.0:0" } else { "127.0.0.1:0" };
+    let model = fake_model::FakeModel::start(listen.parse().expect("addr"))
+        .await
+        .expect("fake model");
+    let (node, id) = claude_node(&model).await;
+    let mut c = node.client().await;
+
+    // A plain prompt round trip, attributed.
+    let at = say(&mut c, &id, "hello there").await;
+    reply_starting(&mut c, &id, at, "You said: hello there").await;
+
+    // Routine and repo-scoped: approved without a human, and it runs. The
+    // command is longer than the screen is wide, so the dialog wraps it; the
+    // PermissionRequest hook gives the exact text, which the screen confirms.
+    let long = format!("echo {} > ./long.txt", "d".repeat(150));
+    let at = say(&mut c, &id, &format!("run: {long}")).await;
+    let row = audit_for(&mut c, &id, &long[..100]).await;
+    assert_eq!(
+        (
+            row["trigger"].as_str(),
+            row["dialog_class"].as_str(),
+            row["repo_scoped"].as_bool(),
+            row["decision"].as_str(),
+            row["outcome"].as_str()
+        ),
+        (
+            Some("dialog"),
+            Some("command_exec"),
+            Some(true),
+            Some("approve"),
+            Some("sent")
+        ),
+        "{row:#}"
+    );
+    assert_eq!(row["keys"], json!(["1"]), "never a standing permission");
+    reply_starting(&mut c, &id, at, "Tool finished:").await;
+    assert_eq!(
+        std::fs::read_to_string(node.path().join("agents/cc/workspace/long.txt")).expect("the command ran"),
+        format!("{}\n", "d".repeat(150))
+    );
+    // The issue's own example (it runs, and fails: no toolchain for this HOME).
+    let at = say(&mut c, &id, "run: cargo test").await;
+    let row = audit_for(&mut c, &id, "cargo test").await;
+    assert_eq!(
+        (row["decision"].as_str(), row["outcome"].as_str()),
+        (Some("approve"), Some("sent")),
+        "{row:#}"
+    );
+    reply_starting(&mut c, &id, at, "Tool was not run: Exit code").await;
+
+    // The veto holds; a human denies it and the CLI is told no.
+    let at = say(&mut c, &id, "run: git push --force").await;
+    let row = audit_for(&mut c, &id, "git push --force").await;
+    assert_eq!(
+        (row["decision"].as_str(), row["policy_source"].as_str()),
+        (Some("hold"), Some("always_escalate")),
+        "{row:#}"
+    );
+    let hold = hold_id(&mut c, "git push --force").await;
+    let answered = call(
+        &mut c,
+        "supervision.answer",
+        json!({ "hold": hold, "decision": "deny" }),
+    )
+    .await;
+    assert_eq!(answered["outcome"], "sent");
+    // Claude Code ends the turn on a "No": the tool result says so.
+    let said = wait_until("the CLI told the model no", std::time::Duration::from_secs(30), || {
+        let target = node.target();
+        let id = id.clone();
+        async move {
+            let mut c = warren::client::Client::connect(&target).await.ok()?;
+            transcript(&mut c, &id).await.into_iter().find(|e| {
+                e["seq"].as_u64().is_some_and(|s| s > at)
+                    && e["speaker"] == "tool"
+                    && e["text"]
+                        .as_str()
+                        .is_some_and(|t| t.contains("doesn't want to proceed"))
+            })
+        }
+    })
+    .await;
+    assert_eq!(said["kind"], "tool_output");
+
+    // Outside the workspace: held; a human approves it and it runs.
+    let at = say(&mut c, &id, "run: cat /etc/passwd").await;
+    let row = audit_for(&mut c, &id, "cat /etc/passwd").await;
+    assert_eq!(
+        (row["decision"].as_str(), row["policy_source"].as_str()),
+        (Some("hold"), Some("not_repo_scoped")),
+        "{row:#}"
+    );
+    let hold = hold_id(&mut c, "cat /etc/passwd").await;
+    let (code, out, err) = warren(&["supervision", "answer", &hold, "approve"], &node.path());
+    assert_eq!(code, 0, "{err}{out}");
+    reply_starting(&mut c, &id, at, "Tool finished: root:").await;
+
+    // Pause, then continue with the CLI's own resume.
+    wait_idle(&mut c, &id).await;
+    call(&mut c, "conversation.pause", json!({ "conversation": id })).await;
+    call(&mut c, "conversation.continue", json!({ "conversation": id })).await;
+    let at = say(&mut c, &id, "hello again").await;
+    reply_starting(&mut c, &id, at, "You said: hello again").await;
+    let humans: Vec<String> = transcript(&mut c, &id)
+        .await
+        .iter()
+        .filter(|e| e["speaker"] == "human")
+        .filter_map(|e| e["text"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        humans,
+        vec![
+            "hello there".to_string(),
+            format!("run: {long}"),
+            "run: cargo test".into(),
+            "run: git push --force".into(),
+            "run: cat /etc/passwd".into(),
+            "hello again".into()
+        ],
+        "each message once, in order, across the resume"
+    );
+    assert!(model.requests() >= 8, "{} model requests", model.requests());
+}

@@ -1,0 +1,268 @@
+//! Docker guests on a real engine: the gate (no engine is a failure, never a
+//! skip), the hardening and labels of a conversation's container, its logs,
+//! a replayed launch token refused and audited, a container killed from
+//! outside, and an orphan reaped. Names are unique per run (node ids are
+//! random); teardown removes each node's containers and network by label.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+
+#[test]
+fn docker_engine_is_reachable() {
+    let out = std::process::Command::new("docker")
+        .args(["info", "--format", "{{.ServerVersion}}"])
+        .output()
+        .expect("the docker CLI must be installed: the Docker runtime's tests need a Docker engine");
+    assert!(
+        out.status.success() && !out.stdout.is_empty(),
+        "the Docker engine must be reachable for these tests: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `docker inspect` of the only container of `conversation`.
+fn inspect(conversation: &str) -> Value {
+    let id = docker(&[
+        "ps",
+        "-q",
+        "--filter",
+        &format!("label=warren.conversation={conversation}"),
+    ]);
+    let id = id.trim();
+    assert!(!id.is_empty(), "no running container for {conversation}");
+    let text = docker(&["inspect", id]);
+    let v: Value = serde_json::from_str(&text).expect("inspect json");
+    v[0].clone()
+}
+
+fn env_of(container: &Value, name: &str) -> String {
+    container["Config"]["Env"]
+        .as_array()
+        .expect("env")
+        .iter()
+        .filter_map(Value::as_str)
+        .find_map(|e| e.strip_prefix(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("{name} not in the container's env"))
+        .to_string()
+}
+
+async fn state_of(node: &TestNode, id: &str) -> Value {
+    let mut c = node.client().await;
+    call(&mut c, "conversation.get", json!({ "conversation": id })).await["conversation"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_runs_in_a_hardened_labelled_container() {
+    let node = TestNode::start_on("docker", "");
+    let mut c = node.client().await;
+    let id = agent_with_conversation(&mut c, "boxed").await;
+    let info = call(&mut c, "node.info", json!({})).await;
+    assert_eq!(info["runtime"], "docker");
+
+    let ct = inspect(&id);
+    let labels = &ct["Config"]["Labels"];
+    assert_eq!(labels["warren.conversation"], id.as_str());
+    assert_eq!(labels["warren.agent"], "boxed");
+    assert_eq!(labels["warren.node"], node.node_id().as_str());
+    let host = &ct["HostConfig"];
+    assert_eq!(host["SecurityOpt"], json!(["no-new-privileges"]));
+    assert_eq!(host["CapDrop"], json!(["ALL"]));
+    assert!(
+        host["PidsLimit"].as_i64().is_some_and(|p| p > 0),
+        "{}",
+        host["PidsLimit"]
+    );
+    assert!(host["Memory"].as_i64().is_some_and(|m| m > 0));
+    assert!(host["NanoCpus"].as_i64().is_some_and(|n| n > 0));
+    assert_eq!(host["ReadonlyRootfs"], true);
+    assert_eq!(ct["Config"]["User"], "10001:10001", "a non-root user");
+    assert!(
+        ct["NetworkSettings"]["Ports"].as_object().is_none_or(|p| p.is_empty()),
+        "no port into the container"
+    );
+    // The CLI never sees the launch token; the guest does.
+    assert!(!env_of(&ct, "WARREN_LAUNCH_TOKEN").is_empty());
+
+    send(&mut c, &id, "hello container").await;
+    wait_event(&mut c, &id, "agent", "echo: hello container").await;
+    // `docker logs` shows the CLI's own output (the guest is a stdio proxy).
+    let name = ct["Name"].as_str().expect("name").trim_start_matches('/').to_string();
+    let logs = wait_until("the reply in docker logs", Duration::from_secs(10), || {
+        let out = std::process::Command::new("docker")
+            .args(["logs", &name])
+            .output()
+            .expect("docker logs");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        async move { text.contains("echo: hello container").then_some(text) }
+    })
+    .await;
+    assert!(logs.contains("hello container"));
+
+    // Pause removes the container; continue makes a new one.
+    call(&mut c, "conversation.pause", json!({ "conversation": id })).await;
+    wait_until("the container is gone", Duration::from_secs(15), || {
+        let left = docker(&["ps", "-aq", "--filter", &format!("label=warren.conversation={id}")]);
+        async move { left.trim().is_empty().then_some(()) }
+    })
+    .await;
+    call(&mut c, "conversation.continue", json!({ "conversation": id })).await;
+    wait_idle(&mut c, &id).await;
+    send(&mut c, &id, "still here").await;
+    wait_event(&mut c, &id, "agent", "echo: still here").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_launch_token_is_refused_and_audited() {
+    use futures_util::{SinkExt, StreamExt};
+    let node = TestNode::start_on("docker", "");
+    let mut c = node.client().await;
+    let id = agent_with_conversation(&mut c, "replay").await;
+    let ct = inspect(&id);
+    let url = env_of(&ct, "WARREN_NODE_URL");
+    let token = env_of(&ct, "WARREN_LAUNCH_TOKEN");
+
+    // Present the used token again, as a guest would.
+    let (mut ws, _) = tokio_tungstenite::connect_async(url.as_str())
+        .await
+        .expect("dial the guest endpoint");
+    let hello = json!({
+        "type": "hello", "conversation": id, "credential": token, "reconnect": false,
+        "nonce": "00".repeat(32), "rows": 40, "cols": 120, "pid": 1, "version": "test",
+    });
+    ws.send(tokio_tungstenite::tungstenite::Message::Text(hello.to_string().into()))
+        .await
+        .expect("send hello");
+    let answer = tokio::time::timeout(Duration::from_secs(5), ws.next())
+        .await
+        .expect("an answer")
+        .expect("a frame")
+        .expect("ok frame");
+    let answer: Value = serde_json::from_str(answer.to_text().expect("text")).expect("json");
+    assert_eq!(answer["type"], "refused", "{answer}");
+    assert!(
+        answer["reason"].as_str().is_some_and(|r| r.contains("replay")),
+        "{answer}"
+    );
+
+    // An unknown conversation with a made-up token: refused too.
+    let (mut ws, _) = tokio_tungstenite::connect_async(url.as_str()).await.expect("dial");
+    let mut forged = hello.clone();
+    forged["conversation"] = json!("c-nope");
+    forged["credential"] = json!("forged");
+    ws.send(tokio_tungstenite::tungstenite::Message::Text(forged.to_string().into()))
+        .await
+        .expect("send");
+    let answer = tokio::time::timeout(Duration::from_secs(5), ws.next())
+        .await
+        .expect("an answer")
+        .expect("a frame")
+        .expect("ok frame");
+    assert!(answer.to_text().expect("text").contains("refused"));
+
+    // Both refusals are in the event log; the real guest still works.
+    let db = node.db();
+    let rows = wait_until("two guest refusals recorded", Duration::from_secs(10), || {
+        let db = db.clone();
+        async move {
+            let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}?mode=ro", db.display()))
+                .await
+                .ok()?;
+            let rows: Vec<(String,)> = sqlx::query_as("SELECT body FROM events WHERE kind = 'guest' ORDER BY seq")
+                .fetch_all(&pool)
+                .await
+                .ok()?;
+            pool.close().await;
+            (rows.len() >= 2).then_some(rows)
+        }
+    })
+    .await;
+    let first: Value = serde_json::from_str(&rows[0].0).expect("json");
+    assert_eq!(
+        (first["what"].as_str(), first["conversation"].as_str()),
+        (Some("refused"), Some(id.as_str()))
+    );
+    assert!(
+        first["reason"].as_str().is_some_and(|r| r.contains("replay")),
+        "{first}"
+    );
+    send(&mut c, &id, "unharmed").await;
+    wait_event(&mut c, &id, "agent", "echo: unharmed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_container_killed_from_outside_leaves_a_paused_resumable_conversation() {
+    let node = TestNode::start_on("docker", "");
+    let mut c = node.client().await;
+    let id = agent_with_conversation(&mut c, "victim").await;
+    send(&mut c, &id, "before").await;
+    wait_event(&mut c, &id, "agent", "echo: before").await;
+    let ct = inspect(&id);
+    docker(&["kill", ct["Id"].as_str().expect("id")]);
+    let paused = wait_until("the conversation is paused", Duration::from_secs(15), || {
+        let node = &node;
+        let id = id.clone();
+        async move {
+            let conv = state_of(node, &id).await;
+            (conv["state"] == "paused").then_some(conv)
+        }
+    })
+    .await;
+    assert!(paused["resume_ref"].as_str().is_some(), "{paused}");
+    call(&mut c, "conversation.continue", json!({ "conversation": id })).await;
+    wait_idle(&mut c, &id).await;
+    send(&mut c, &id, "after").await;
+    wait_event(&mut c, &id, "agent", "echo: after").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orphan_container_is_reaped_and_audited() {
+    let node = TestNode::start_on("docker", "");
+    let mut c = node.client().await;
+    // The node is up (and has reaped once); now an orphan appears: a container
+    // labelled for this node that no live conversation owns.
+    call(&mut c, "node.info", json!({})).await;
+    let image = guest_image("fake");
+    let orphan = docker(&[
+        "run",
+        "-d",
+        "--label",
+        &format!("warren.node={}", node.node_id()),
+        "--label",
+        "warren.conversation=c-orphan",
+        "--entrypoint",
+        "sleep",
+        &image,
+        "600",
+    ]);
+    let orphan = orphan.trim().to_string();
+    assert!(!orphan.is_empty(), "the orphan started");
+    wait_until("the orphan is reaped", Duration::from_secs(20), || {
+        let left = docker(&["ps", "-aq", "--filter", "label=warren.conversation=c-orphan"]);
+        async move { left.trim().is_empty().then_some(()) }
+    })
+    .await;
+    let db = node.db();
+    let orphan_id = orphan.clone();
+    wait_until("the reaping is in the event log", Duration::from_secs(10), || {
+        let db = db.clone();
+        let orphan = orphan_id.clone();
+        async move {
+            let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}?mode=ro", db.display()))
+                .await
+                .ok()?;
+            let rows: Vec<(String,)> = sqlx::query_as("SELECT body FROM events WHERE kind = 'guest'")
+                .fetch_all(&pool)
+                .await
+                .ok()?;
+            pool.close().await;
+            rows.iter()
+                .any(|(b,)| b.contains("\"what\":\"reaped\"") && b.contains("c-orphan") && b.contains(&orphan))
+                .then_some(())
+        }
+    })
+    .await;
+}
