@@ -16,6 +16,9 @@ pub enum Reply {
     Text(String),
     /// A request to run one shell command with Claude Code's Bash tool.
     Bash { command: String, description: String },
+    /// A question for the user with Claude Code's AskUserQuestion tool (a
+    /// decision prompt): `ask: QUESTION | OPTION | OPTION ...`.
+    Ask { question: String, options: Vec<String> },
 }
 
 /// Decides the reply to a request, looking only at its last user message.
@@ -104,8 +107,25 @@ fn user_text(content: &Value) -> Option<String> {
     (!text.is_empty()).then(|| text.to_owned())
 }
 
-/// Turns user text into a Bash request when it has a `run:` line, else echoes it.
+/// Turns user text into a Bash request when it has a `run:` line, a question
+/// when it has an `ask:` line with at least two options, else echoes it.
 fn text_reply(text: String) -> Reply {
+    let ask = text
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("ask:"))
+        .map(|rest| {
+            rest.split('|')
+                .map(|p| p.trim().to_owned())
+                .filter(|p| !p.is_empty())
+                .collect::<Vec<_>>()
+        });
+    if let Some(mut parts) = ask.filter(|p| p.len() >= 3) {
+        let question = parts.remove(0);
+        return Reply::Ask {
+            question,
+            options: parts,
+        };
+    }
     let command = text
         .lines()
         .find_map(|line| line.trim().strip_prefix("run:"))
@@ -165,6 +185,25 @@ mod tests {
             {"role": "assistant", "content": "trailing prefill"}
         ]));
         assert_eq!(decide(&req), text("You said: second"));
+    }
+
+    #[test]
+    fn ask_line_asks_a_question() {
+        let reply = decide(&request(json!([user(json!(
+            "ask: Which database? | PostgreSQL | SQLite"
+        ))])));
+        assert_eq!(
+            reply,
+            Reply::Ask {
+                question: "Which database?".into(),
+                options: vec!["PostgreSQL".into(), "SQLite".into()]
+            }
+        );
+        // One option is not a choice: echoed.
+        assert!(matches!(
+            decide(&request(json!([user(json!("ask: Q | A"))]))),
+            Reply::Text(_)
+        ));
     }
 
     #[test]

@@ -40,8 +40,8 @@ pub fn sse_body(reply: &Reply, model: &str, seq: u64) -> String {
 pub fn message_json(reply: &Reply, model: &str, seq: u64) -> Value {
     let content = match reply {
         Reply::Text(text) => json!({"type": "text", "text": text}),
-        Reply::Bash { .. } => {
-            json!({"type": "tool_use", "id": tool_id(seq), "name": "Bash", "input": tool_input(reply)})
+        Reply::Bash { .. } | Reply::Ask { .. } => {
+            json!({"type": "tool_use", "id": tool_id(seq), "name": tool_name(reply), "input": tool_input(reply)})
         }
     };
     json!({
@@ -83,15 +83,29 @@ fn tool_id(seq: u64) -> String {
 fn stop_reason(reply: &Reply) -> &'static str {
     match reply {
         Reply::Text(_) => "end_turn",
-        Reply::Bash { .. } => "tool_use",
+        Reply::Bash { .. } | Reply::Ask { .. } => "tool_use",
     }
 }
 
-/// The Bash tool's input object; `Null` for a text reply.
+fn tool_name(reply: &Reply) -> &'static str {
+    match reply {
+        Reply::Ask { .. } => "AskUserQuestion",
+        _ => "Bash",
+    }
+}
+
+/// The tool's input object; `Null` for a text reply. AskUserQuestion takes
+/// one question with labelled options.
 fn tool_input(reply: &Reply) -> Value {
     match reply {
         Reply::Text(_) => Value::Null,
         Reply::Bash { command, description } => json!({"command": command, "description": description}),
+        Reply::Ask { question, options } => json!({"questions": [{
+            "question": question,
+            "header": "Choice",
+            "multiSelect": false,
+            "options": options.iter().map(|o| json!({"label": o, "description": o})).collect::<Vec<_>>(),
+        }]}),
     }
 }
 
@@ -99,7 +113,7 @@ fn tool_input(reply: &Reply) -> Value {
 fn output_tokens(reply: &Reply) -> u64 {
     let chars = match reply {
         Reply::Text(text) => text.chars().count(),
-        Reply::Bash { .. } => tool_input(reply).to_string().chars().count(),
+        Reply::Bash { .. } | Reply::Ask { .. } => tool_input(reply).to_string().chars().count(),
     };
     (chars / 4).max(1) as u64
 }
@@ -107,7 +121,9 @@ fn output_tokens(reply: &Reply) -> u64 {
 fn block_start(reply: &Reply, seq: u64) -> Value {
     let block = match reply {
         Reply::Text(_) => json!({"type": "text", "text": ""}),
-        Reply::Bash { .. } => json!({"type": "tool_use", "id": tool_id(seq), "name": "Bash", "input": {}}),
+        Reply::Bash { .. } | Reply::Ask { .. } => {
+            json!({"type": "tool_use", "id": tool_id(seq), "name": tool_name(reply), "input": {}})
+        }
     };
     json!({"type": "content_block_start", "index": 0, "content_block": block})
 }
@@ -119,7 +135,7 @@ fn deltas(reply: &Reply) -> Vec<Value> {
             .into_iter()
             .map(|t| json!({"type": "text_delta", "text": t}))
             .collect(),
-        Reply::Bash { .. } => split_chars(&tool_input(reply).to_string(), CHUNKS)
+        Reply::Bash { .. } | Reply::Ask { .. } => split_chars(&tool_input(reply).to_string(), CHUNKS)
             .into_iter()
             .map(|p| json!({"type": "input_json_delta", "partial_json": p}))
             .collect(),

@@ -68,8 +68,20 @@ impl Default for DockerSettings {
 /// Connects to the local engine and checks it answers (API version negotiated:
 /// engines older than this client are common).
 pub async fn connect() -> Result<Docker, String> {
-    let docker =
-        Docker::connect_with_socket_defaults().map_err(|e| format!("cannot reach the Docker engine's socket: {e}"))?;
+    // DOCKER_HOST is honoured as the docker CLI honours it (local sockets only).
+    let docker = match std::env::var("DOCKER_HOST").ok().filter(|h| !h.is_empty()) {
+        Some(host) if host.starts_with("unix://") => {
+            Docker::connect_with_socket(&host, 120, bollard::API_DEFAULT_VERSION)
+                .map_err(|e| format!("cannot reach the Docker engine at DOCKER_HOST={host}: {e}"))?
+        }
+        Some(host) => {
+            return Err(format!(
+                "DOCKER_HOST={host}: only a local engine on a unix:// socket is supported"
+            ));
+        }
+        None => Docker::connect_with_socket_defaults()
+            .map_err(|e| format!("cannot reach the Docker engine's socket: {e}"))?,
+    };
     let docker = tokio::time::timeout(Duration::from_secs(5), docker.negotiate_version())
         .await
         .map_err(|_| "the Docker engine did not answer within 5 s".to_string())?
