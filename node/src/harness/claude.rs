@@ -154,7 +154,7 @@ impl Harness for ClaudeHarness {
     }
 
     fn dialog(&self, screen: &ScreenSnapshot) -> Option<Dialog> {
-        dialog_of(&screen.lines)
+        claude_dialog(&screen.lines)
     }
 
     fn supervision_dialog(&self, dialog: &Dialog, cwd: &Path) -> supervision::Dialog {
@@ -260,6 +260,25 @@ fn flatten(content: &Value) -> String {
     }
 }
 
+/// A dialog: numbered options with a `❯` cursor above an `Esc to cancel`
+/// footer. Permission dialogs indent their options (` ❯ 1. Yes`); question
+/// dialogs (AskUserQuestion) draw them from column 0 (`❯ 1. PostgreSQL`),
+/// which a history line can look like, hence the footer and at least two
+/// options.
+pub(crate) fn claude_dialog(lines: &[String]) -> Option<Dialog> {
+    if !lines.iter().any(|l| l.contains("Esc to cancel")) {
+        return None;
+    }
+    let shifted: Vec<String> = lines
+        .iter()
+        .map(|l| match l.strip_prefix("❯ ") {
+            Some(rest) if rest.split_once(". ").is_some_and(|(n, _)| n.parse::<u32>().is_ok()) => format!(" {l}"),
+            _ => l.clone(),
+        })
+        .collect();
+    dialog_of(&shifted).filter(|d| d.options.len() >= 2)
+}
+
 fn is_rule(line: &str) -> bool {
     line.starts_with('─')
 }
@@ -280,7 +299,7 @@ pub(crate) fn status_of(lines: &[String]) -> Status {
     if lines.iter().any(|l| l.contains("esc to interrupt")) {
         return Status::Busy;
     }
-    if dialog_of(lines).is_some() {
+    if claude_dialog(lines).is_some() {
         return Status::Dialog;
     }
     if (0..lines.len()).any(|i| is_input_line(lines, i)) {
@@ -347,6 +366,22 @@ mod tests {
         // One line, or lines without the gutter, stay as they are.
         assert_eq!(strip_gutter("│ one"), "│ one");
         assert_eq!(strip_gutter("a\n│ b"), "a\n│ b");
+    }
+
+    #[test]
+    fn a_question_is_a_dialog_and_a_history_line_is_not() {
+        let question = lines(
+            "❯ ask: Which database?\n──────────\n ☐ Choice\nWhich database?\n❯ 1. PostgreSQL\n     PostgreSQL\n  2. SQLite\n     SQLite\n  3. Type something.\n──────────\n  4. Chat about this\nEnter to select · ↑/↓ to navigate · Esc to cancel",
+        );
+        assert_eq!(status_of(&question), Status::Dialog);
+        let d = claude_dialog(&question).expect("dialog");
+        assert_eq!(d.title, "☐ Choice");
+        assert_eq!(d.options.len(), 3);
+        assert!(d.options[0].starts_with("1. PostgreSQL"), "{:?}", d.options);
+        // The user once typed "1. fix it": its history line is no dialog.
+        let history = lines("❯ 1. fix it\n● done\n──────────\n❯ \n──────────");
+        assert_eq!(claude_dialog(&history), None);
+        assert_eq!(status_of(&history), Status::Idle);
     }
 
     #[test]

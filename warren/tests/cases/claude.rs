@@ -226,6 +226,17 @@ async fn real_claude_code_is_supervised_against_a_fake_model() {
     assert_eq!(code, 0, "{err}{out}");
     reply_starting(&mut c, &id, at, "Tool finished: root:").await;
 
+    // A decision prompt (AskUserQuestion) always holds; the human cancels it.
+    say(&mut c, &id, "ask: Which database? | PostgreSQL | SQLite").await;
+    let row = audit_for(&mut c, &id, "☐ Choice").await;
+    assert_eq!(
+        (row["decision"].as_str(), row["policy_source"].as_str()),
+        (Some("hold"), Some("decision_prompt")),
+        "{row:#}"
+    );
+    hold_id(&mut c, "☐ Choice").await;
+    call(&mut c, "conversation.sendKeys", json!({ "conversation": id, "keys": "\u{1b}" })).await;
+
     // Pause, then continue with the CLI's own resume.
     wait_idle(&mut c, &id).await;
     call(&mut c, "conversation.pause", json!({ "conversation": id })).await;
@@ -246,6 +257,7 @@ async fn real_claude_code_is_supervised_against_a_fake_model() {
             "run: cargo test".into(),
             "run: git push --force".into(),
             "run: cat /etc/passwd".into(),
+            "ask: Which database? | PostgreSQL | SQLite".into(),
             "hello again".into()
         ],
         "each message once, in order, across the resume"
