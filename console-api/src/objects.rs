@@ -19,6 +19,19 @@ pub struct Grants {
     pub egress: Vec<String>,
 }
 
+/// Resource limits of an agent's conversation containers (Docker runtime);
+/// unset fields take the node's `[docker]` defaults.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Resources {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids: Option<i64>,
+}
+
 /// One rule of a fake-harness script: a regex over the submitted message and
 /// the actions the fake CLI takes (see the fake CLI's rules file).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +50,8 @@ pub struct Agent {
     pub grants: Grants,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<FakeRule>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Resources>,
     pub created_at: u64,
     pub updated_at: u64,
     pub archived: bool,
@@ -56,6 +71,8 @@ pub struct AgentCreate {
     /// Scripted behaviour for the `fake` harness.
     #[serde(default)]
     pub rules: Option<Vec<FakeRule>>,
+    #[serde(default)]
+    pub resources: Option<Resources>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -70,6 +87,8 @@ pub struct AgentUpdate {
     pub grants: Option<Grants>,
     #[serde(default)]
     pub rules: Option<Vec<FakeRule>>,
+    #[serde(default)]
+    pub resources: Option<Resources>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

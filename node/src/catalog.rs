@@ -201,6 +201,7 @@ impl Catalog {
             model: p.model,
             grants: grants_record(p.grants.unwrap_or_default()),
             rules: rules_record(p.rules.unwrap_or_default()),
+            resources: p.resources,
         };
         check_record(&agent)?;
         Ok(Event::AgentCreated { agent })
@@ -223,6 +224,9 @@ impl Catalog {
         }
         if let Some(rules) = p.rules {
             agent.rules = rules_record(rules);
+        }
+        if let Some(resources) = p.resources {
+            agent.resources = Some(resources);
         }
         check_record(&agent)?;
         Ok(Event::AgentUpdated { agent })
@@ -394,6 +398,9 @@ fn check_record(a: &AgentRecord) -> Result<(), Invalid> {
     if let Some(m) = &a.model {
         validate::model(m)?;
     }
+    if let Some(r) = &a.resources {
+        validate::resources(r)?;
+    }
     validate::list("grants.tools", &a.grants.tools)?;
     validate::list("grants.egress", &a.grants.egress)?;
     match &a.grants.peers {
@@ -491,6 +498,7 @@ impl AgentEntry {
                     actions: x.actions.clone(),
                 })
                 .collect(),
+            resources: r.resources.clone(),
             created_at: self.created_at,
             updated_at: self.updated_at,
             archived: self.archived,
@@ -535,6 +543,7 @@ mod tests {
             model: None,
             grants: None,
             rules: None,
+            resources: None,
         }
     }
 
@@ -819,6 +828,7 @@ mod mail_tests {
                             egress: vec![],
                         },
                         rules: vec![],
+                        resources: None,
                     },
                 },
             });

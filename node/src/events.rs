@@ -42,6 +42,9 @@ pub struct AgentRecord {
     pub grants: GrantsRecord,
     #[serde(default)]
     pub rules: Vec<RuleRecord>,
+    /// Container limits (Docker runtime); unset fields: the node's defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<console_api::Resources>,
 }
 
 /// One fact in the log.
@@ -235,6 +238,7 @@ mod tests {
                         egress: vec![]
                     },
                     rules: vec![],
+                    resources: None,
                 }
             }),
             (arb_text(), arb_text(), any::<bool>()).prop_map(|(workspace, pattern, learned)| Event::ApprovalRule {

@@ -446,6 +446,7 @@ impl Node {
             harness: agent.harness.clone(),
             image: settings.and_then(|s| s.image.clone()),
             mounts: vec![home.clone(), workspace.clone()],
+            resources: agent.resources.clone().unwrap_or_default(),
             program: plan.program,
             args: plan.args,
             cwd: workspace,

@@ -77,6 +77,29 @@ pub fn model(m: &str) -> Result<(), Invalid> {
     Ok(())
 }
 
+/// Container limits: memory 64 MiB..256 GiB, 0.05..256 CPUs, 16..65536 pids.
+pub fn resources(r: &console_api::Resources) -> Result<(), Invalid> {
+    if let Some(m) = r.memory_mb
+        && !(64..=262_144).contains(&m)
+    {
+        return Err(invalid(
+            "resources.memory_mb",
+            format!("{m} is not between 64 and 262144"),
+        ));
+    }
+    if let Some(c) = r.cpus
+        && !(c.is_finite() && (0.05..=256.0).contains(&c))
+    {
+        return Err(invalid("resources.cpus", format!("{c} is not between 0.05 and 256")));
+    }
+    if let Some(p) = r.pids
+        && !(16..=65_536).contains(&p)
+    {
+        return Err(invalid("resources.pids", format!("{p} is not between 16 and 65536")));
+    }
+    Ok(())
+}
+
 pub fn list(field: &'static str, items: &[String]) -> Result<(), Invalid> {
     if items.len() > MAX_LIST_ITEMS {
         return Err(invalid(
@@ -345,6 +368,50 @@ mod tests {
         for bad in ["", "A", "1abc", "-a", "a-", "a_b", "a b", "é", &"a".repeat(64)] {
             let err = agent_name(bad).expect_err(bad);
             assert_eq!(err.field, "name");
+        }
+    }
+
+    #[test]
+    fn resources_are_bounded() {
+        let ok = console_api::Resources {
+            memory_mb: Some(512),
+            cpus: Some(0.5),
+            pids: Some(128),
+        };
+        assert!(resources(&ok).is_ok());
+        assert!(resources(&console_api::Resources::default()).is_ok());
+        for (bad, field) in [
+            (
+                console_api::Resources {
+                    memory_mb: Some(1),
+                    ..ok.clone()
+                },
+                "resources.memory_mb",
+            ),
+            (
+                console_api::Resources {
+                    cpus: Some(f64::NAN),
+                    ..ok.clone()
+                },
+                "resources.cpus",
+            ),
+            (
+                console_api::Resources {
+                    cpus: Some(0.0),
+                    ..ok.clone()
+                },
+                "resources.cpus",
+            ),
+            (
+                console_api::Resources {
+                    pids: Some(1),
+                    ..ok.clone()
+                },
+                "resources.pids",
+            ),
+        ] {
+            let e = resources(&bad).expect_err("out of range");
+            assert!(e.to_string().contains(field), "{e}");
         }
     }
 

@@ -227,17 +227,7 @@ async fn bench_docker(args: &BenchArgs) -> anyhow::Result<()> {
 
 /// Like `wait_idle`, polling every 5 ms (start-up latency is the figure).
 async fn wait_idle_fast(c: &mut Client, conv: &str) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let v = call(c, m::CONVERSATION_GET, json!({ "conversation": conv })).await?;
-        if v["conversation"]["status"] == "IDLE" {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("conversation {conv} did not become IDLE");
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    wait_idle_every(c, conv, Duration::from_millis(5)).await
 }
 
 /// Durable appends/s: many writers, one event per append, each awaited until
@@ -362,7 +352,11 @@ async fn call(c: &mut Client, method: &str, p: Value) -> anyhow::Result<Value> {
 }
 
 async fn wait_idle(c: &mut Client, conv: &str) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    wait_idle_every(c, conv, Duration::from_millis(20)).await
+}
+
+async fn wait_idle_every(c: &mut Client, conv: &str, every: Duration) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let v = call(c, m::CONVERSATION_GET, json!({ "conversation": conv })).await?;
         if v["conversation"]["status"] == "IDLE" {
@@ -371,7 +365,7 @@ async fn wait_idle(c: &mut Client, conv: &str) -> anyhow::Result<()> {
         if Instant::now() > deadline {
             bail!("conversation {conv} did not become IDLE");
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(every).await;
     }
 }
 
@@ -542,6 +536,7 @@ async fn bench_startup(args: &BenchArgs) -> anyhow::Result<()> {
                         egress: vec![],
                     },
                     rules: vec![],
+                    resources: None,
                 },
             });
             for k in 0..5 {

@@ -59,7 +59,26 @@ async fn state_of(node: &TestNode, id: &str) -> Value {
 async fn a_conversation_runs_in_a_hardened_labelled_container() {
     let node = TestNode::start_on("docker", "");
     let mut c = node.client().await;
-    let id = agent_with_conversation(&mut c, "boxed").await;
+    // The agent's definition carries its container limits (the CLI's flags).
+    let (code, out, err) = warren(
+        &[
+            "agent",
+            "create",
+            "boxed",
+            "--memory-mb",
+            "512",
+            "--cpus",
+            "0.5",
+            "--pids",
+            "128",
+        ],
+        &node.path(),
+    );
+    assert_eq!(code, 0, "{err}{out}");
+    let (code, _, err) = warren(&["agent", "create", "greedy", "--cpus", "0"], &node.path());
+    assert_eq!(code, 1);
+    assert!(err.contains("resources.cpus"), "{err}");
+    let id = conversation_id(&mut c, "boxed").await;
     let info = call(&mut c, "node.info", json!({})).await;
     assert_eq!(info["runtime"], "docker");
 
@@ -71,13 +90,9 @@ async fn a_conversation_runs_in_a_hardened_labelled_container() {
     let host = &ct["HostConfig"];
     assert_eq!(host["SecurityOpt"], json!(["no-new-privileges"]));
     assert_eq!(host["CapDrop"], json!(["ALL"]));
-    assert!(
-        host["PidsLimit"].as_i64().is_some_and(|p| p > 0),
-        "{}",
-        host["PidsLimit"]
-    );
-    assert!(host["Memory"].as_i64().is_some_and(|m| m > 0));
-    assert!(host["NanoCpus"].as_i64().is_some_and(|n| n > 0));
+    assert_eq!(host["PidsLimit"], 128, "from the agent's definition");
+    assert_eq!(host["Memory"], 512 * 1024 * 1024);
+    assert_eq!(host["NanoCpus"], 500_000_000);
     assert_eq!(host["ReadonlyRootfs"], true);
     assert_eq!(ct["Config"]["User"], "10001:10001", "a non-root user");
     assert!(

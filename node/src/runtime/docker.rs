@@ -272,9 +272,9 @@ impl DockerRuntime {
                 network_mode: Some(self.network.clone()),
                 cap_drop: Some(vec!["ALL".into()]),
                 security_opt: Some(vec!["no-new-privileges".into()]),
-                pids_limit: Some(self.settings.pids_limit),
-                memory: Some((self.settings.memory_mb * 1024 * 1024) as i64),
-                nano_cpus: Some((self.settings.cpus * 1e9) as i64),
+                pids_limit: Some(spec.resources.pids.unwrap_or(self.settings.pids_limit)),
+                memory: Some((spec.resources.memory_mb.unwrap_or(self.settings.memory_mb) * 1024 * 1024) as i64),
+                nano_cpus: Some((spec.resources.cpus.unwrap_or(self.settings.cpus) * 1e9) as i64),
                 readonly_rootfs: Some(true),
                 // Services the host offers to its guests (e.g. a local model
                 // server) are reachable by this standard name.

@@ -462,25 +462,7 @@ impl Session for GuestSession {
     }
 
     fn screen(&self) -> ScreenSnapshot {
-        match self.parser.lock() {
-            Ok(p) => {
-                let s = p.screen();
-                let (rows, cols) = s.size();
-                let (rows, cols) = (rows.get(), cols.get());
-                ScreenSnapshot {
-                    rows,
-                    cols,
-                    lines: s.rows(0, cols).collect(),
-                    cursor: s.cursor_position(),
-                }
-            }
-            Err(_) => ScreenSnapshot {
-                rows: 0,
-                cols: 0,
-                lines: vec![],
-                cursor: (0, 0),
-            },
-        }
+        super::snapshot(&self.parser)
     }
 
     fn status(&self) -> console_api::Status {

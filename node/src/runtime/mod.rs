@@ -41,6 +41,29 @@ impl ScreenSnapshot {
     }
 }
 
+/// The screen of a terminal emulator (an empty one if its lock is poisoned).
+pub(crate) fn snapshot(parser: &std::sync::Mutex<vt100::Parser>) -> ScreenSnapshot {
+    match parser.lock() {
+        Ok(p) => {
+            let s = p.screen();
+            let (rows, cols) = s.size();
+            let (rows, cols) = (rows.get(), cols.get());
+            ScreenSnapshot {
+                rows,
+                cols,
+                lines: s.rows(0, cols).collect(),
+                cursor: s.cursor_position(),
+            }
+        }
+        Err(_) => ScreenSnapshot {
+            rows: 0,
+            cols: 0,
+            lines: vec![],
+            cursor: (0, 0),
+        },
+    }
+}
+
 /// Derives BUSY / IDLE / DIALOG from a screen (the harness adapter's job).
 pub type StatusFn = Arc<dyn Fn(&ScreenSnapshot) -> Status + Send + Sync>;
 
@@ -56,6 +79,8 @@ pub struct LaunchSpec {
     /// Directories the CLI reads and writes (the agent's home and workspace):
     /// a container runtime mounts them at the same paths.
     pub mounts: Vec<PathBuf>,
+    /// The agent's container limits (unset: the runtime's defaults).
+    pub resources: console_api::Resources,
     pub program: PathBuf,
     pub args: Vec<String>,
     pub cwd: PathBuf,

@@ -52,6 +52,33 @@ pub enum NodeVerb {
     },
 }
 
+/// An agent's container limits (Docker runtime).
+#[derive(clap::Args)]
+pub struct ResourceArgs {
+    /// Memory limit of its containers, MiB.
+    #[arg(long)]
+    memory_mb: Option<u64>,
+    /// CPU limit of its containers (e.g. 0.5).
+    #[arg(long)]
+    cpus: Option<f64>,
+    /// Process limit of its containers.
+    #[arg(long)]
+    pids: Option<i64>,
+}
+
+impl ResourceArgs {
+    /// Sets `resources` in `p` when any limit was given.
+    fn put_into(self, p: &mut Value) {
+        if self.memory_mb.is_some() || self.cpus.is_some() || self.pids.is_some() {
+            let mut r = json!({});
+            put(&mut r, "memory_mb", self.memory_mb);
+            put(&mut r, "cpus", self.cpus);
+            put(&mut r, "pids", self.pids);
+            p["resources"] = r;
+        }
+    }
+}
+
 #[derive(Subcommand)]
 pub enum AgentVerb {
     Create {
@@ -71,6 +98,8 @@ pub enum AgentVerb {
         /// A JSON file of fake-CLI rules: `[{"match": REGEX, "actions": [...]}]`.
         #[arg(long)]
         rules_file: Option<PathBuf>,
+        #[command(flatten)]
+        resources: ResourceArgs,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -91,6 +120,8 @@ pub enum AgentVerb {
         model: Option<String>,
         #[arg(long)]
         rules_file: Option<PathBuf>,
+        #[command(flatten)]
+        resources: ResourceArgs,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -322,9 +353,11 @@ pub async fn agent(verb: AgentVerb, conn: Conn, out: Output) -> anyhow::Result<E
             peers,
             tools,
             rules_file,
+            resources,
             data_dir,
         } => {
             let mut p = json!({ "name": name, "harness": harness });
+            resources.put_into(&mut p);
             put(&mut p, "persona", persona);
             put(&mut p, "model", model);
             let mut grants = json!({});
@@ -367,9 +400,11 @@ pub async fn agent(verb: AgentVerb, conn: Conn, out: Output) -> anyhow::Result<E
             persona,
             model,
             rules_file,
+            resources,
             data_dir,
         } => {
             let mut p = json!({ "agent": name });
+            resources.put_into(&mut p);
             put(&mut p, "persona", persona);
             put(&mut p, "model", model);
             if let Some(rules) = read_rules(&rules_file)? {
