@@ -167,10 +167,10 @@ proptest! {
             for op in ops {
                 let decided: Option<Event> = match op {
                     Op::Create(a) => live.decide_create_agent(AgentCreate {
-                        name: format!("agent-{a}"), harness: "fake".into(), persona: None, model: None, grants: None, rules: None,
+                        name: format!("agent-{a}"), harness: "fake".into(), persona: None, model: None, grants: None, rules: None, resources: None,
                     }).ok(),
                     Op::Update(a, p) => live.decide_update_agent(console_api::AgentUpdate {
-                        agent: format!("agent-{a}"), persona: Some(p), model: None, grants: None, rules: None,
+                        agent: format!("agent-{a}"), persona: Some(p), model: None, grants: None, rules: None, resources: None,
                     }).ok(),
                     Op::Archive(a) => live.decide_archive_agent(&format!("agent-{a}")).ok(),
                     Op::Start(a) => {
