@@ -40,6 +40,9 @@ pub struct ConvEntry {
     pub resume_ref: Option<String>,
     pub pause_reason: Option<String>,
     pub launches: u32,
+    /// The hash of the session key of the guest running it (Docker runtime),
+    /// while starting or active: what a restarted node re-adopts it by.
+    pub guest_key: Option<String>,
 }
 
 /// Agents and conversations as of some point of the log.
@@ -109,6 +112,7 @@ impl Catalog {
                         resume_ref: resume_ref.clone(),
                         pause_reason: None,
                         launches: 0,
+                        guest_key: None,
                     },
                 );
             }
@@ -123,6 +127,13 @@ impl Catalog {
                 *c = (*c).max(*cursor);
             }
             Event::MailSent { .. } | Event::SupervisionActed { .. } | Event::Guest { .. } => {}
+            Event::GuestAttached { conversation, key_hash } => {
+                if let Some(c) = self.conversations.get_mut(conversation)
+                    && matches!(c.state, ConversationState::Starting | ConversationState::Active)
+                {
+                    c.guest_key = Some(key_hash.clone());
+                }
+            }
             Event::SupervisionSet { agent, policy } => {
                 self.supervision.insert(agent.clone(), policy.clone());
             }
@@ -156,6 +167,10 @@ impl Catalog {
             c.state = state;
             c.updated_at = ts;
             c.launches += launches;
+            // A guest belongs to one run: gone once it stops or restarts.
+            if state != ConversationState::Active {
+                c.guest_key = None;
+            }
             if state == ConversationState::Paused {
                 c.pause_reason = reason;
             } else if state != ConversationState::Archived {

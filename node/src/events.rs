@@ -141,6 +141,12 @@ pub enum Event {
         what: String,
         reason: String,
     },
+    /// A guest attached to a conversation; `key_hash` (sha256, hex) of the
+    /// session key it reconnects with, so a restarted node can re-adopt it.
+    GuestAttached {
+        conversation: String,
+        key_hash: String,
+    },
     /// One attributed transcript delta. `cursor` is the byte offset in the
     /// CLI's session file just past the line this came from (file-derived
     /// events only): committed with the event, it says where to resume reading.
@@ -174,6 +180,7 @@ impl Event {
             Event::ApprovalRule { .. } => "approval_rule",
             Event::TokenRevoked { .. } => "token_revoked",
             Event::Guest { .. } => "guest",
+            Event::GuestAttached { .. } => "guest_attached",
             Event::Transcript { .. } => "transcript",
         }
     }
@@ -188,7 +195,7 @@ impl Event {
             | Event::ConversationArchived { id, .. } => Some(id),
             Event::Transcript { conversation, .. } => Some(conversation),
             Event::SupervisionActed { conversation, .. } => conversation.as_deref(),
-            Event::Guest { conversation, .. } => Some(conversation),
+            Event::Guest { conversation, .. } | Event::GuestAttached { conversation, .. } => Some(conversation),
             _ => None,
         }
     }

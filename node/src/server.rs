@@ -15,7 +15,7 @@ use crate::api::{self, App, NodeIdentity};
 use crate::config::{Config, RuntimeKind};
 use crate::runtime::Runtime;
 use crate::runtime::docker;
-use crate::runtime::guest_link::GuestRegistry;
+use crate::runtime::guest_link::{GuestNote, GuestRegistry};
 use crate::runtime::local::LocalRuntime;
 use crate::service::{CoreConfig, Node};
 use crate::store::Store;
@@ -159,6 +159,7 @@ pub async fn run(
             instance_token_ttl: Duration::from_secs(cfg.instance_token_ttl_secs.max(2)),
             supervision: cfg.supervision.clone(),
             harnesses: cfg.harnesses.clone(),
+            readopt_grace: Duration::from_secs(cfg.docker.readopt_grace_secs),
         },
         store,
         runtime.clone(),
@@ -210,7 +211,7 @@ pub async fn run(
                 tracing::error!(error = %e, "the guest listener stopped");
             }
         }));
-        side_tasks.push(tokio::spawn(record_refusals(node.clone(), g.refusals)));
+        side_tasks.push(tokio::spawn(record_guest_notes(node.clone(), g.notes)));
         let every = Duration::from_secs(cfg.docker.reap_interval_secs.max(1));
         side_tasks.push(tokio::spawn(reap_orphans(node.clone(), runtime.clone(), every)));
     }
@@ -242,7 +243,7 @@ pub async fn run(
 struct GuestSide {
     listener: tokio::net::TcpListener,
     registry: Arc<GuestRegistry>,
-    refusals: tokio::sync::mpsc::Receiver<crate::runtime::guest_link::Refusal>,
+    notes: tokio::sync::mpsc::Receiver<GuestNote>,
 }
 
 /// The Docker runtime: the node's bridge network, a listener on its gateway
@@ -258,18 +259,33 @@ async fn docker_runtime(
     let (network, gateway) = docker::ensure_network(&docker, node_id)
         .await
         .map_err(|e| anyhow::anyhow!(e))?;
-    let listener = tokio::net::TcpListener::bind((gateway.as_str(), 0))
-        .await
-        .with_context(|| format!("binding the guest listener on {gateway} (the {network} gateway)"))?;
+    // The same port as the last run when it is free: guests that outlived a
+    // restart redial the address they were given.
+    let port_file = cfg.data_dir.join("guest.port");
+    let last_port: u16 = std::fs::read_to_string(&port_file)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    let listener = match tokio::net::TcpListener::bind((gateway.as_str(), last_port)).await {
+        Ok(l) => l,
+        Err(e) if last_port != 0 => {
+            tracing::warn!(error = %e, last_port, "the guest port of the last run is taken: guests of that run cannot come back");
+            tokio::net::TcpListener::bind((gateway.as_str(), 0)).await?
+        }
+        Err(e) => {
+            return Err(e).with_context(|| format!("binding the guest listener on {gateway} (the {network} gateway)"));
+        }
+    };
+    write_private(&port_file, &format!("{}\n", listener.local_addr()?.port()))?;
     let base_url = format!("ws://{}", listener.local_addr()?);
     let seed: [u8; 32] = hex::decode(root_hex)
         .ok()
         .and_then(|b| b.try_into().ok())
         .context("root.key is not a 32-byte ed25519 key in hex")?;
-    let (refusal_tx, refusals) = tokio::sync::mpsc::channel(64);
+    let (note_tx, notes) = tokio::sync::mpsc::channel(256);
     let registry = Arc::new(GuestRegistry::new(
         guest::ed25519_dalek::SigningKey::from_bytes(&seed),
-        refusal_tx,
+        note_tx,
     ));
     tracing::info!(%network, %base_url, "docker runtime: guests dial the node here");
     let runtime = docker::DockerRuntime::new(
@@ -286,24 +302,30 @@ async fn docker_runtime(
         Some(GuestSide {
             listener,
             registry,
-            refusals,
+            notes,
         }),
     ))
 }
 
-/// Refused guests (a replayed or expired launch token) go to the audit log.
-async fn record_refusals(node: Arc<Node>, mut rx: tokio::sync::mpsc::Receiver<crate::runtime::guest_link::Refusal>) {
-    while let Some((conversation, reason)) = rx.recv().await {
-        node.record_guest_event(&conversation, "refused", &reason).await;
+/// Refused guests (a replayed or expired launch token) go to the audit log;
+/// attached guests' key hashes to the catalog (for re-adoption).
+async fn record_guest_notes(node: Arc<Node>, mut rx: tokio::sync::mpsc::Receiver<GuestNote>) {
+    while let Some(note) = rx.recv().await {
+        match note {
+            GuestNote::Refused { conversation, reason } => {
+                node.record_guest_event(&conversation, "refused", &reason).await
+            }
+            GuestNote::Attached { conversation, key_hash } => node.record_guest_attached(&conversation, key_hash).await,
+        }
     }
 }
 
-/// Reaps containers of this node whose conversation is not live: at start-up
-/// (after a crash every container is an orphan: its conversation was paused)
-/// and every `every` (`[docker] reap_interval_secs`).
+/// Reaps containers of this node whose conversation is neither live nor
+/// recorded as active (a guest being re-adopted): at start-up and every
+/// `every` (`[docker] reap_interval_secs`).
 async fn reap_orphans(node: Arc<Node>, runtime: Arc<dyn Runtime>, every: Duration) {
     loop {
-        let live = node.live_ids();
+        let live = node.owned_ids().await;
         for (container, conversation) in runtime.reap(&live).await {
             let reason = format!("container {container} stopped and removed: its conversation is not live");
             node.record_guest_event(&conversation, "reaped", &reason).await;

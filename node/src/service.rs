@@ -94,6 +94,8 @@ pub struct CoreConfig {
     pub supervision: supervision::SupervisionConfig,
     /// `[harnesses.NAME]`: per-CLI program and environment.
     pub harnesses: std::collections::BTreeMap<String, harness::HarnessSettings>,
+    /// After a restart, how long to wait for guests to come back (0: pause).
+    pub readopt_grace: Duration,
 }
 
 pub struct Node {
@@ -137,7 +139,15 @@ impl Node {
         let mut catalog = Catalog::fold(&events);
         let transcripts = Arc::new(Transcripts::new(store.clone()));
 
-        let orphans: Vec<String> = catalog.live_conversations().map(|c| c.id.clone()).collect();
+        // Guests may have outlived the node: those get a grace period to come
+        // back (re-adoption); every other live conversation's CLI is gone.
+        let can_adopt = runtime.can_adopt() && !cfg.readopt_grace.is_zero();
+        type IdAndKey = (String, String);
+        let (adoptable, orphans): (Vec<IdAndKey>, Vec<IdAndKey>) = catalog
+            .live_conversations()
+            .map(|c| (c.id.clone(), c.guest_key.clone().unwrap_or_default()))
+            .partition(|(_, key)| can_adopt && !key.is_empty());
+        let orphans: Vec<String> = orphans.into_iter().map(|(id, _)| id).collect();
         if !orphans.is_empty() {
             let reason = "node restarted: the CLI process was gone";
             let mut out = vec![];
@@ -178,6 +188,10 @@ impl Node {
             events: tokio::sync::broadcast::channel(1024).0,
         });
         let _ = node.me.set(Arc::downgrade(&node));
+        for (id, key_hash) in adoptable {
+            let node = node.clone();
+            tokio::spawn(async move { node.readopt(&id, key_hash).await });
+        }
         let weak = Arc::downgrade(&node);
         tokio::spawn(async move {
             while let Some(id) = exit_rx.recv().await {
@@ -206,6 +220,80 @@ impl Node {
             catalog.apply(&e);
         }
         Ok(())
+    }
+
+    /// Re-adopts a conversation whose guest outlived the node's previous run,
+    /// or pauses it when the guest does not come back within the grace period.
+    async fn readopt(&self, id: &str, key_hash: String) {
+        let found = {
+            let cat = self.catalog.lock().await;
+            cat.conversation(id)
+                .ok()
+                .cloned()
+                .and_then(|c| cat.agent(&c.agent).ok().map(|a| (c, a.record.clone())))
+        };
+        let Some((entry, agent)) = found else { return };
+        let grace = self.cfg.readopt_grace;
+        match self.spawn_cli(&entry, &agent, Spawn::Adopt { key_hash, grace }).await {
+            Ok((live, _)) => {
+                if let Ok(mut m) = self.live.lock() {
+                    m.insert(id.to_string(), live);
+                }
+                self.start_renewal(id);
+                if let Some(me) = self.me.get().and_then(|w| w.upgrade()) {
+                    me.start_supervision(id);
+                    me.start_stall_watch(id);
+                }
+                let _ = self
+                    .transcripts
+                    .append(
+                        id,
+                        "system",
+                        "lifecycle",
+                        "re-adopted: the guest came back after the node restarted".into(),
+                    )
+                    .await;
+                tracing::info!(conversation = id, "re-adopted after restart");
+            }
+            Err(why) => {
+                self.revoke_instance_tokens(id).await;
+                let reason = format!("node restarted: {why}");
+                let mut cat = self.catalog.lock().await;
+                if let Ok(e) = cat.decide_transition(id, Transition::Pause, &reason)
+                    && self.commit(&mut cat, vec![e]).await.is_ok()
+                {
+                    drop(cat);
+                    let _ = self
+                        .transcripts
+                        .append(id, "system", "lifecycle", format!("paused: {reason}"))
+                        .await;
+                }
+            }
+        }
+    }
+
+    /// A guest attached: its key's hash is what a restarted node re-adopts by.
+    pub async fn record_guest_attached(&self, conversation: &str, key_hash: String) {
+        let e = crate::events::Event::GuestAttached {
+            conversation: conversation.to_string(),
+            key_hash,
+        };
+        let mut cat = self.catalog.lock().await;
+        if let Err(e) = self.commit(&mut cat, vec![e]).await {
+            tracing::error!(error = %e, "could not record an attached guest");
+        }
+    }
+
+    /// The conversations whose CLI may be running: live ones, and those the
+    /// catalog records as starting or active (e.g. waiting for their guest to
+    /// come back after a restart). The reaper leaves their containers alone.
+    pub async fn owned_ids(&self) -> Vec<String> {
+        let mut ids = self.live_ids();
+        let cat = self.catalog.lock().await;
+        ids.extend(cat.live_conversations().map(|c| c.id.clone()));
+        ids.sort();
+        ids.dedup();
+        ids
     }
 
     /// The ids of the conversations whose CLI is running.
@@ -343,7 +431,8 @@ impl Node {
             let a = cat.agent(&c.agent)?.record.clone();
             (c, a)
         };
-        match self.spawn_cli(&entry, &agent, resume).await {
+        let how = if resume { Spawn::Resume } else { Spawn::Fresh };
+        match self.spawn_cli(&entry, &agent, how).await {
             Ok((live, note)) => {
                 let mut cat = self.catalog.lock().await;
                 match cat.decide_transition(id, Transition::Launched, "") {
@@ -387,8 +476,9 @@ impl Node {
         &self,
         c: &ConvEntry,
         agent: &crate::events::AgentRecord,
-        resume: bool,
+        how: Spawn,
     ) -> Result<(Arc<Live>, String), String> {
+        let resume = !matches!(how, Spawn::Fresh);
         let adapter = harness::adapter(&agent.harness).map_err(|e| e.to_string())?;
         let home = self.agent_dir(&agent.name).join("home");
         let workspace = self.agent_dir(&agent.name).join("workspace");
@@ -455,7 +545,11 @@ impl Node {
             cols: self.cfg.cols,
             status: Arc::new(move |s| adapter.status(s)),
         };
-        let session = self.runtime.launch(spec).await.map_err(|e| e.to_string())?;
+        let session = match how {
+            Spawn::Adopt { key_hash, grace } => self.runtime.adopt(spec, key_hash, grace).await,
+            Spawn::Fresh | Spawn::Resume => self.runtime.launch(spec).await,
+        }
+        .map_err(|e| e.to_string())?;
         let live = Live::start(LiveParts {
             id: c.id.clone(),
             agent: agent.name.clone(),
@@ -698,6 +792,14 @@ impl Node {
 
 /// The CLI's environment. The node's own executable directory leads `PATH`, so
 /// the CLI can call `warren` as a tool (with its instance token in `WARREN_TOKEN`).
+/// How a CLI is brought up: a new session, the CLI's native resume, or the
+/// re-adoption of a guest that outlived the node.
+enum Spawn {
+    Fresh,
+    Resume,
+    Adopt { key_hash: String, grace: Duration },
+}
+
 fn base_env(home: &Path, conversation: &str, agent: &str, tools: Option<&Path>) -> Vec<(String, String)> {
     let mut path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
     if let Some(dir) = tools {

@@ -281,3 +281,81 @@ async fn an_orphan_container_is_reaped_and_audited() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_node_readopts_its_running_guest() {
+    let mut node = TestNode::start_on("docker", "[docker]\nreap_interval_secs = 1\nreadopt_grace_secs = 20\n");
+    let mut c = node.client().await;
+    let id = agent_with_conversation(&mut c, "survivor").await;
+    send(&mut c, &id, "before").await;
+    wait_event(&mut c, &id, "agent", "echo: before").await;
+    let container = inspect(&id)["Id"].clone();
+
+    node.kill9();
+    node.restart();
+    let mut c = node.client().await;
+    wait_event(
+        &mut c,
+        &id,
+        "system",
+        "re-adopted: the guest came back after the node restarted",
+    )
+    .await;
+    let conv = state_of(&node, &id).await;
+    assert_eq!(conv["state"], "active", "{conv}");
+    wait_idle(&mut c, &id).await;
+    send(&mut c, &id, "after").await;
+    wait_event(&mut c, &id, "agent", "echo: after").await;
+    assert_eq!(inspect(&id)["Id"], container, "the same container, never restarted");
+    let events = transcript(&mut c, &id).await;
+    assert!(
+        events
+            .iter()
+            .filter_map(|e| e["text"].as_str())
+            .all(|t| !t.starts_with("paused")),
+        "no pause: {events:#?}"
+    );
+    let humans: Vec<&str> = events
+        .iter()
+        .filter(|e| e["speaker"] == "human")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert_eq!(humans, vec!["before", "after"], "each message once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_that_does_not_come_back_in_time_leaves_a_paused_conversation() {
+    let mut node = TestNode::start_on("docker", "[docker]\nreap_interval_secs = 1\nreadopt_grace_secs = 2\n");
+    let mut c = node.client().await;
+    let id = agent_with_conversation(&mut c, "frozen").await;
+    let container = inspect(&id)["Id"].as_str().expect("id").to_string();
+    node.kill9();
+    // Frozen: its guest cannot dial back.
+    docker(&["pause", &container]);
+    node.restart();
+    let paused = wait_until("paused after the grace period", Duration::from_secs(20), || {
+        let node = &node;
+        let id = id.clone();
+        async move {
+            let conv = state_of(node, &id).await;
+            (conv["state"] == "paused").then_some(conv)
+        }
+    })
+    .await;
+    assert!(
+        paused["pause_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("did not come back")),
+        "{paused}"
+    );
+    wait_until("the frozen container is reaped", Duration::from_secs(20), || {
+        let left = docker(&["ps", "-aq", "--filter", &format!("label=warren.conversation={id}")]);
+        async move { left.trim().is_empty().then_some(()) }
+    })
+    .await;
+    let mut c = node.client().await;
+    call(&mut c, "conversation.continue", json!({ "conversation": id })).await;
+    wait_idle(&mut c, &id).await;
+    send(&mut c, &id, "thawed").await;
+    wait_event(&mut c, &id, "agent", "echo: thawed").await;
+}

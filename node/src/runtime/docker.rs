@@ -50,6 +50,9 @@ pub struct DockerSettings {
     /// How often containers of this node that no live conversation owns are
     /// stopped and removed (also once at start-up).
     pub reap_interval_secs: u64,
+    /// After a restart, how long the node waits for the guests of its live
+    /// conversations to come back and be re-adopted (0: pause them at once).
+    pub readopt_grace_secs: u64,
 }
 
 impl Default for DockerSettings {
@@ -61,6 +64,7 @@ impl Default for DockerSettings {
             launch_timeout_secs: 60,
             tmp_mb: 256,
             reap_interval_secs: 30,
+            readopt_grace_secs: 20,
         }
     }
 }
@@ -338,6 +342,44 @@ impl DockerRuntime {
                 )));
             }
         };
+        Ok(self.start_session(&spec, id, attached))
+    }
+}
+
+impl DockerRuntime {
+    async fn adopt_guest(
+        &self,
+        spec: LaunchSpec,
+        key_hash: String,
+        grace: Duration,
+    ) -> Result<Arc<dyn Session>, RuntimeError> {
+        let fail = |reason: String| RuntimeError::Launch {
+            program: format!("the {} guest", spec.harness),
+            reason,
+        };
+        let name = self.container_name(&spec.conversation);
+        let running = self
+            .docker
+            .inspect_container(&name, None)
+            .await
+            .ok()
+            .filter(|c| c.state.as_ref().and_then(|s| s.running).unwrap_or(false))
+            .and_then(|c| c.id)
+            .ok_or_else(|| fail(format!("its container {name} is not running")))?;
+        let attached = self.registry.expect_adoption(&spec.conversation, &key_hash, grace);
+        let attached = match tokio::time::timeout(grace, attached).await {
+            Ok(Ok(a)) => a,
+            _ => {
+                self.registry.cancel(&spec.conversation);
+                return Err(fail(format!("its guest did not come back within {grace:?}")));
+            }
+        };
+        Ok(self.start_session(&spec, running, attached))
+    }
+
+    /// The session over an attached guest, and the task that notices its
+    /// container going away.
+    fn start_session(&self, spec: &LaunchSpec, id: String, attached: super::guest_link::Attached) -> Arc<dyn Session> {
         let docker = self.docker.clone();
         let stop_id = id.clone();
         let stopper = Box::new(move || -> BoxFuture<'static, ()> {
@@ -355,7 +397,7 @@ impl DockerRuntime {
             stopper,
         );
         tokio::spawn(watch_container(self.docker.clone(), id, session.clone()));
-        Ok(session)
+        session
     }
 }
 
@@ -450,6 +492,19 @@ fn chown_tree(path: &Path, uid: u32) -> std::io::Result<()> {
 impl Runtime for DockerRuntime {
     fn name(&self) -> &'static str {
         "docker"
+    }
+
+    fn can_adopt(&self) -> bool {
+        true
+    }
+
+    fn adopt(
+        &self,
+        spec: LaunchSpec,
+        key_hash: String,
+        grace: Duration,
+    ) -> BoxFuture<'_, Result<Arc<dyn Session>, RuntimeError>> {
+        Box::pin(self.adopt_guest(spec, key_hash, grace))
     }
 
     fn launch(&self, spec: LaunchSpec) -> BoxFuture<'_, Result<Arc<dyn Session>, RuntimeError>> {

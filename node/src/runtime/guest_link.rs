@@ -34,21 +34,36 @@ const BYTES_BUFFER: usize = 1024;
 /// Used launch tokens remembered (to tell a replay from an unknown token).
 const MAX_USED: usize = 4096;
 
-/// A refused guest, for the audit log: (conversation, reason).
-pub type Refusal = (String, String);
+/// What the registry reports for the event log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GuestNote {
+    /// A refused hello (a replayed, expired or unknown launch token).
+    Refused { conversation: String, reason: String },
+    /// A guest attached; the hash of its session key (for re-adoption).
+    Attached { conversation: String, key_hash: String },
+}
+
+/// sha256 of a session key, hex: what is stored and compared.
+pub fn key_hash(key: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(key.as_bytes()))
+}
 
 /// Launches waiting for their guest, and the guests that are attached.
 pub struct GuestRegistry {
     key: SigningKey,
     inner: Mutex<Inner>,
-    refusals: mpsc::Sender<Refusal>,
+    notes: mpsc::Sender<GuestNote>,
 }
 
 #[derive(Default)]
 struct Inner {
     pending: HashMap<String, Pending>,
     used: HashMap<String, String>,
+    /// Attached guests, by conversation: (key hash, session).
     attached: HashMap<String, (String, Arc<GuestSession>)>,
+    /// Guests of the node's previous run that may redial (re-adoption).
+    adoptable: HashMap<String, Pending>,
 }
 
 struct Pending {
@@ -69,25 +84,37 @@ pub struct Attached {
 pub enum HelloVerdict {
     Launch,
     Reconnect,
+    /// A guest of the node's previous run came back.
+    Adopt,
     Refuse(String),
 }
 
 /// Judges a hello: the launch token must be the pending one, unexpired and
-/// unused; a reconnect must present the attached session's key.
+/// unused; a reconnect must present the key (compared by hash) of the attached
+/// guest, or of one this node waits to re-adopt, before that wait expires.
+#[allow(clippy::too_many_arguments)]
 pub fn judge_hello(
     conversation: &str,
     credential: &str,
     reconnect: bool,
     pending: Option<(&str, Instant)>,
     used_by: Option<&str>,
-    session_key: Option<&str>,
+    attached_hash: Option<&str>,
+    adoptable: Option<(&str, Instant)>,
     now: Instant,
 ) -> HelloVerdict {
     if reconnect {
-        return match session_key {
-            Some(k) if k == credential => HelloVerdict::Reconnect,
-            Some(_) => HelloVerdict::Refuse(format!("reconnect for {conversation}: wrong session key")),
-            None => HelloVerdict::Refuse(format!("reconnect for {conversation}: no such live guest")),
+        let presented = key_hash(credential);
+        return match (attached_hash, adoptable) {
+            (Some(k), _) if k == presented => HelloVerdict::Reconnect,
+            (None, Some((k, until))) if k == presented && now <= until => HelloVerdict::Adopt,
+            (None, Some((k, _))) if k == presented => {
+                HelloVerdict::Refuse(format!("reconnect for {conversation}: came back too late"))
+            }
+            (Some(_), _) | (None, Some(_)) => {
+                HelloVerdict::Refuse(format!("reconnect for {conversation}: wrong session key"))
+            }
+            (None, None) => HelloVerdict::Refuse(format!("reconnect for {conversation}: no such live guest")),
         };
     }
     if used_by.is_some() {
@@ -104,12 +131,29 @@ pub fn judge_hello(
 }
 
 impl GuestRegistry {
-    pub fn new(key: SigningKey, refusals: mpsc::Sender<Refusal>) -> GuestRegistry {
+    pub fn new(key: SigningKey, notes: mpsc::Sender<GuestNote>) -> GuestRegistry {
         GuestRegistry {
             key,
             inner: Mutex::new(Inner::default()),
-            refusals,
+            notes,
         }
+    }
+
+    /// Waits (until `ttl` passes) for the guest of the node's previous run
+    /// whose session key hashes to `key_hash`.
+    pub fn expect_adoption(&self, conversation: &str, key_hash: &str, ttl: Duration) -> oneshot::Receiver<Attached> {
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.adoptable.insert(
+                conversation.to_string(),
+                Pending {
+                    token: key_hash.to_string(),
+                    expires: Instant::now() + ttl,
+                    tx,
+                },
+            );
+        }
+        rx
     }
 
     /// The node's public identity as guests pin it (hex).
@@ -137,7 +181,11 @@ impl GuestRegistry {
     pub fn knows(&self, conversation: &str) -> bool {
         self.inner
             .lock()
-            .map(|i| i.pending.contains_key(conversation) || i.attached.contains_key(conversation))
+            .map(|i| {
+                i.pending.contains_key(conversation)
+                    || i.attached.contains_key(conversation)
+                    || i.adoptable.contains_key(conversation)
+            })
             .unwrap_or(true)
     }
 
@@ -145,15 +193,19 @@ impl GuestRegistry {
     pub fn cancel(&self, conversation: &str) {
         if let Ok(mut inner) = self.inner.lock() {
             inner.pending.remove(conversation);
+            inner.adoptable.remove(conversation);
         }
     }
 
     fn attach(&self, conversation: &str, session_key: &str, session: Arc<GuestSession>) {
+        let hash = key_hash(session_key);
         if let Ok(mut inner) = self.inner.lock() {
-            inner
-                .attached
-                .insert(conversation.to_string(), (session_key.to_string(), session));
+            inner.attached.insert(conversation.to_string(), (hash.clone(), session));
         }
+        let _ = self.notes.try_send(GuestNote::Attached {
+            conversation: conversation.to_string(),
+            key_hash: hash,
+        });
     }
 
     fn detach(&self, conversation: &str) {
@@ -190,6 +242,10 @@ impl GuestRegistry {
                 inner.pending.get(&conversation).map(|p| (p.token.as_str(), p.expires)),
                 inner.used.get(&credential).map(String::as_str),
                 inner.attached.get(&conversation).map(|(k, _)| k.as_str()),
+                inner
+                    .adoptable
+                    .get(&conversation)
+                    .map(|p| (p.token.as_str(), p.expires)),
                 now,
             );
             let pending = match verdict {
@@ -200,6 +256,7 @@ impl GuestRegistry {
                     inner.used.insert(credential.clone(), conversation.clone());
                     inner.pending.remove(&conversation)
                 }
+                HelloVerdict::Adopt => inner.adoptable.remove(&conversation),
                 _ => None,
             };
             let attached = match verdict {
@@ -220,7 +277,10 @@ impl GuestRegistry {
         match verdict {
             HelloVerdict::Refuse(reason) => {
                 tracing::warn!(%conversation, %reason, "guest refused");
-                let _ = self.refusals.try_send((conversation.clone(), reason.clone()));
+                let _ = self.notes.try_send(GuestNote::Refused {
+                    conversation: conversation.clone(),
+                    reason: reason.clone(),
+                });
                 let _ = socket.send(refused(&reason)).await;
             }
             HelloVerdict::Launch => {
@@ -232,6 +292,18 @@ impl GuestRegistry {
                 let _ = p.tx.send(Attached {
                     socket,
                     session_key,
+                    pid,
+                });
+            }
+            HelloVerdict::Adopt => {
+                let Some(p) = pending else { return };
+                if socket.send(welcome(&credential)).await.is_err() {
+                    return;
+                }
+                tracing::info!(%conversation, "a guest of the previous run came back");
+                let _ = p.tx.send(Attached {
+                    socket,
+                    session_key: credential.clone(),
                     pid,
                 });
             }
@@ -498,7 +570,7 @@ mod tests {
         let now = Instant::now();
         let later = now + Duration::from_secs(60);
         let launch = |cred: &str, pending: Option<(&str, Instant)>, used: Option<&str>| {
-            judge_hello("c1", cred, false, pending, used, None, now)
+            judge_hello("c1", cred, false, pending, used, None, None, now)
         };
         assert_eq!(launch("t", Some(("t", later)), None), HelloVerdict::Launch);
         let replay = launch("t", None, Some("c1"));
@@ -511,7 +583,7 @@ mod tests {
             matches!(&wrong, HelloVerdict::Refuse(r) if r.contains("does not match")),
             "{wrong:?}"
         );
-        let expired = judge_hello("c1", "t", false, Some(("t", now)), None, None, later);
+        let expired = judge_hello("c1", "t", false, Some(("t", now)), None, None, None, later);
         assert!(
             matches!(&expired, HelloVerdict::Refuse(r) if r.contains("expired")),
             "{expired:?}"
@@ -521,16 +593,26 @@ mod tests {
             matches!(&unknown, HelloVerdict::Refuse(r) if r.contains("no launch")),
             "{unknown:?}"
         );
-        assert_eq!(
-            judge_hello("c1", "k", true, None, None, Some("k"), now),
-            HelloVerdict::Reconnect
-        );
+    }
+
+    #[test]
+    fn reconnects_present_the_key_by_hash() {
+        let now = Instant::now();
+        let later = now + Duration::from_secs(20);
+        let k = key_hash("k");
+        let judge = |cred: &str, attached: Option<&str>, adoptable: Option<(&str, Instant)>, at: Instant| {
+            judge_hello("c1", cred, true, None, None, attached, adoptable, at)
+        };
+        assert_eq!(judge("k", Some(&k), None, now), HelloVerdict::Reconnect);
+        assert!(matches!(judge("x", Some(&k), None, now), HelloVerdict::Refuse(r) if r.contains("wrong")));
+        assert!(matches!(judge("k", None, None, now), HelloVerdict::Refuse(r) if r.contains("no such")));
+        // The previous run's guest, within the grace period and after it.
+        assert_eq!(judge("k", None, Some((&k, later)), now), HelloVerdict::Adopt);
+        assert!(matches!(judge("k", None, Some((&k, now)), later), HelloVerdict::Refuse(r) if r.contains("too late")));
+        assert!(matches!(judge("x", None, Some((&k, later)), now), HelloVerdict::Refuse(r) if r.contains("wrong")));
+        // A launch token is never a session key.
         assert!(matches!(
-            judge_hello("c1", "t", true, None, None, Some("k"), now),
-            HelloVerdict::Refuse(_)
-        ));
-        assert!(matches!(
-            judge_hello("c1", "k", true, None, None, None, now),
+            judge_hello("c1", "k", false, None, None, Some(&k), None, now),
             HelloVerdict::Refuse(_)
         ));
     }

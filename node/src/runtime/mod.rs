@@ -136,6 +136,28 @@ pub trait Runtime: Send + Sync {
     fn name(&self) -> &'static str;
     fn launch(&self, spec: LaunchSpec) -> BoxFuture<'_, Result<Arc<dyn Session>, RuntimeError>>;
 
+    /// True when a CLI can outlive the node and be re-adopted (guests).
+    fn can_adopt(&self) -> bool {
+        false
+    }
+
+    /// Re-adopts the CLI of `spec.conversation` left running by the node's
+    /// previous run: waits up to `grace` for it to come back with the session
+    /// key hashing to `key_hash`.
+    fn adopt(
+        &self,
+        spec: LaunchSpec,
+        _key_hash: String,
+        _grace: std::time::Duration,
+    ) -> BoxFuture<'_, Result<Arc<dyn Session>, RuntimeError>> {
+        Box::pin(async move {
+            Err(RuntimeError::Launch {
+                program: spec.program.display().to_string(),
+                reason: format!("the {} runtime cannot re-adopt a CLI", self.name()),
+            })
+        })
+    }
+
     /// Removes what this runtime left running for conversations not in `live`
     /// (container runtimes: orphans of a crash). Returns (what, conversation).
     fn reap<'a>(&'a self, _live: &'a [String]) -> BoxFuture<'a, Vec<(String, String)>> {

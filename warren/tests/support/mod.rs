@@ -41,9 +41,11 @@ impl TestNode {
         }
     }
 
-    /// Starts on `runtime` (`local` or `docker`) with `toml` as warren.toml;
-    /// a Docker node gets the fake guest image built from this test build's
-    /// `warren` and reaps orphans every second.
+    /// Starts on `runtime` (`local` or `docker`) with `toml` as warren.toml.
+    /// A Docker node's images are built from this test build's `warren`;
+    /// unless `toml` has its own `[docker]`, it reaps orphans every second and
+    /// does not wait for guests after a restart (the durable-home cases expect
+    /// a crash to pause; re-adoption has its own tests).
     pub fn start_on(runtime: &'static str, toml: &str) -> TestNode {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut toml = toml.to_string();
@@ -51,7 +53,9 @@ impl TestNode {
             // Warm the images up once per process; the node itself then builds
             // (reuses) its own version's image on demand.
             guest_image("fake");
-            toml.push_str("\n[docker]\nreap_interval_secs = 1\n");
+            if !toml.contains("[docker]") {
+                toml.push_str("\n[docker]\nreap_interval_secs = 1\nreadopt_grace_secs = 0\n");
+            }
         }
         std::fs::write(dir.path().join("warren.toml"), toml).expect("write config");
         let proc = NodeProcess::start_on(Path::new(EXE), dir.path(), runtime).expect("node starts");
