@@ -58,6 +58,9 @@ pub struct Catalog {
     pub approval_rules: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// Revocation ids of revoked tokens (hex).
     pub revoked: std::collections::BTreeSet<String>,
+    /// Instance token revocation ids issued per conversation and not yet
+    /// revoked (what a restarted node revokes).
+    pub instance_tokens: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// Seq of the last event applied.
     pub applied_seq: u64,
 }
@@ -137,8 +140,21 @@ impl Catalog {
             Event::SupervisionSet { agent, policy } => {
                 self.supervision.insert(agent.clone(), policy.clone());
             }
+            Event::InstanceTokenIssued {
+                conversation,
+                revocation_ids,
+            } => {
+                self.instance_tokens
+                    .entry(conversation.clone())
+                    .or_default()
+                    .extend(revocation_ids.iter().cloned());
+            }
             Event::TokenRevoked { revocation_id } => {
                 self.revoked.insert(revocation_id.clone());
+                self.instance_tokens.retain(|_, ids| {
+                    ids.remove(revocation_id);
+                    !ids.is_empty()
+                });
             }
             Event::ApprovalRule {
                 workspace,

@@ -141,6 +141,12 @@ pub enum Event {
         what: String,
         reason: String,
     },
+    /// Instance tokens were issued to a conversation (launch or renewal): a
+    /// restarted node revokes them, whatever became of the CLI.
+    InstanceTokenIssued {
+        conversation: String,
+        revocation_ids: Vec<String>,
+    },
     /// A guest attached to a conversation; `key_hash` (sha256, hex) of the
     /// session key it reconnects with, so a restarted node can re-adopt it.
     GuestAttached {
@@ -181,6 +187,7 @@ impl Event {
             Event::TokenRevoked { .. } => "token_revoked",
             Event::Guest { .. } => "guest",
             Event::GuestAttached { .. } => "guest_attached",
+            Event::InstanceTokenIssued { .. } => "instance_token_issued",
             Event::Transcript { .. } => "transcript",
         }
     }
@@ -195,7 +202,9 @@ impl Event {
             | Event::ConversationArchived { id, .. } => Some(id),
             Event::Transcript { conversation, .. } => Some(conversation),
             Event::SupervisionActed { conversation, .. } => conversation.as_deref(),
-            Event::Guest { conversation, .. } | Event::GuestAttached { conversation, .. } => Some(conversation),
+            Event::Guest { conversation, .. }
+            | Event::GuestAttached { conversation, .. }
+            | Event::InstanceTokenIssued { conversation, .. } => Some(conversation),
             _ => None,
         }
     }

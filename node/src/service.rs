@@ -188,6 +188,10 @@ impl Node {
             events: tokio::sync::broadcast::channel(1024).0,
         });
         let _ = node.me.set(Arc::downgrade(&node));
+        // The tokens of the CLIs that died with the last run die too.
+        for id in &orphans {
+            node.revoke_recorded_instance_tokens(id, &[]).await;
+        }
         for (id, key_hash) in adoptable {
             let node = node.clone();
             tokio::spawn(async move { node.readopt(&id, key_hash).await });
@@ -239,6 +243,15 @@ impl Node {
                 if let Ok(mut m) = self.live.lock() {
                     m.insert(id.to_string(), live);
                 }
+                // The guest's CLI reads the fresh token from its token file;
+                // the last run's tokens are revoked.
+                let fresh: Vec<String> = self
+                    .instance_tokens
+                    .lock()
+                    .ok()
+                    .and_then(|m| m.get(id).cloned())
+                    .unwrap_or_default();
+                self.revoke_recorded_instance_tokens(id, &fresh).await;
                 self.start_renewal(id);
                 if let Some(me) = self.me.get().and_then(|w| w.upgrade()) {
                     me.start_supervision(id);
@@ -257,6 +270,7 @@ impl Node {
             }
             Err(why) => {
                 self.revoke_instance_tokens(id).await;
+                self.revoke_recorded_instance_tokens(id, &[]).await;
                 let reason = format!("node restarted: {why}");
                 let mut cat = self.catalog.lock().await;
                 if let Ok(e) = cat.decide_transition(id, Transition::Pause, &reason)
@@ -521,7 +535,8 @@ impl Node {
         };
         let mut env = base_env(&home, &c.id, &agent.name, self.cfg.self_exe.parent());
         let (token, token_file) = self
-            .issue_instance_token(&c.id, agent, &home)
+            .issue_and_record_instance_token(&c.id, agent, &home)
+            .await
             .map_err(|e| e.to_string())?;
         env.push(("WARREN_TOKEN".into(), token));
         env.push(("WARREN_TOKEN_FILE".into(), token_file.display().to_string()));

@@ -72,7 +72,7 @@ impl Node {
         conversation: &str,
         agent: &crate::events::AgentRecord,
         home: &Path,
-    ) -> Result<(String, PathBuf), NodeError> {
+    ) -> Result<(String, PathBuf, Vec<String>), NodeError> {
         use capabilities::{MintSpec, Operation, Resource, Right};
         let mut rights = vec![Right::new(Resource::Agent(agent.name.clone()), Operation::Observe)];
         match &agent.grants.peers {
@@ -102,13 +102,56 @@ impl Node {
             .map(|i| i.revocation_ids)
             .map_err(|e| NodeError::Internal(e.to_string()))?;
         if let Ok(mut m) = self.instance_tokens.lock() {
-            m.entry(conversation.to_string()).or_default().extend(ids);
+            m.entry(conversation.to_string())
+                .or_default()
+                .extend(ids.iter().cloned());
         }
         let dir = home.join(".warren");
         std::fs::create_dir_all(&dir).map_err(|e| NodeError::Internal(format!("create {}: {e}", dir.display())))?;
         let path = dir.join("instance.token");
         write_private(&path, &token).map_err(|e| NodeError::Internal(format!("write {}: {e}", path.display())))?;
+        Ok((token, path, ids))
+    }
+
+    /// Issues the instance token and records its revocation ids durably, so
+    /// a restarted node can revoke it whatever became of the CLI.
+    pub(crate) async fn issue_and_record_instance_token(
+        &self,
+        conversation: &str,
+        agent: &crate::events::AgentRecord,
+        home: &Path,
+    ) -> Result<(String, PathBuf), NodeError> {
+        let (token, path, ids) = self.issue_instance_token(conversation, agent, home)?;
+        let e = crate::events::Event::InstanceTokenIssued {
+            conversation: conversation.to_string(),
+            revocation_ids: ids,
+        };
+        let mut cat = self.catalog.lock().await;
+        self.commit(&mut cat, vec![e]).await?;
         Ok((token, path))
+    }
+
+    /// Revokes every instance token recorded for `conversation` in the log
+    /// (tokens of a run the node did not see end), except those in `keep`.
+    pub(crate) async fn revoke_recorded_instance_tokens(&self, conversation: &str, keep: &[String]) {
+        let ids: Vec<String> = {
+            let cat = self.catalog.lock().await;
+            cat.instance_tokens
+                .get(conversation)
+                .map(|s| s.iter().filter(|id| !keep.contains(id)).cloned().collect())
+                .unwrap_or_default()
+        };
+        if ids.is_empty() {
+            return;
+        }
+        if let Ok(mut m) = self.instance_tokens.lock()
+            && let Some(mine) = m.get_mut(conversation)
+        {
+            mine.retain(|id| !ids.contains(id));
+        }
+        if let Err(e) = self.revoke(ids).await {
+            tracing::error!(%conversation, error = %e, "could not revoke the instance tokens of the last run");
+        }
     }
 
     /// Renews the instance token at half its lifetime while the conversation lives.
@@ -130,7 +173,7 @@ impl Node {
                     a.record.clone()
                 };
                 let home = node.agent_dir(&agent.name).join("home");
-                if let Err(e) = node.issue_instance_token(&id, &agent, &home) {
+                if let Err(e) = node.issue_and_record_instance_token(&id, &agent, &home).await {
                     tracing::warn!(conversation = %id, error = %e, "instance token renewal failed");
                 }
             }

@@ -149,7 +149,17 @@ fn main() -> ExitCode {
         let code = fake_cli::run(argv[2..].to_vec());
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    // Inside a conversation the node renews the instance token into
+    // WARREN_TOKEN_FILE; the copy in WARREN_TOKEN goes stale (and is revoked
+    // when a restarted node re-adopts the CLI), so the file wins.
+    if let Some(token) = std::env::var_os("WARREN_TOKEN_FILE")
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+    {
+        cli.token = Some(token);
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -290,6 +290,8 @@ async fn a_restarted_node_readopts_its_running_guest() {
     send(&mut c, &id, "before").await;
     wait_event(&mut c, &id, "agent", "echo: before").await;
     let container = inspect(&id)["Id"].clone();
+    let token_file = node.path().join("agents/survivor/home/.warren/instance.token");
+    let old_token = std::fs::read_to_string(&token_file).expect("token").trim().to_string();
 
     node.kill9();
     node.restart();
@@ -301,6 +303,26 @@ async fn a_restarted_node_readopts_its_running_guest() {
         "re-adopted: the guest came back after the node restarted",
     )
     .await;
+    // The CLI got a fresh instance token in its token file; the last run's is revoked.
+    let fresh = std::fs::read_to_string(&token_file).expect("token").trim().to_string();
+    assert_ne!(fresh, old_token);
+    let url = node.target().url;
+    let old = warren::client::Client::connect(&warren::client::Target {
+        url: url.clone(),
+        token: Some(old_token),
+    })
+    .await
+    .err()
+    .map(|e| format!("{e:#}"))
+    .unwrap_or_default();
+    assert!(old.contains("revoked"), "{old:?}");
+    let mut cli = warren::client::Client::connect(&warren::client::Target {
+        url,
+        token: Some(fresh),
+    })
+    .await
+    .expect("the fresh token works");
+    call(&mut cli, "conversation.get", json!({ "conversation": id })).await;
     let conv = state_of(&node, &id).await;
     assert_eq!(conv["state"], "active", "{conv}");
     wait_idle(&mut c, &id).await;

@@ -550,3 +550,39 @@ async fn nodes_trust_the_fleet_owner_key_they_are_configured_with() {
             .contains("signature")
     );
 }
+
+/// A node killed with `kill -9` never revoked the instance tokens of the
+/// conversations it ran; the restarted node does (they were recorded), so a
+/// token left in an agent's home is dead even though the CLI never paused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instance_tokens_of_a_crashed_run_are_revoked_on_restart() {
+    let mut node = TestNode::start();
+    let mut c = node.client().await;
+    agent_with_conversation(&mut c, "crashy").await;
+    let token_file = node.path().join("agents/crashy/home/.warren/instance.token");
+    let old = std::fs::read_to_string(&token_file)
+        .expect("instance token")
+        .trim()
+        .to_string();
+    let url = node.target().url;
+    let mut as_cli = Client::connect(&Target {
+        url: url.clone(),
+        token: Some(old.clone()),
+    })
+    .await
+    .expect("the instance token works while its CLI runs");
+    call(&mut as_cli, "agent.get", json!({ "agent": "crashy" })).await;
+
+    node.kill9();
+    node.restart();
+    let url = node.target().url;
+    let refused = Client::connect(&Target { url, token: Some(old) })
+        .await
+        .err()
+        .map(|e| format!("{e:#}"))
+        .unwrap_or_default();
+    assert!(
+        refused.contains("revoked"),
+        "the old instance token is refused: {refused:?}"
+    );
+}
