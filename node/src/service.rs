@@ -117,10 +117,10 @@ pub struct Node {
     pub(crate) me: std::sync::OnceLock<std::sync::Weak<Node>>,
     /// Dialogs supervision held for a human, by hold id.
     pub(crate) holds: Mutex<std::collections::BTreeMap<String, crate::supervise::Held>>,
-    /// Conversations supervision is typing into right now, with when the
-    /// attempt began: reads leave out such an attempt until its outcome is
-    /// written.
-    pub(crate) typing: Mutex<std::collections::HashMap<String, u64>>,
+    /// The newest seq when this node process opened the log: an audit attempt
+    /// after it is of this run (its outcome is coming), one before it that has
+    /// no outcome was cut off by a crash.
+    pub(crate) run_from_seq: u64,
     /// Server-pushed events (`event.*`): kind and payload.
     pub(crate) events: tokio::sync::broadcast::Sender<(&'static str, Value)>,
 }
@@ -135,6 +135,7 @@ impl Node {
         runtime: Arc<dyn Runtime>,
         root: Arc<capabilities::RootKey>,
     ) -> NodeResult<Arc<Node>> {
+        let run_from_seq = store.max_seq().await?;
         let events = store.catalog_events().await?;
         let mut catalog = Catalog::fold(&events);
         let transcripts = Arc::new(Transcripts::new(store.clone()));
@@ -184,7 +185,7 @@ impl Node {
             endpoint: std::sync::OnceLock::new(),
             me: std::sync::OnceLock::new(),
             holds: Mutex::new(std::collections::BTreeMap::new()),
-            typing: Mutex::new(std::collections::HashMap::new()),
+            run_from_seq,
             events: tokio::sync::broadcast::channel(1024).0,
         });
         let _ = node.me.set(Arc::downgrade(&node));

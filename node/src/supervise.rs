@@ -2,8 +2,11 @@
 //! the audit log. Decisions come from the pure `supervision` crate; this module
 //! is the IO around them. Every keystroke supervision types goes through
 //! `verified_send`, which re-reads the screen right before typing and skips if
-//! the dialog is no longer exactly the one decided on; every attempted or
-//! declined action writes exactly one audit event.
+//! the dialog is no longer exactly the one decided on; messages supervision
+//! sends (nudges, mail) go through the message queue with the same audit
+//! discipline. Every attempted or declined action is exactly one audit row: a
+//! send is an `attempted` event committed before typing plus its outcome,
+//! folded into one row when read.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -114,12 +117,10 @@ impl Node {
         }
         let mut attempted = fields(Outcome::Sent, None);
         attempted.outcome = Outcome::Attempted;
-        self.set_typing(&live.id, true);
         let Some(attempt) = self
             .audit(&live.agent, Some(&live.id), attempted, pane.clone(), None)
             .await
         else {
-            self.set_typing(&live.id, false);
             // Never type what could not be recorded.
             return (Outcome::Failed, Some("the audit log could not be written".into()));
         };
@@ -135,24 +136,47 @@ impl Node {
             Some(attempt),
         )
         .await;
-        self.set_typing(&live.id, false);
         (outcome, why)
     }
 
-    fn set_typing(&self, conversation: &str, on: bool) {
-        if let Ok(mut t) = self.typing.lock() {
-            if on {
-                t.insert(conversation.to_string(), now_ms());
-            } else {
-                t.remove(conversation);
-            }
-        }
+    /// Delivers `text` through the conversation's message queue with the
+    /// same audit discipline as verified send: an `attempted` row (FULL)
+    /// before, the outcome after, one row in all. Returns the outcome, the
+    /// reason it was not sent, and the row's id.
+    async fn audited_message(
+        &self,
+        live: &Live,
+        text: String,
+        fields: impl Fn(Outcome, Option<&str>) -> AuditFields,
+    ) -> (Outcome, Option<String>, Option<u64>) {
+        let mut attempted = fields(Outcome::Sent, None);
+        attempted.outcome = Outcome::Attempted;
+        let Some(attempt) = self
+            .audit(&live.agent, Some(&live.id), attempted, String::new(), None)
+            .await
+        else {
+            return (Outcome::Failed, Some("the audit log could not be written".into()), None);
+        };
+        let (outcome, why) = match live.send_message(text, crate::live::NUDGE_SPEAKER.to_string()).await {
+            Ok(_) => (Outcome::Sent, None),
+            Err(e) => (Outcome::Skipped, Some(e.to_string())),
+        };
+        self.audit(
+            &live.agent,
+            Some(&live.id),
+            fields(outcome, why.as_deref()),
+            String::new(),
+            Some(attempt),
+        )
+        .await;
+        (outcome, why, Some(attempt))
     }
 
-    /// A fold of the audit log that leaves out attempts being typed right now.
+    /// A fold of the audit log that leaves out this run's attempts whose
+    /// outcome is not written yet.
     fn audit_fold(&self) -> AuditFold {
         AuditFold {
-            typing: self.typing.lock().map(|t| t.clone()).unwrap_or_default(),
+            run_from_seq: self.run_from_seq,
             ..AuditFold::default()
         }
     }
@@ -225,24 +249,26 @@ impl Node {
         let live = self
             .live_conversation(&id)
             .ok_or_else(|| NodeError::Conflict(format!("conversation {id} has no running CLI")))?;
-        let sent = live
-            .send_message(text.clone(), crate::live::NUDGE_SPEAKER.to_string())
-            .await;
-        let (outcome, reason) = match &sent {
-            Ok(_) => (Outcome::Sent, "a human asked for a nudge".to_string()),
-            Err(e) => (Outcome::Skipped, format!("nudge not sent: {e}")),
+        let reason_of = |why: Option<&str>| match why {
+            None => "a human asked for a nudge".to_string(),
+            Some(e) => format!("nudge not sent: {e}"),
         };
-        let mut fields = AuditFields::for_action(
-            Trigger::ManualNudge,
-            supervision::AuditDecision::Nudge,
-            outcome,
-            reason.clone(),
-        );
-        fields.subject = Some(text.chars().take(120).collect());
-        if outcome == Outcome::Sent {
-            fields.keys = vec![text.clone()];
-        }
-        let entry = self.audit(agent, Some(&id), fields, String::new(), None).await;
+        let (outcome, why, entry) = self
+            .audited_message(&live, text.clone(), |outcome, why| {
+                let mut fields = AuditFields::for_action(
+                    Trigger::ManualNudge,
+                    supervision::AuditDecision::Nudge,
+                    outcome,
+                    reason_of(why),
+                );
+                fields.subject = Some(text.chars().take(120).collect());
+                if outcome == Outcome::Sent {
+                    fields.keys = vec![text.clone()];
+                }
+                fields
+            })
+            .await;
+        let reason = reason_of(why.as_deref());
         Ok(json!({ "outcome": outcome.as_str(), "entry_id": entry, "reason": reason }))
     }
 
@@ -388,8 +414,19 @@ impl Node {
                 supervision::AuditDecision::FullBody,
             ),
         };
-        let sent = live.send_message(text, crate::live::NUDGE_SPEAKER.to_string()).await;
-        let outcome = if sent.is_ok() {
+        let covered_now = *covered;
+        let (sent, _, _) = self
+            .audited_message(live, text, |outcome, why| {
+                let reason = match why {
+                    None => format!("mail for the agent{}", if retry { " (retry)" } else { "" }),
+                    Some(e) => format!("mail delivery not sent: {e}"),
+                };
+                let mut fields = AuditFields::for_action(Trigger::Mail, decision, outcome, reason);
+                fields.subject = Some(format!("mail up to {covered_now}"));
+                fields
+            })
+            .await;
+        let outcome = if sent == Outcome::Sent {
             SendOutcome::Sent
         } else {
             SendOutcome::Skipped
@@ -401,19 +438,6 @@ impl Node {
             policy.mail_retry_backoff,
         );
         *state = next;
-        let reason = match &sent {
-            Ok(_) => format!("mail for the agent{}", if retry { " (retry)" } else { "" }),
-            Err(e) => format!("mail delivery not sent: {e}"),
-        };
-        let mut fields = AuditFields::for_action(
-            Trigger::Mail,
-            decision,
-            if sent.is_ok() { Outcome::Sent } else { Outcome::Skipped },
-            reason.clone(),
-        );
-        fields.subject = Some(format!("mail up to {covered}"));
-        self.audit(&live.agent, Some(&live.id), fields, String::new(), None)
-            .await;
         if effect == MailEffect::NeedsYou {
             self.publish(
                 console_api::methods::EVENT_SUPERVISION_NEEDS_YOU,
@@ -427,17 +451,16 @@ impl Node {
         match action {
             StallAction::Nothing => {}
             StallAction::Nudge { number } => {
-                let sent = live
-                    .send_message(policy.nudge_text.clone(), crate::live::NUDGE_SPEAKER.to_string())
-                    .await;
-                let (outcome, reason) = match &sent {
-                    Ok(_) => (Outcome::Sent, format!("stalled with work outstanding: nudge {number}")),
-                    Err(e) => (Outcome::Skipped, format!("nudge {number} not sent: {e}")),
-                };
-                let mut fields = AuditFields::for_action(Trigger::Stall, AuditDecision::Nudge, outcome, reason);
-                fields.subject = Some(format!("nudge {number}"));
-                self.audit(&live.agent, Some(&live.id), fields, String::new(), None)
-                    .await;
+                self.audited_message(live, policy.nudge_text.clone(), |outcome, why| {
+                    let reason = match why {
+                        None => format!("stalled with work outstanding: nudge {number}"),
+                        Some(e) => format!("nudge {number} not sent: {e}"),
+                    };
+                    let mut fields = AuditFields::for_action(Trigger::Stall, AuditDecision::Nudge, outcome, reason);
+                    fields.subject = Some(format!("nudge {number}"));
+                    fields
+                })
+                .await;
             }
             StallAction::Escalate { nudges } => {
                 let reason = format!("still stalled after {nudges} nudges");
@@ -778,22 +801,12 @@ const MAX_PENDING_OUTCOMES: usize = 4096;
 #[derive(Default)]
 struct AuditFold {
     outcomes: std::collections::HashMap<u64, Value>,
-    /// Conversations being typed into, since when (ms): their attempts from
-    /// then on are left out, their outcome is coming.
-    typing: std::collections::HashMap<String, u64>,
+    /// Attempts after this seq belong to the running node: one without an
+    /// outcome yet is in flight and left out (the outcome is coming).
+    run_from_seq: u64,
 }
 
 impl AuditFold {
-    fn is_typing(&self, e: &crate::events::StoredEvent) -> bool {
-        let conversation = match &e.event {
-            Event::SupervisionActed { conversation, .. } => conversation.as_deref(),
-            _ => None,
-        };
-        conversation
-            .and_then(|c| self.typing.get(c))
-            .is_some_and(|since| e.ts >= *since)
-    }
-
     fn push(&mut self, e: &crate::events::StoredEvent) -> Option<(String, Value)> {
         let (agent, row, link) = audit_row(e)?;
         let agent = agent.to_string();
@@ -811,7 +824,7 @@ impl AuditFold {
                     done["at"] = row["at"].clone();
                     Some((agent, done))
                 }
-                None if self.is_typing(e) => None,
+                None if e.seq > self.run_from_seq => None,
                 None => {
                     let mut row = row;
                     let reason = row["reason"].as_str().unwrap_or_default().to_string();
@@ -884,7 +897,11 @@ mod tests {
 
     #[test]
     fn an_attempt_cut_off_by_a_crash_stays_one_attempted_row() {
-        let mut f = AuditFold::default();
+        // The attempt (seq 8) is older than this run (which began at seq 100).
+        let mut f = AuditFold {
+            run_from_seq: 100,
+            ..AuditFold::default()
+        };
         let rows: Vec<Value> = [event(8, Outcome::Attempted, None), event(7, Outcome::Held, None)]
             .iter()
             .filter_map(|e| f.push(e))
@@ -902,9 +919,9 @@ mod tests {
     }
 
     #[test]
-    fn an_attempt_being_typed_is_left_out_until_its_outcome() {
+    fn an_attempt_of_this_run_is_left_out_until_its_outcome() {
         let mut f = AuditFold {
-            typing: [("c".to_string(), 80)].into(),
+            run_from_seq: 7,
             ..AuditFold::default()
         };
         let rows: Vec<u64> = [event(8, Outcome::Attempted, None), event(7, Outcome::Held, None)]

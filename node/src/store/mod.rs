@@ -141,6 +141,14 @@ impl Store {
     }
 
     /// Number of events and the highest seq.
+    /// The newest seq in the log (0 when empty); cheap at any size.
+    pub async fn max_seq(&self) -> Result<u64, StoreError> {
+        let row = sqlx::query("SELECT COALESCE(MAX(seq), 0) FROM events")
+            .fetch_one(&self.reads)
+            .await?;
+        Ok(row.get::<i64, _>(0) as u64)
+    }
+
     pub async fn log_summary(&self) -> Result<(u64, u64), StoreError> {
         let row = sqlx::query("SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM events")
             .fetch_one(&self.reads)
