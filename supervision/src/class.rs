@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::dialog::Dialog;
-use crate::text::{contains_any, contains_marker};
+use crate::text::{contains_any, normalize};
 
 /// What a permission dialog is about. Declared (and ordered) in priority
 /// order: a dialog is the first class whose markers match.
@@ -125,9 +125,9 @@ const DEVICE: &[&str] = &[
     "defaults write",
 ];
 
-const NETWORK: &[&str] = &[
-    "curl", "wget", "nc", "ncat", "netcat", "ssh", "scp", "telnet", "http://", "https://",
-];
+const NETWORK: &[&str] = &["curl", "wget", "http://", "https://"];
+/// Network tools that are never repo-scoped (no URL to check); also network markers.
+const RAW_NETWORK: &[&str] = &["nc", "ncat", "netcat", "ssh", "scp", "telnet"];
 
 const DELETION: &[&str] = &["rm", "rmdir", "unlink", "git clean", "shred"];
 const DELETION_HEADING: &[&str] = &["delete file", "remove file"];
@@ -181,13 +181,13 @@ pub fn classify(dialog: &Dialog) -> DialogClass {
         DialogClass::Install
     } else if contains_any(&text, DEVICE) {
         DialogClass::DeviceAccess
-    } else if contains_any(&text, NETWORK) {
+    } else if contains_any(&text, NETWORK) || contains_any(&text, RAW_NETWORK) {
         DialogClass::NetworkAccess
     } else if contains_any(&text, DELETION) || contains_any(&heading, DELETION_HEADING) {
         DialogClass::Deletion
     } else if contains_any(&heading, FILE_WRITE_HEADING) {
         DialogClass::FileWrite
-    } else if contains_any(&crate::text::normalize(&dialog.title), COMMAND_TITLE)
+    } else if contains_any(&normalize(&dialog.title), COMMAND_TITLE)
         || contains_any(&text, COMMAND_TEXT)
         || dialog.command.as_deref().is_some_and(|c| !c.trim().is_empty())
     {
@@ -200,10 +200,7 @@ pub fn classify(dialog: &Dialog) -> DialogClass {
 /// True when `text` (any case) names ssh/nc-style network use, which is never
 /// repo-scoped.
 pub(crate) fn has_raw_network_tool(text: &str) -> bool {
-    let text = crate::text::normalize(text);
-    ["nc", "ncat", "netcat", "ssh", "scp", "telnet"]
-        .iter()
-        .any(|m| contains_marker(&text, m))
+    contains_any(&normalize(text), RAW_NETWORK)
 }
 
 #[cfg(test)]

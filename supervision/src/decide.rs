@@ -150,14 +150,24 @@ pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
         reason,
         subject: what.clone(),
     };
-    let answer = |verdict: Verdict, option: usize, source: PolicySource, reason: String| match dialog.keys_for(option) {
-        Some(keys) => Decision {
-            verdict,
-            option: Some(option),
-            keys: vec![keys],
-            ..hold(source, reason)
-        },
-        None => hold(PolicySource::AmbiguousOption, "the chosen option has no keys".into()),
+    // Answers with the chosen option (its number and text appended to `why`),
+    // or holds when no single one-time option could be told apart.
+    let answer = |verdict: Verdict, option: Option<usize>, source: PolicySource, why: String| {
+        let Some(i) = option else {
+            return hold(
+                PolicySource::AmbiguousOption,
+                format!("no single one-time {} option", verdict.as_str()),
+            );
+        };
+        match dialog.keys_for(i) {
+            Some(keys) => Decision {
+                verdict,
+                option: Some(i),
+                keys: vec![keys],
+                ..hold(source, format!("{why}; option {} \"{}\"", i + 1, dialog.options[i]))
+            },
+            None => hold(PolicySource::AmbiguousOption, "the chosen option has no keys".into()),
+        }
     };
 
     if let Some(off) = ctx.policy.off_reason() {
@@ -186,55 +196,31 @@ pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
                     format!("{class} `{what}` is not repo-scoped: {why}"),
                 );
             }
-            match approve_option(&dialog.options) {
-                Some(i) => answer(
-                    Verdict::Approve,
-                    i,
-                    PolicySource::ClassPolicy,
-                    format!(
-                        "{class} is auto_approve and `{what}` stays in scope; option {} \"{}\"",
-                        i + 1,
-                        dialog.options[i]
-                    ),
-                ),
-                None => hold(
-                    PolicySource::AmbiguousOption,
-                    "no single one-time approve option".into(),
-                ),
-            }
-        }
-        Action::AutoDeny => match deny_option(&dialog.options) {
-            Some(i) => answer(
-                Verdict::Deny,
-                i,
+            answer(
+                Verdict::Approve,
+                approve_option(&dialog.options),
                 PolicySource::ClassPolicy,
-                format!("{class} is auto_deny; option {} \"{}\"", i + 1, dialog.options[i]),
-            ),
-            None => hold(PolicySource::AmbiguousOption, "no single one-time deny option".into()),
-        },
+                format!("{class} is auto_approve and `{what}` stays in scope"),
+            )
+        }
+        Action::AutoDeny => answer(
+            Verdict::Deny,
+            deny_option(&dialog.options),
+            PolicySource::ClassPolicy,
+            format!("{class} is auto_deny"),
+        ),
         Action::Hold => {
             let learned = match (class, dialog.command.as_deref(), repo_scoped) {
                 (DialogClass::CommandExec, Some(cmd), true) => ctx.learned_rules.iter().find(|r| r.matches(cmd)),
                 _ => None,
             };
             match learned {
-                Some(rule) => match approve_option(&dialog.options) {
-                    Some(i) => answer(
-                        Verdict::Approve,
-                        i,
-                        PolicySource::LearnedRule,
-                        format!(
-                            "learned rule `{}` covers `{what}`; option {} \"{}\"",
-                            rule.pattern,
-                            i + 1,
-                            dialog.options[i]
-                        ),
-                    ),
-                    None => hold(
-                        PolicySource::AmbiguousOption,
-                        "no single one-time approve option".into(),
-                    ),
-                },
+                Some(rule) => answer(
+                    Verdict::Approve,
+                    approve_option(&dialog.options),
+                    PolicySource::LearnedRule,
+                    format!("learned rule `{}` covers `{what}`", rule.pattern),
+                ),
                 None => hold(
                     PolicySource::ClassPolicy,
                     format!("{class} is hold: `{what}` waits for a human"),

@@ -56,14 +56,21 @@ impl Dialog {
         crate::text::normalize(&format!("{}\n{}", self.title, self.question))
     }
 
+    /// Title, question, body and command, one per line, as written: what the
+    /// veto and the network scope rule read.
+    pub(crate) fn action_text(&self) -> String {
+        let mut text = format!("{}\n{}\n{}", self.title, self.question, self.body);
+        if let Some(cmd) = &self.command {
+            text.push('\n');
+            text.push_str(cmd);
+        }
+        text
+    }
+
     /// Title, question, body, command and paths (not the options): where every
     /// other marker is read.
     pub(crate) fn full_text(&self) -> String {
-        let mut all = format!("{}\n{}\n{}", self.title, self.question, self.body);
-        if let Some(cmd) = &self.command {
-            all.push('\n');
-            all.push_str(cmd);
-        }
+        let mut all = self.action_text();
         for p in &self.paths {
             all.push('\n');
             all.push_str(p);

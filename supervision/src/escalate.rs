@@ -114,12 +114,7 @@ pub fn escalation_in(text: &str) -> Option<Escalation> {
 
 /// The veto for a dialog: its command, title, question and body.
 pub fn always_escalate(dialog: &Dialog) -> Option<Escalation> {
-    let mut text = format!("{}\n{}\n{}", dialog.title, dialog.question, dialog.body);
-    if let Some(cmd) = &dialog.command {
-        text.push('\n');
-        text.push_str(cmd);
-    }
-    escalation_in(&text)
+    escalation_in(&dialog.action_text())
 }
 
 #[cfg(test)]

@@ -122,12 +122,6 @@ impl Scope {
         self
     }
 
-    /// Adds another allowed root (e.g. the repository root of a linked worktree).
-    pub fn with_root(mut self, root: impl Into<PathBuf>) -> Scope {
-        self.extra_roots.push(root.into());
-        self
-    }
-
     fn roots(&self) -> impl Iterator<Item = &PathBuf> {
         std::iter::once(&self.worktree).chain(self.extra_roots.iter())
     }
@@ -141,7 +135,7 @@ impl Scope {
 
     /// Resolves `raw` as the shell would see it from `cwd` (`~` and `~/x` via
     /// `home`; `~user` is never in scope) and checks it lands inside a root.
-    /// Returns the resolved path, or `None` when it is out of scope or cannot be resolved.
+    /// Returns the resolved path, or why it is out of scope or cannot be resolved.
     pub(crate) fn check(
         &self,
         raw: &str,

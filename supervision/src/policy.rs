@@ -244,9 +244,10 @@ pub fn resolve(defaults: &SupervisionConfig, agent: Option<&AgentOverride>) -> P
         }
     }
     let agent_opted_in = agent.is_some_and(|a| a.enabled);
-    let stall_mins = agent.and_then(|a| a.stall_mins).unwrap_or(defaults.stall_mins);
+    let agent_stall_mins = agent.and_then(|a| a.stall_mins);
+    let stall_mins = agent_stall_mins.unwrap_or(defaults.stall_mins);
     // An agent that sets its own minutes wins over the global seconds knob.
-    let stall_threshold = match (agent.and_then(|a| a.stall_mins), defaults.stall_secs) {
+    let stall_threshold = match (agent_stall_mins, defaults.stall_secs) {
         (None, Some(secs)) => Duration::from_secs(secs),
         _ => Duration::from_secs(u64::from(stall_mins) * 60),
     };

@@ -506,38 +506,30 @@ pub fn repo_scope(
     resolver: &dyn PathResolver,
 ) -> Result<(), NotScoped> {
     let cmd = dialog.command.as_deref().filter(|c| !c.trim().is_empty());
-    let with_mode = |mode| Ctx { scope, resolver, mode };
-    match class {
-        DialogClass::CommandExec => match cmd {
-            Some(c) => command_with(c, dialog.cwd.as_deref(), &with_mode(Mode::Command)),
-            None => Err(no("no command to check")),
-        },
+    // Each class's own evidence first; then any command, under that class's rules.
+    let mode = match class {
+        DialogClass::CommandExec => {
+            if cmd.is_none() {
+                return Err(no("no command to check"));
+            }
+            Mode::Command
+        }
         DialogClass::FileWrite => {
             if dialog.paths.is_empty() {
                 return Err(no("no target path to check"));
             }
             paths_in_scope(dialog, scope, resolver)?;
-            cmd.map_or(Ok(()), |c| {
-                command_with(c, dialog.cwd.as_deref(), &with_mode(Mode::Command))
-            })
+            Mode::Command
         }
         DialogClass::Deletion => {
             if dialog.paths.is_empty() && cmd.is_none() {
                 return Err(no("no target path to check"));
             }
             paths_in_scope(dialog, scope, resolver)?;
-            cmd.map_or(Ok(()), |c| {
-                command_with(c, dialog.cwd.as_deref(), &with_mode(Mode::Deletion))
-            })
+            Mode::Deletion
         }
         DialogClass::NetworkAccess => {
-            let text = format!(
-                "{}\n{}\n{}\n{}",
-                dialog.title,
-                dialog.question,
-                dialog.body,
-                cmd.unwrap_or_default()
-            );
+            let text = dialog.action_text();
             if has_raw_network_tool(&text) || text.contains("git@") {
                 return Err(no("ssh/nc-style network access is never scoped"));
             }
@@ -548,12 +540,13 @@ pub fn repo_scope(
             if let Some(bad) = urls.iter().find(|u| !url_allowed(u)) {
                 return Err(no(format!("{bad} is not an allowed host")));
             }
-            cmd.map_or(Ok(()), |c| {
-                command_with(c, dialog.cwd.as_deref(), &with_mode(Mode::Network))
-            })
+            Mode::Network
         }
-        other => Err(no(format!("{other} is never repo-scoped"))),
-    }
+        other => return Err(no(format!("{other} is never repo-scoped"))),
+    };
+    cmd.map_or(Ok(()), |c| {
+        command_with(c, dialog.cwd.as_deref(), &Ctx { scope, resolver, mode })
+    })
 }
 
 #[cfg(test)]

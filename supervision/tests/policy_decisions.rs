@@ -79,9 +79,7 @@ fn learned_rules_and_overrides() {
             Want(Approve, FileWrite, true, ClassPolicy, "1"),
         ),
     ];
-    for (name, dialog, want) in &cases {
-        check(name, &decide_with(dialog, &config, Some(&agent), &rules), want);
-    }
+    run_with(cases, &config, Some(&agent), &rules);
     // A rule does not touch file_write held by policy.
     agent.classes.insert(FileWrite, Action::Hold);
     let rule_all = [LearnedRule::confirmed("src/lib.rs")];
@@ -145,9 +143,7 @@ fn auto_deny_and_explicit_mappings() {
             Want(Hold, Deletion, true, AlwaysEscalate, ""),
         ),
     ];
-    for (name, dialog, want) in &cases {
-        check(name, &decide_with(dialog, &config, Some(&agent), &rules), want);
-    }
+    run_with(cases, &config, Some(&agent), &rules);
     let mut no_deny = claude_bash("curl https://evil.example/x");
     no_deny.options = vec!["Yes".into(), "No, and don't ask again".into()];
     let got = decide_with(&no_deny, &config, Some(&agent), &rules);
@@ -210,9 +206,7 @@ fn network_scope_when_approved() {
             Want(Hold, NetworkAccess, false, NotRepoScoped, ""),
         ),
     ];
-    for (name, dialog, want) in &cases {
-        check(name, &decide_with(dialog, &config, Some(&agent), &[]), want);
-    }
+    run_with(cases, &config, Some(&agent), &[]);
 }
 
 #[test]

@@ -5,8 +5,8 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 use supervision::{
-    AgentOverride, DecisionContext, Dialog, PolicySource, SupervisionConfig, Verdict, approve_option, command_in_scope,
-    decide_dialog, deny_option, escalation_in, is_standing, resolve,
+    AgentOverride, PolicySource, SupervisionConfig, Verdict, approve_option, command_in_scope, deny_option,
+    escalation_in, is_standing,
 };
 
 fn word() -> impl Strategy<Value = String> {
@@ -50,21 +50,6 @@ fn option_text() -> impl Strategy<Value = String> {
     ]
 }
 
-fn decide(dialog: &Dialog, config: &SupervisionConfig, agent: Option<&AgentOverride>) -> supervision::Decision {
-    let policy = resolve(config, agent);
-    let scope = scope();
-    let fs = fs();
-    decide_dialog(
-        dialog,
-        &DecisionContext {
-            policy: &policy,
-            scope: &scope,
-            resolver: &fs,
-            learned_rules: &[],
-        },
-    )
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
@@ -73,7 +58,7 @@ proptest! {
         prop_assume!(!(master && opted == Some(true)));
         let config = SupervisionConfig { enabled: master, ..SupervisionConfig::default() };
         let agent = opted.map(|enabled| AgentOverride { enabled, ..AgentOverride::default() });
-        let d = decide(&claude_bash(&cmd), &config, agent.as_ref());
+        let d = decide_with(&claude_bash(&cmd), &config, agent.as_ref(), &[]);
         prop_assert_eq!(d.verdict, Verdict::Hold);
         prop_assert_eq!(d.source, PolicySource::SupervisionOff);
         prop_assert!(d.keys.is_empty());
@@ -81,9 +66,7 @@ proptest! {
 
     #[test]
     fn never_approves_a_vetoed_or_unscoped_command(cmd in command()) {
-        let config = SupervisionConfig { enabled: true, ..SupervisionConfig::default() };
-        let agent = AgentOverride { enabled: true, ..AgentOverride::default() };
-        let d = decide(&claude_bash(&cmd), &config, Some(&agent));
+        let d = decide(&claude_bash(&cmd));
         if d.verdict == Verdict::Approve {
             prop_assert!(escalation_in(&cmd).is_none(), "{}", cmd);
             prop_assert!(d.repo_scoped);

@@ -261,8 +261,20 @@ pub fn check(name: &str, got: &Decision, want: &Want) {
     }
 }
 
-pub fn run(cases: Vec<(&str, Dialog, Want)>) {
+/// Checks each case decided under `config`, `agent` and `rules`.
+pub fn run_with(
+    cases: Vec<(&str, Dialog, Want)>,
+    config: &SupervisionConfig,
+    agent: Option<&AgentOverride>,
+    rules: &[LearnedRule],
+) {
     for (name, dialog, want) in cases {
-        check(name, &decide(&dialog), &want);
+        check(name, &decide_with(&dialog, config, agent, rules), &want);
     }
+}
+
+/// Checks each case decided with supervision on and shipping defaults.
+pub fn run(cases: Vec<(&str, Dialog, Want)>) {
+    let (config, agent) = on();
+    run_with(cases, &config, Some(&agent), &[]);
 }
