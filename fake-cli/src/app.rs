@@ -228,10 +228,7 @@ impl App {
     fn run_action(&mut self, action: Action, now: Instant) -> io::Result<()> {
         match action {
             Action::Say(text) => self.record(Kind::Assistant, text),
-            Action::Shell(cmd) => {
-                let out = exec::run_shell(&cmd, &self.cwd);
-                self.record(Kind::Tool, exec::tool_text(&cmd, &out.output))
-            }
+            Action::Shell(cmd) => self.run_tool(&cmd).map(drop),
             Action::ToolBash(cmd) if self.always_allowed.contains(&cmd) => self.run_bash(&cmd),
             Action::ToolBash(cmd) => {
                 let cwd = self.cwd_text.clone();
@@ -275,11 +272,17 @@ impl App {
         });
     }
 
-    /// Runs an approved command: tool line, then `Ran: CMD (exit N)`.
-    fn run_bash(&mut self, cmd: &str) -> io::Result<()> {
+    /// Runs a command and records its tool line; returns its exit code.
+    fn run_tool(&mut self, cmd: &str) -> io::Result<i32> {
         let out = exec::run_shell(cmd, &self.cwd);
         self.record(Kind::Tool, exec::tool_text(cmd, &out.output))?;
-        self.record(Kind::Assistant, format!("Ran: {cmd} (exit {})", out.code))
+        Ok(out.code)
+    }
+
+    /// Runs an approved command: tool line, then `Ran: CMD (exit N)`.
+    fn run_bash(&mut self, cmd: &str) -> io::Result<()> {
+        let code = self.run_tool(cmd)?;
+        self.record(Kind::Assistant, format!("Ran: {cmd} (exit {code})"))
     }
 
     fn grant(&mut self, option_text: &str) -> io::Result<()> {
@@ -288,7 +291,7 @@ impl App {
 
     /// Carries out a dialog's answer (`None` = cancelled).
     fn resolve(&mut self, kind: DialogKind, choice: Option<usize>) -> io::Result<()> {
-        let options = Dialog::new(kind.clone()).options();
+        let options = kind.options();
         let option_text = |i: usize| options.get(i).cloned().unwrap_or_default();
         match kind {
             DialogKind::Bash { cmd, .. } => match choice {

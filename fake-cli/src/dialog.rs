@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use crate::exec::EDIT_LINE;
 use crate::keys::Key;
 
 /// Which dialog is open, with what it is about.
@@ -34,14 +35,10 @@ pub(crate) enum DialogInput {
 /// Last option of every decision prompt.
 pub(crate) const TYPE_SOMETHING: &str = "Type something.";
 
-impl Dialog {
-    pub(crate) fn new(kind: DialogKind) -> Self {
-        Self { kind, selected: 0 }
-    }
-
+impl DialogKind {
     /// The option texts, in order (without numbers).
     pub(crate) fn options(&self) -> Vec<String> {
-        match &self.kind {
+        match self {
             DialogKind::Bash { cwd, .. } => vec![
                 "Yes".to_string(),
                 format!("Yes, and always allow access to {cwd} from this project"),
@@ -64,10 +61,16 @@ impl Dialog {
             ],
         }
     }
+}
+
+impl Dialog {
+    pub(crate) fn new(kind: DialogKind) -> Self {
+        Self { kind, selected: 0 }
+    }
 
     /// Applies one key: digits pick at once, arrows move, Enter confirms, Esc or Ctrl-C cancel.
     pub(crate) fn handle(&mut self, key: &Key) -> DialogInput {
-        let count = self.options().len();
+        let count = self.kind.options().len();
         match key {
             Key::Char(c) => match c.to_digit(10).map(|d| d as usize) {
                 Some(n) if (1..=count).contains(&n) => DialogInput::Chosen(n - 1),
@@ -107,7 +110,7 @@ impl Dialog {
                 lines.push(" Edit file".into());
                 lines.push(format!(" {path}"));
                 lines.push(dashes.clone());
-                lines.push(" + edited by fake-cli".into());
+                lines.push(format!(" + {EDIT_LINE}"));
                 lines.push(dashes);
                 lines.push(format!(" Do you want to make this edit to {}?", file_name(path)));
                 " Esc to cancel"
@@ -128,7 +131,7 @@ impl Dialog {
             }
         };
         let selected_line = lines.len() + self.selected;
-        for (i, option) in self.options().iter().enumerate() {
+        for (i, option) in self.kind.options().iter().enumerate() {
             let marker = if i == self.selected { " ❯ " } else { "   " };
             lines.push(format!("{marker}{}. {option}", i + 1));
         }

@@ -22,7 +22,7 @@ struct RawRule {
 }
 
 /// One action object of a rule, e.g. `{"say": "hi"}` or `{"busy": 1.5}`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 enum RawAction {
     Say(String),
@@ -35,10 +35,18 @@ enum RawAction {
     Exit(bool),
 }
 
+/// A rule action as loaded: a `say` template expands the match's captures,
+/// every other action is fixed.
+#[derive(Debug)]
+enum Step {
+    Say(String),
+    Fixed(Action),
+}
+
 #[derive(Debug)]
 struct Rule {
     regex: Regex,
-    actions: Vec<RawAction>,
+    steps: Vec<Step>,
 }
 
 /// A parsed, validated rules file.
@@ -74,25 +82,37 @@ pub(crate) fn parse_rules(json: &str) -> Result<Rules, String> {
     let mut rules = Vec::with_capacity(file.rules.len());
     for (i, raw) in file.rules.into_iter().enumerate() {
         let regex = Regex::new(&raw.pattern).map_err(|e| format!("rule {i}: bad match regex: {e}"))?;
-        for action in &raw.actions {
-            match action {
-                RawAction::Ask(spec) if parse_ask(spec).is_none() => {
-                    return Err(format!("rule {i}: ask needs \"QUESTION | OPTION | ...\", got {spec:?}"));
-                }
-                RawAction::Busy(secs) if !valid_busy(*secs) => {
-                    return Err(format!(
-                        "rule {i}: busy must be between 0 and 86400 seconds, got {secs}"
-                    ));
-                }
-                _ => {}
-            }
+        let mut steps = Vec::with_capacity(raw.actions.len());
+        for action in raw.actions {
+            steps.extend(step(action).map_err(|e| format!("rule {i}: {e}"))?);
         }
-        rules.push(Rule {
-            regex,
-            actions: raw.actions,
-        });
+        rules.push(Rule { regex, steps });
     }
     Ok(Rules { rules })
+}
+
+/// Checks and converts one action; `limit` or `exit` set to false is no step at all.
+fn step(raw: RawAction) -> Result<Option<Step>, String> {
+    let action = match raw {
+        RawAction::Say(template) => return Ok(Some(Step::Say(template))),
+        RawAction::Shell(cmd) => Action::Shell(cmd),
+        RawAction::ToolBash(cmd) => Action::ToolBash(cmd),
+        RawAction::Edit(path) => Action::Edit(path),
+        RawAction::Ask(spec) => {
+            parse_ask(&spec).ok_or_else(|| format!("ask needs \"QUESTION | OPTION | ...\", got {spec:?}"))?
+        }
+        RawAction::Busy(secs) if !valid_busy(secs) => {
+            return Err(format!("busy must be between 0 and 86400 seconds, got {secs}"));
+        }
+        RawAction::Busy(secs) => Action::Busy {
+            secs,
+            label: secs.to_string(),
+        },
+        RawAction::Limit(true) => Action::Limit,
+        RawAction::Exit(true) => Action::Exit,
+        RawAction::Limit(false) | RawAction::Exit(false) => return Ok(None),
+    };
+    Ok(Some(Step::Fixed(action)))
 }
 
 impl Rules {
@@ -100,29 +120,17 @@ impl Rules {
     pub(crate) fn actions_for(&self, message: &str) -> Option<Vec<Action>> {
         self.rules.iter().find_map(|rule| {
             let caps = rule.regex.captures(message)?;
-            Some(rule.actions.iter().filter_map(|a| to_action(a, &caps)).collect())
+            let actions = rule.steps.iter().map(|step| match step {
+                Step::Say(template) => {
+                    let mut out = String::new();
+                    caps.expand(template, &mut out);
+                    Action::Say(out)
+                }
+                Step::Fixed(action) => action.clone(),
+            });
+            Some(actions.collect())
         })
     }
-}
-
-fn to_action(raw: &RawAction, caps: &regex::Captures<'_>) -> Option<Action> {
-    Some(match raw {
-        RawAction::Say(text) => {
-            let mut out = String::new();
-            caps.expand(text, &mut out);
-            Action::Say(out)
-        }
-        RawAction::Shell(cmd) => Action::Shell(cmd.clone()),
-        RawAction::ToolBash(cmd) => Action::ToolBash(cmd.clone()),
-        RawAction::Edit(path) => Action::Edit(path.clone()),
-        RawAction::Ask(spec) => parse_ask(spec)?,
-        RawAction::Busy(secs) => Action::Busy {
-            secs: *secs,
-            label: secs.to_string(),
-        },
-        RawAction::Limit(on) => on.then_some(Action::Limit)?,
-        RawAction::Exit(on) => on.then_some(Action::Exit)?,
-    })
 }
 
 #[cfg(test)]

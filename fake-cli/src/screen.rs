@@ -108,12 +108,14 @@ fn prefixed(text: &str, first: &str, rest: &str) -> Vec<String> {
 /// Footer with the prompt box; returns lines (wrapped) and the cursor position within them.
 fn prompt_footer(view: &View<'_>, width: usize) -> (Vec<String>, usize, usize) {
     let rule = "─".repeat(width);
-    let mut lines = Vec::new();
-    if let Some(busy) = view.busy {
-        let spinner = SPINNER[busy.frame % SPINNER.len()];
-        lines.push(format!("{spinner} Thinking… ({}s · esc to interrupt)", busy.secs));
-    }
-    let mut lines = wrap_all(&lines, width);
+    let mut lines = match view.busy {
+        Some(busy) => {
+            let spinner = SPINNER[busy.frame % SPINNER.len()];
+            let line = format!("{spinner} Thinking… ({}s · esc to interrupt)", busy.secs);
+            wrap(&line, width)
+        }
+        None => Vec::new(),
+    };
     lines.push(rule.clone());
     lines.extend(wrap_all(&prefixed(view.input, "❯ ", "  "), width));
     let cursor_row = lines.len() - 1;
@@ -140,16 +142,13 @@ fn dialog_footer(dialog: &Dialog, width: usize) -> (Vec<String>, usize, usize) {
 /// Wraps a dialog line; an option row (` ❯ 1. Yes` / `   2. No`) continues on
 /// lines indented under its text, as Claude Code draws it.
 fn wrap_option(line: &str, width: usize) -> Vec<String> {
+    const INDENT: &str = "      ";
     let trimmed = line.trim_start().trim_start_matches('❯').trim_start();
     let is_option = trimmed
         .split_once(". ")
         .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
-    const INDENT: &str = "      ";
-    if !is_option || width <= INDENT.len() + 10 {
-        return wrap(line, width);
-    }
     let mut out = wrap(line, width);
-    if out.len() > 1 {
+    if is_option && width > INDENT.len() + 10 && out.len() > 1 {
         let rest: String = out.split_off(1).concat();
         out.extend(
             wrap(&rest, width - INDENT.len())

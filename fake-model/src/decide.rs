@@ -11,7 +11,7 @@ const DESCRIPTION_LIMIT: usize = 60;
 
 /// What the fake model answers with.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// A plain assistant text turn; ends the turn.
     Text(String),
     /// A request to run one shell command with Claude Code's Bash tool.
@@ -25,7 +25,7 @@ pub enum Reply {
 ///
 /// A tool result is acknowledged, a `run: CMD` line asks for the Bash tool,
 /// anything else is echoed back. Odd shapes get a harmless "ok".
-pub fn decide(request: &Value) -> Reply {
+pub(crate) fn decide(request: &Value) -> Reply {
     let Some(content) = last_user_content(request) else {
         return ok();
     };
@@ -55,28 +55,33 @@ fn last_user_content(request: &Value) -> Option<&Value> {
     last.get("content")
 }
 
-/// The content blocks of a message: a string counts as one text block.
-fn blocks(content: &Value) -> Vec<Value> {
-    match content {
-        Value::String(text) => vec![serde_json::json!({"type": "text", "text": text})],
-        Value::Array(items) => items.clone(),
-        _ => Vec::new(),
-    }
-}
-
 fn block_type(block: &Value) -> Option<&str> {
     block.get("type").and_then(Value::as_str)
 }
 
-fn first_tool_result(content: &Value) -> Option<Value> {
-    blocks(content)
-        .into_iter()
+/// The texts of a message's text blocks, in order; string content is one text block.
+fn texts(content: &Value) -> Vec<&str> {
+    match content {
+        Value::String(text) => vec![text.as_str()],
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| block_type(b) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn first_tool_result(content: &Value) -> Option<&Value> {
+    content
+        .as_array()?
+        .iter()
         .find(|b| block_type(b) == Some("tool_result"))
 }
 
 /// Acknowledges a tool result, quoting the start of its output.
-fn tool_reply(result: Value) -> Reply {
-    let output = result.get("content").map(flatten_text).unwrap_or_default();
+fn tool_reply(result: &Value) -> Reply {
+    let output = result.get("content").map(|c| texts(c).join("\n")).unwrap_or_default();
     let output = truncate_chars(&output, TOOL_OUTPUT_LIMIT);
     if result.get("is_error").and_then(Value::as_bool) == Some(true) {
         Reply::Text(format!("Tool was not run: {output}"))
@@ -85,40 +90,29 @@ fn tool_reply(result: Value) -> Reply {
     }
 }
 
-/// Joins the text of a string or an array of `{type: text, text}` blocks.
-fn flatten_text(content: &Value) -> String {
-    let texts: Vec<String> = blocks(content)
-        .iter()
-        .filter(|b| block_type(b) == Some("text"))
-        .filter_map(|b| b.get("text").and_then(Value::as_str).map(str::to_owned))
-        .collect();
-    texts.join("\n")
+/// The user's own text: the last text block that is not a `<system-reminder>`, trimmed.
+fn user_text(content: &Value) -> Option<&str> {
+    let text = texts(content)
+        .into_iter()
+        .rfind(|t| !t.trim_start().starts_with("<system-reminder>"))?
+        .trim();
+    (!text.is_empty()).then_some(text)
 }
 
-/// The user's own text: the last text block that is not a `<system-reminder>`, trimmed.
-fn user_text(content: &Value) -> Option<String> {
-    let blocks = blocks(content);
-    let text = blocks
-        .iter()
-        .filter(|b| block_type(b) == Some("text"))
-        .filter_map(|b| b.get("text").and_then(Value::as_str))
-        .rfind(|t| !t.trim_start().starts_with("<system-reminder>"))?;
-    let text = text.trim();
-    (!text.is_empty()).then(|| text.to_owned())
+/// What follows `prefix` on the first line of `text` that starts with it (after trimming).
+fn line_after<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    text.lines().find_map(|line| line.trim().strip_prefix(prefix))
 }
 
 /// Turns user text into a Bash request when it has a `run:` line, a question
 /// when it has an `ask:` line with at least two options, else echoes it.
-fn text_reply(text: String) -> Reply {
-    let ask = text
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("ask:"))
-        .map(|rest| {
-            rest.split('|')
-                .map(|p| p.trim().to_owned())
-                .filter(|p| !p.is_empty())
-                .collect::<Vec<_>>()
-        });
+fn text_reply(text: &str) -> Reply {
+    let ask = line_after(text, "ask:").map(|rest| {
+        rest.split('|')
+            .map(|p| p.trim().to_owned())
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
+    });
     if let Some(mut parts) = ask.filter(|p| p.len() >= 3) {
         let question = parts.remove(0);
         return Reply::Ask {
@@ -126,21 +120,17 @@ fn text_reply(text: String) -> Reply {
             options: parts,
         };
     }
-    let command = text
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("run:"))
-        .map(str::trim);
-    match command {
+    match line_after(text, "run:").map(str::trim) {
         Some(command) if !command.is_empty() => Reply::Bash {
             command: command.to_owned(),
             description: truncate_chars(&format!("Run {command}"), DESCRIPTION_LIMIT),
         },
-        _ => Reply::Text(format!("You said: {}", truncate_chars(&text, ECHO_LIMIT))),
+        _ => Reply::Text(format!("You said: {}", truncate_chars(text, ECHO_LIMIT))),
     }
 }
 
 /// The first `limit` chars of `text`, never splitting a char.
-pub(crate) fn truncate_chars(text: &str, limit: usize) -> String {
+fn truncate_chars(text: &str, limit: usize) -> String {
     text.chars().take(limit).collect()
 }
 

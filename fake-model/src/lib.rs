@@ -1,6 +1,6 @@
 //! A fake Anthropic Messages API server, good enough to run the real Claude Code CLI offline.
 //!
-//! `POST /v1/messages` answers with a canned reply chosen by [`decide`] from the last user
+//! `POST /v1/messages` answers with a canned reply chosen by `decide` from the last user
 //! message, streamed as server-sent events (or one JSON message when `stream` is false).
 //! `POST /v1/messages/count_tokens` answers a fixed count, and every other request gets `{}`
 //! so that Claude Code's probes never see a 404.
@@ -23,8 +23,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
-pub use decide::{Reply, decide};
-pub use sse::{message_json, parse_events, sse_body};
+use decide::decide;
+pub use sse::parse_events;
+use sse::{message_json, sse_body};
 
 /// Largest request body accepted; larger ones get a 413.
 const BODY_LIMIT: usize = 8 * 1024 * 1024;

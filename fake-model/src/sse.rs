@@ -11,14 +11,16 @@ pub(crate) const INPUT_TOKENS: u64 = 42;
 const CHUNKS: usize = 3;
 
 /// Renders the whole SSE body of a streamed reply, as Claude Code expects to read it.
-pub fn sse_body(reply: &Reply, model: &str, seq: u64) -> String {
-    let mut message = message_json(reply, model, seq);
+pub(crate) fn sse_body(reply: &Reply, model: &str, seq: u64) -> String {
+    let content = Content::of(reply);
+    let mut message = message(&content, model, seq);
     message["content"] = json!([]);
     message["stop_reason"] = Value::Null;
     message["usage"]["output_tokens"] = json!(1);
     let mut body = event("message_start", &json!({"type": "message_start", "message": message}));
-    body.push_str(&event("content_block_start", &block_start(reply, seq)));
-    for delta in deltas(reply) {
+    let start = json!({"type": "content_block_start", "index": 0, "content_block": content.block(seq, false)});
+    body.push_str(&event("content_block_start", &start));
+    for delta in content.deltas() {
         let data = json!({"type": "content_block_delta", "index": 0, "delta": delta});
         body.push_str(&event("content_block_delta", &data));
     }
@@ -26,8 +28,8 @@ pub fn sse_body(reply: &Reply, model: &str, seq: u64) -> String {
         "content_block_stop",
         &json!({"type": "content_block_stop", "index": 0}),
     ));
-    let stop = json!({"stop_reason": stop_reason(reply), "stop_sequence": null});
-    let usage = json!({"output_tokens": output_tokens(reply)});
+    let stop = json!({"stop_reason": content.stop_reason(), "stop_sequence": null});
+    let usage = json!({"output_tokens": content.output_tokens()});
     body.push_str(&event(
         "message_delta",
         &json!({"type": "message_delta", "delta": stop, "usage": usage}),
@@ -37,24 +39,22 @@ pub fn sse_body(reply: &Reply, model: &str, seq: u64) -> String {
 }
 
 /// The complete, non-streamed message object for a reply (the `stream: false` answer).
-pub fn message_json(reply: &Reply, model: &str, seq: u64) -> Value {
-    let content = match reply {
-        Reply::Text(text) => json!({"type": "text", "text": text}),
-        Reply::Bash { .. } | Reply::Ask { .. } => {
-            json!({"type": "tool_use", "id": tool_id(seq), "name": tool_name(reply), "input": tool_input(reply)})
-        }
-    };
+pub(crate) fn message_json(reply: &Reply, model: &str, seq: u64) -> Value {
+    message(&Content::of(reply), model, seq)
+}
+
+fn message(content: &Content<'_>, model: &str, seq: u64) -> Value {
     json!({
         "id": format!("msg_fake_{seq}"),
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": [content],
-        "stop_reason": stop_reason(reply),
+        "content": [content.block(seq, true)],
+        "stop_reason": content.stop_reason(),
         "stop_sequence": null,
         "usage": {
             "input_tokens": INPUT_TOKENS,
-            "output_tokens": output_tokens(reply),
+            "output_tokens": content.output_tokens(),
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0
         }
@@ -76,69 +76,75 @@ fn event(name: &str, data: &Value) -> String {
     format!("event: {name}\ndata: {data}\n\n")
 }
 
-fn tool_id(seq: u64) -> String {
-    format!("toolu_fake_{seq}")
+/// A reply's one content block: text, or a call of the named tool with its input.
+enum Content<'a> {
+    Text(&'a str),
+    Tool { name: &'static str, input: Value },
 }
 
-fn stop_reason(reply: &Reply) -> &'static str {
-    match reply {
-        Reply::Text(_) => "end_turn",
-        Reply::Bash { .. } | Reply::Ask { .. } => "tool_use",
-    }
-}
-
-fn tool_name(reply: &Reply) -> &'static str {
-    match reply {
-        Reply::Ask { .. } => "AskUserQuestion",
-        _ => "Bash",
-    }
-}
-
-/// The tool's input object; `Null` for a text reply. AskUserQuestion takes
-/// one question with labelled options.
-fn tool_input(reply: &Reply) -> Value {
-    match reply {
-        Reply::Text(_) => Value::Null,
-        Reply::Bash { command, description } => json!({"command": command, "description": description}),
-        Reply::Ask { question, options } => json!({"questions": [{
-            "question": question,
-            "header": "Choice",
-            "multiSelect": false,
-            "options": options.iter().map(|o| json!({"label": o, "description": o})).collect::<Vec<_>>(),
-        }]}),
-    }
-}
-
-/// A rough output token count: one per four chars, at least one.
-fn output_tokens(reply: &Reply) -> u64 {
-    let chars = match reply {
-        Reply::Text(text) => text.chars().count(),
-        Reply::Bash { .. } | Reply::Ask { .. } => tool_input(reply).to_string().chars().count(),
-    };
-    (chars / 4).max(1) as u64
-}
-
-fn block_start(reply: &Reply, seq: u64) -> Value {
-    let block = match reply {
-        Reply::Text(_) => json!({"type": "text", "text": ""}),
-        Reply::Bash { .. } | Reply::Ask { .. } => {
-            json!({"type": "tool_use", "id": tool_id(seq), "name": tool_name(reply), "input": {}})
+impl Content<'_> {
+    /// Bash takes a command; AskUserQuestion takes one question with labelled options.
+    fn of(reply: &Reply) -> Content<'_> {
+        match reply {
+            Reply::Text(text) => Content::Text(text),
+            Reply::Bash { command, description } => Content::Tool {
+                name: "Bash",
+                input: json!({"command": command, "description": description}),
+            },
+            Reply::Ask { question, options } => Content::Tool {
+                name: "AskUserQuestion",
+                input: json!({"questions": [{
+                    "question": question,
+                    "header": "Choice",
+                    "multiSelect": false,
+                    "options": options.iter().map(|o| json!({"label": o, "description": o})).collect::<Vec<_>>(),
+                }]}),
+            },
         }
-    };
-    json!({"type": "content_block_start", "index": 0, "content_block": block})
-}
+    }
 
-/// The content block deltas: text pieces, or pieces of the tool input's JSON text.
-fn deltas(reply: &Reply) -> Vec<Value> {
-    match reply {
-        Reply::Text(text) => split_chars(text, CHUNKS)
+    fn stop_reason(&self) -> &'static str {
+        match self {
+            Content::Text(_) => "end_turn",
+            Content::Tool { .. } => "tool_use",
+        }
+    }
+
+    /// The block as the whole message holds it, or (`complete` false) as
+    /// `content_block_start` opens it: no text or input yet.
+    fn block(&self, seq: u64, complete: bool) -> Value {
+        match self {
+            Content::Text(text) => json!({"type": "text", "text": if complete { text } else { "" }}),
+            Content::Tool { name, input } => {
+                let input = if complete { input.clone() } else { json!({}) };
+                json!({"type": "tool_use", "id": format!("toolu_fake_{seq}"), "name": name, "input": input})
+            }
+        }
+    }
+
+    /// What the deltas carry: the text, or the tool input's JSON text.
+    fn streamed(&self) -> String {
+        match self {
+            Content::Text(text) => (*text).to_owned(),
+            Content::Tool { input, .. } => input.to_string(),
+        }
+    }
+
+    /// A rough output token count: one per four streamed chars, at least one.
+    fn output_tokens(&self) -> u64 {
+        (self.streamed().chars().count() / 4).max(1) as u64
+    }
+
+    /// The content block deltas: text pieces, or pieces of the tool input's JSON text.
+    fn deltas(&self) -> Vec<Value> {
+        let (kind, field) = match self {
+            Content::Text(_) => ("text_delta", "text"),
+            Content::Tool { .. } => ("input_json_delta", "partial_json"),
+        };
+        split_chars(&self.streamed(), CHUNKS)
             .into_iter()
-            .map(|t| json!({"type": "text_delta", "text": t}))
-            .collect(),
-        Reply::Bash { .. } | Reply::Ask { .. } => split_chars(&tool_input(reply).to_string(), CHUNKS)
-            .into_iter()
-            .map(|p| json!({"type": "input_json_delta", "partial_json": p}))
-            .collect(),
+            .map(|piece| json!({"type": kind, field: piece}))
+            .collect()
     }
 }
 

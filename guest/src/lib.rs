@@ -15,7 +15,6 @@ use std::sync::Arc;
 use anyhow::Context;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-pub use bootstrap::{Bootstrap, BootstrapError};
 /// The signature crate of [`proto::sign_welcome`], re-exported so the node
 /// uses the same version.
 pub use ed25519_dalek;
@@ -36,7 +35,7 @@ pub async fn run(program: String, args: Vec<String>) -> anyhow::Result<i32> {
     // Installed before the CLI starts, so no SIGTERM is missed.
     let sigterm = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
     let vars = env_vars();
-    let boot = Bootstrap::from_env_vars(&vars)?;
+    let boot = bootstrap::Bootstrap::from_env_vars(&vars)?;
     let tty = term::stdin_is_tty();
     let size = match tty.then(term::terminal_size).flatten() {
         Some(size) => size,

@@ -27,14 +27,7 @@ pub(crate) struct Cli {
 impl Cli {
     /// Starts `fake-cli ARGS` in `cwd` on a ROWS x COLS terminal.
     pub(crate) fn spawn(args: &[&str], cwd: &Path) -> Cli {
-        let pair = native_pty_system()
-            .openpty(PtySize {
-                rows: ROWS,
-                cols: COLS,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .expect("openpty");
+        let pair = native_pty_system().openpty(pty_size(ROWS, COLS)).expect("openpty");
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_fake-cli"));
         cmd.args(args);
         cmd.cwd(cwd);
@@ -126,16 +119,10 @@ impl Cli {
 
     /// Resizes the terminal (the program notices on its next loop).
     pub(crate) fn resize(&self, rows: u16, cols: u16) {
-        let size = PtySize {
-            rows,
-            cols,
-            pixel_width: 0,
-            pixel_height: 0,
-        };
         self.master
             .as_ref()
             .expect("terminal open")
-            .resize(size)
+            .resize(pty_size(rows, cols))
             .expect("resize");
         self.parser
             .lock()
@@ -171,6 +158,15 @@ impl Drop for Cli {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+}
+
+fn pty_size(rows: u16, cols: u16) -> PtySize {
+    PtySize {
+        rows,
+        cols,
+        pixel_width: 0,
+        pixel_height: 0,
     }
 }
 
