@@ -87,7 +87,7 @@ impl Node {
         }
         let report = parse(event).map_err(NodeError::Invalid)?;
         let live = self
-            .live_conversation(conversation)
+            .live(conversation)
             .ok_or_else(|| NodeError::Conflict(format!("conversation {conversation} has no running CLI")))?;
         live.touch();
         if let Ok(mut h) = live.hook.lock() {

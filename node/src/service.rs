@@ -191,7 +191,7 @@ impl Node {
         let _ = node.me.set(Arc::downgrade(&node));
         // The tokens of the CLIs that died with the last run die too.
         for id in &orphans {
-            node.revoke_recorded_instance_tokens(id, &[]).await;
+            node.revoke_recorded_instance_tokens(id).await;
         }
         for (id, key_hash) in adoptable {
             let node = node.clone();
@@ -241,37 +241,18 @@ impl Node {
         let grace = self.cfg.readopt_grace;
         match self.spawn_cli(&entry, &agent, Spawn::Adopt { key_hash, grace }).await {
             Ok((live, _)) => {
-                if let Ok(mut m) = self.live.lock() {
-                    m.insert(id.to_string(), live);
-                }
-                // The guest's CLI reads the fresh token from its token file;
+                // The guest's CLI reads its fresh token from its token file;
                 // the last run's tokens are revoked.
-                let fresh: Vec<String> = self
-                    .instance_tokens
-                    .lock()
-                    .ok()
-                    .and_then(|m| m.get(id).cloned())
-                    .unwrap_or_default();
-                self.revoke_recorded_instance_tokens(id, &fresh).await;
-                self.start_renewal(id);
-                if let Some(me) = self.me.get().and_then(|w| w.upgrade()) {
-                    me.start_supervision(id);
-                    me.start_stall_watch(id);
+                self.revoke_recorded_instance_tokens(id).await;
+                let note = "re-adopted: the guest came back after the node restarted";
+                if let Err(e) = self.went_live(id, live, note.into()).await {
+                    tracing::warn!(conversation = id, error = %e, "could not record the re-adoption");
                 }
-                let _ = self
-                    .transcripts
-                    .append(
-                        id,
-                        "system",
-                        "lifecycle",
-                        "re-adopted: the guest came back after the node restarted".into(),
-                    )
-                    .await;
                 tracing::info!(conversation = id, "re-adopted after restart");
             }
             Err(why) => {
                 self.revoke_instance_tokens(id).await;
-                self.revoke_recorded_instance_tokens(id, &[]).await;
+                self.revoke_recorded_instance_tokens(id).await;
                 let reason = format!("node restarted: {why}");
                 let mut cat = self.catalog.lock().await;
                 if let Ok(e) = cat.decide_transition(id, Transition::Pause, &reason)
@@ -303,20 +284,16 @@ impl Node {
     /// catalog records as starting or active (e.g. waiting for their guest to
     /// come back after a restart). The reaper leaves their containers alone.
     pub async fn owned_ids(&self) -> Vec<String> {
-        let mut ids = self.live_ids();
+        let mut ids: Vec<String> = self
+            .live
+            .lock()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
         let cat = self.catalog.lock().await;
         ids.extend(cat.live_conversations().map(|c| c.id.clone()));
         ids.sort();
         ids.dedup();
         ids
-    }
-
-    /// The ids of the conversations whose CLI is running.
-    pub fn live_ids(&self) -> Vec<String> {
-        self.live
-            .lock()
-            .map(|m| m.keys().cloned().collect())
-            .unwrap_or_default()
     }
 
     /// Records what the node did to or refused from a guest (the audit log).
@@ -331,6 +308,7 @@ impl Node {
         }
     }
 
+    /// The live conversation `id`, if its CLI is running.
     pub(crate) fn live(&self, id: &str) -> Option<Arc<Live>> {
         self.live.lock().ok().and_then(|m| m.get(id).cloned())
     }
@@ -343,11 +321,6 @@ impl Node {
     /// Follows server events.
     pub fn subscribe_events(&self) -> tokio::sync::broadcast::Receiver<(&'static str, Value)> {
         self.events.subscribe()
-    }
-
-    /// The live conversation `id`, if its CLI is running.
-    pub(crate) fn live_conversation(&self, id: &str) -> Option<Arc<Live>> {
-        self.live(id)
     }
 
     /// (home, workspace) of an agent.
@@ -453,16 +426,8 @@ impl Node {
                 match cat.decide_transition(id, Transition::Launched, "") {
                     Ok(e) => {
                         self.commit(&mut cat, vec![e]).await?;
-                        if let Ok(mut m) = self.live.lock() {
-                            m.insert(id.to_string(), live);
-                        }
                         drop(cat);
-                        self.start_renewal(id);
-                        if let Some(me) = self.me.get().and_then(|w| w.upgrade()) {
-                            me.start_supervision(id);
-                            me.start_stall_watch(id);
-                        }
-                        self.transcripts.append(id, "system", "lifecycle", note).await?;
+                        self.went_live(id, live, note).await?;
                         let cat = self.catalog.lock().await;
                         Ok(self.conv_wire(cat.conversation(id)?))
                     }
@@ -485,6 +450,22 @@ impl Node {
                 Err(NodeError::Internal(format!("could not launch the CLI: {reason}")))
             }
         }
+    }
+
+    /// A CLI is up for `id` (launched, resumed or re-adopted): it joins the
+    /// live set, its token renewal and supervision start, and `note` goes to
+    /// the transcript.
+    async fn went_live(&self, id: &str, live: Arc<Live>, note: String) -> NodeResult<()> {
+        if let Ok(mut m) = self.live.lock() {
+            m.insert(id.to_string(), live);
+        }
+        self.start_renewal(id);
+        if let Some(me) = self.me.get().and_then(|w| w.upgrade()) {
+            me.start_supervision(id);
+            me.start_stall_watch(id);
+        }
+        self.transcripts.append(id, "system", "lifecycle", note).await?;
+        Ok(())
     }
 
     async fn spawn_cli(

@@ -115,57 +115,59 @@ impl Node {
             .await;
             return (Outcome::Skipped, Some(why.to_string()));
         }
-        let mut attempted = fields(Outcome::Sent, None);
-        attempted.outcome = Outcome::Attempted;
-        let Some(attempt) = self
-            .audit(&live.agent, Some(&live.id), attempted, pane.clone(), None)
-            .await
-        else {
-            // Never type what could not be recorded.
-            return (Outcome::Failed, Some("the audit log could not be written".into()));
+        let write = async {
+            match live.session.write(keys.as_bytes().to_vec()).await {
+                Ok(()) => (Outcome::Sent, None),
+                Err(e) => (Outcome::Failed, Some(format!("terminal write failed: {e}"))),
+            }
         };
-        let (outcome, why) = match live.session.write(keys.as_bytes().to_vec()).await {
-            Ok(()) => (Outcome::Sent, None),
-            Err(e) => (Outcome::Failed, Some(format!("terminal write failed: {e}"))),
-        };
-        self.audit(
-            &live.agent,
-            Some(&live.id),
-            fields(outcome, why.as_deref()),
-            pane,
-            Some(attempt),
-        )
-        .await;
+        let (outcome, why, _) = self.audited(live, pane, &fields, write).await;
         (outcome, why)
     }
 
     /// Delivers `text` through the conversation's message queue with the
-    /// same audit discipline as verified send: an `attempted` row (FULL)
-    /// before, the outcome after, one row in all. Returns the outcome, the
-    /// reason it was not sent, and the row's id.
+    /// same audit discipline as verified send. Returns the outcome, the reason
+    /// it was not sent, and the row's id.
     async fn audited_message(
         &self,
         live: &Live,
         text: String,
         fields: impl Fn(Outcome, Option<&str>) -> AuditFields,
     ) -> (Outcome, Option<String>, Option<u64>) {
+        let send = async {
+            match live.send_message(text, crate::live::NUDGE_SPEAKER.to_string()).await {
+                Ok(_) => (Outcome::Sent, None),
+                Err(e) => (Outcome::Skipped, Some(e.to_string())),
+            }
+        };
+        self.audited(live, String::new(), &fields, send).await
+    }
+
+    /// The audit discipline of every send: an `attempted` row committed
+    /// (FULL) before `send` runs, its outcome after, one row in all; nothing
+    /// is sent that could not be recorded. Returns the outcome, why it was
+    /// not sent, and the row's id.
+    async fn audited(
+        &self,
+        live: &Live,
+        pane: String,
+        fields: &impl Fn(Outcome, Option<&str>) -> AuditFields,
+        send: impl std::future::Future<Output = (Outcome, Option<String>)>,
+    ) -> (Outcome, Option<String>, Option<u64>) {
         let mut attempted = fields(Outcome::Sent, None);
         attempted.outcome = Outcome::Attempted;
         let Some(attempt) = self
-            .audit(&live.agent, Some(&live.id), attempted, String::new(), None)
+            .audit(&live.agent, Some(&live.id), attempted, pane.clone(), None)
             .await
         else {
             return (Outcome::Failed, Some("the audit log could not be written".into()), None);
         };
-        let (outcome, why) = match live.send_message(text, crate::live::NUDGE_SPEAKER.to_string()).await {
-            Ok(_) => (Outcome::Sent, None),
-            Err(e) => (Outcome::Skipped, Some(e.to_string())),
-        };
+        let (outcome, why) = send.await;
         self.audit(
             &live.agent,
             Some(&live.id),
             fields(outcome, why.as_deref()),
-            String::new(),
+            pane,
             Some(attempt),
         )
         .await;
@@ -247,7 +249,7 @@ impl Node {
         let text = text.unwrap_or(policy.nudge_text);
         crate::validate::message_text(&text).map_err(|e| NodeError::Invalid(e.to_string()))?;
         let live = self
-            .live_conversation(&id)
+            .live(&id)
             .ok_or_else(|| NodeError::Conflict(format!("conversation {id} has no running CLI")))?;
         let reason_of = |why: Option<&str>| match why {
             None => "a human asked for a nudge".to_string(),
@@ -279,7 +281,7 @@ impl Node {
         tokio::spawn(async move {
             loop {
                 let Some(node) = weak.upgrade() else { return };
-                let Some(live) = node.live_conversation(&id) else {
+                let Some(live) = node.live(&id) else {
                     return;
                 };
                 drop(node);
@@ -342,7 +344,7 @@ impl Node {
             loop {
                 tick.tick().await;
                 let Some(node) = weak.upgrade() else { return };
-                let Some(live) = node.live_conversation(&id) else {
+                let Some(live) = node.live(&id) else {
                     return;
                 };
                 let now = origin.elapsed();
@@ -621,7 +623,7 @@ impl Node {
         };
         let keys = held.dialog.keys_for(index).unwrap_or_default();
         let live = self
-            .live_conversation(&held.conversation)
+            .live(&held.conversation)
             .ok_or_else(|| NodeError::Conflict(format!("conversation {} has no running CLI", held.conversation)))?;
         let (outcome, why) = self
             .verified_send(&live, &held.screen, &keys, |outcome, why| {
@@ -701,26 +703,14 @@ impl Node {
         before: Option<u64>,
     ) -> NodeResult<Value> {
         let limit = limit.unwrap_or(50).clamp(1, MAX_AUDIT) as usize;
-        let mut before = before.unwrap_or(u64::MAX);
         let mut entries = vec![];
-        let mut fold = self.audit_fold();
-        while entries.len() < limit {
-            let page = self.store().audit_before(before, 500).await?;
-            if page.is_empty() {
-                break;
-            }
-            for e in &page {
-                before = e.seq;
-                let Some((a, row)) = fold.push(e) else { continue };
-                if agent.is_some_and(|want| want != a) {
-                    continue;
-                }
+        self.scan_audit(before.unwrap_or(u64::MAX), |a, row| {
+            if agent.is_none_or(|want| want == a) {
                 entries.push(row);
-                if entries.len() == limit {
-                    break;
-                }
             }
-        }
+            entries.len() < limit
+        })
+        .await?;
         Ok(json!({ "entries": entries }))
     }
 
@@ -730,24 +720,37 @@ impl Node {
         agents: &[String],
     ) -> NodeResult<std::collections::HashMap<String, Value>> {
         let mut found = std::collections::HashMap::new();
-        let mut before = u64::MAX;
+        if agents.is_empty() {
+            return Ok(found);
+        }
+        self.scan_audit(u64::MAX, |a, row| {
+            if agents.contains(&a) {
+                found.entry(a).or_insert(row);
+            }
+            found.len() < agents.len()
+        })
+        .await?;
+        Ok(found)
+    }
+
+    /// Folded audit rows (agent, row) with ids below `before`, newest first,
+    /// read a page at a time until `visit` returns false or the log ends.
+    async fn scan_audit(&self, mut before: u64, mut visit: impl FnMut(String, Value) -> bool) -> NodeResult<()> {
         let mut fold = self.audit_fold();
-        while found.len() < agents.len() {
+        loop {
             let page = self.store().audit_before(before, 500).await?;
             if page.is_empty() {
-                break;
+                return Ok(());
             }
             for e in &page {
                 before = e.seq;
-                if let Some((a, row)) = fold.push(e)
-                    && agents.iter().any(|x| x == &a)
-                    && !found.contains_key(&a)
+                if let Some((agent, row)) = fold.push(e)
+                    && !visit(agent, row)
                 {
-                    found.insert(a, row);
+                    return Ok(());
                 }
             }
         }
-        Ok(found)
     }
 }
 

@@ -131,23 +131,25 @@ impl Node {
         Ok((token, path))
     }
 
-    /// Revokes every instance token recorded for `conversation` in the log
-    /// (tokens of a run the node did not see end), except those in `keep`.
-    pub(crate) async fn revoke_recorded_instance_tokens(&self, conversation: &str, keep: &[String]) {
+    /// Revokes the instance tokens recorded for `conversation` in the log
+    /// that this node process did not issue: those of a run it did not see
+    /// end (its own are revoked with `revoke_instance_tokens`).
+    pub(crate) async fn revoke_recorded_instance_tokens(&self, conversation: &str) {
+        let mine: Vec<String> = self
+            .instance_tokens
+            .lock()
+            .ok()
+            .and_then(|m| m.get(conversation).cloned())
+            .unwrap_or_default();
         let ids: Vec<String> = {
             let cat = self.catalog.lock().await;
             cat.instance_tokens
                 .get(conversation)
-                .map(|s| s.iter().filter(|id| !keep.contains(id)).cloned().collect())
+                .map(|s| s.iter().filter(|id| !mine.contains(id)).cloned().collect())
                 .unwrap_or_default()
         };
         if ids.is_empty() {
             return;
-        }
-        if let Ok(mut m) = self.instance_tokens.lock()
-            && let Some(mine) = m.get_mut(conversation)
-        {
-            mine.retain(|id| !ids.contains(id));
         }
         if let Err(e) = self.revoke(ids).await {
             tracing::error!(%conversation, error = %e, "could not revoke the instance tokens of the last run");

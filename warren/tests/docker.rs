@@ -50,6 +50,20 @@ fn env_of(container: &Value, name: &str) -> String {
         .to_string()
 }
 
+/// The node's `guest` events (refused and reaped guests), oldest first, read
+/// from its store file; None while it cannot be read.
+async fn guest_events(db: &std::path::Path) -> Option<Vec<Value>> {
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}?mode=ro", db.display()))
+        .await
+        .ok()?;
+    let rows: Vec<(String,)> = sqlx::query_as("SELECT body FROM events WHERE kind = 'guest' ORDER BY seq")
+        .fetch_all(&pool)
+        .await
+        .ok()?;
+    pool.close().await;
+    rows.iter().map(|(b,)| serde_json::from_str(b).ok()).collect()
+}
+
 async fn state_of(node: &TestNode, id: &str) -> Value {
     let mut c = node.client().await;
     call(&mut c, "conversation.get", json!({ "conversation": id })).await["conversation"].clone()
@@ -183,19 +197,12 @@ async fn a_replayed_launch_token_is_refused_and_audited() {
     let rows = wait_until("two guest refusals recorded", Duration::from_secs(10), || {
         let db = db.clone();
         async move {
-            let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}?mode=ro", db.display()))
-                .await
-                .ok()?;
-            let rows: Vec<(String,)> = sqlx::query_as("SELECT body FROM events WHERE kind = 'guest' ORDER BY seq")
-                .fetch_all(&pool)
-                .await
-                .ok()?;
-            pool.close().await;
+            let rows = guest_events(&db).await?;
             (rows.len() >= 2).then_some(rows)
         }
     })
     .await;
-    let first: Value = serde_json::from_str(&rows[0].0).expect("json");
+    let first = &rows[0];
     assert_eq!(
         (first["what"].as_str(), first["conversation"].as_str()),
         (Some("refused"), Some(id.as_str()))
@@ -266,16 +273,14 @@ async fn an_orphan_container_is_reaped_and_audited() {
         let db = db.clone();
         let orphan = orphan_id.clone();
         async move {
-            let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}?mode=ro", db.display()))
-                .await
-                .ok()?;
-            let rows: Vec<(String,)> = sqlx::query_as("SELECT body FROM events WHERE kind = 'guest'")
-                .fetch_all(&pool)
-                .await
-                .ok()?;
-            pool.close().await;
-            rows.iter()
-                .any(|(b,)| b.contains("\"what\":\"reaped\"") && b.contains("c-orphan") && b.contains(&orphan))
+            guest_events(&db)
+                .await?
+                .iter()
+                .any(|e| {
+                    e["what"] == "reaped"
+                        && e["conversation"] == "c-orphan"
+                        && e["reason"].as_str().is_some_and(|r| r.contains(&orphan))
+                })
                 .then_some(())
         }
     })

@@ -470,19 +470,18 @@ impl GuestSession {
         if *self.exited_rx.borrow() {
             return Err(RuntimeError::Exited);
         }
+        let Some(out) = self.out.lock().ok().and_then(|o| o.clone()) else {
+            return Err(RuntimeError::Io("the guest is not connected".into()));
+        };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         if let Ok(mut w) = self.waiters.lock() {
             w.insert(id, tx);
         }
-        let out = self.out.lock().ok().and_then(|o| o.clone());
-        let Some(out) = out else {
-            self.waiters.lock().ok().map(|mut w| w.remove(&id));
-            return Err(RuntimeError::Io("the guest is not connected".into()));
-        };
+        let forget = || self.waiters.lock().ok().map(|mut w| w.remove(&id));
         let frame = Message::Text(proto::encode(&make(id)).into());
         if out.try_send(frame).is_err() {
-            self.waiters.lock().ok().map(|mut w| w.remove(&id));
+            forget();
             return Err(RuntimeError::Io("the guest is not reading (queue full)".into()));
         }
         match tokio::time::timeout(REPLY_WITHIN, rx).await {
@@ -490,7 +489,7 @@ impl GuestSession {
             Ok(Ok(Err(e))) => Err(RuntimeError::Io(e)),
             Ok(Err(_)) => Err(RuntimeError::Io("the guest connection closed".into())),
             Err(_) => {
-                self.waiters.lock().ok().map(|mut w| w.remove(&id));
+                forget();
                 Err(RuntimeError::Io(format!(
                     "the guest did not answer within {REPLY_WITHIN:?}"
                 )))

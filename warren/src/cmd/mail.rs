@@ -8,7 +8,7 @@ use clap::Subcommand;
 use console_api::methods as m;
 use serde_json::{Value, json};
 
-use super::{Conn, Output, finish, put, s};
+use super::{Conn, Output, finish, items, put, s};
 
 #[derive(Subcommand)]
 pub enum MailVerb {
@@ -81,7 +81,7 @@ pub async fn mail(verb: MailVerb, conn: Conn, out: Output) -> anyhow::Result<Exi
             put(&mut p, "limit", limit);
             let mut c = conn.connect(data_dir).await?;
             finish(out, c.call(m::MAILBOX_INBOX, p).await, |v| {
-                for msg in v.get("messages").and_then(Value::as_array).into_iter().flatten() {
+                for msg in items(v, "messages") {
                     println!(
                         "{:>5} {} -> {}: {}",
                         msg["seq"],

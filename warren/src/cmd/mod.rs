@@ -275,6 +275,11 @@ pub(crate) fn put<T: serde::Serialize>(p: &mut Value, key: &str, value: Option<T
     }
 }
 
+/// The elements of the array `v[k]` (none when it is absent).
+pub(crate) fn items<'a>(v: &'a Value, k: &str) -> impl Iterator<Item = &'a Value> {
+    v.get(k).and_then(Value::as_array).into_iter().flatten()
+}
+
 pub(crate) fn s<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("-")
 }
@@ -390,7 +395,7 @@ pub async fn agent(verb: AgentVerb, conn: Conn, out: Output) -> anyhow::Result<E
         AgentVerb::List { data_dir } => {
             let mut c = conn.connect(data_dir).await?;
             finish(out, c.call(m::AGENT_LIST, json!({})).await, |v| {
-                for a in v.get("agents").and_then(Value::as_array).into_iter().flatten() {
+                for a in items(v, "agents") {
                     print_agent(a);
                 }
             })
@@ -483,7 +488,7 @@ async fn conv_other(verb: ConvVerb, conn: Conn, out: Output) -> anyhow::Result<E
             put(&mut p, "state", state);
             let mut c = conn.connect(data_dir).await?;
             finish(out, c.call(m::CONVERSATION_LIST, p).await, |v| {
-                for x in v.get("conversations").and_then(Value::as_array).into_iter().flatten() {
+                for x in items(v, "conversations") {
                     print_conv(x);
                 }
             })
@@ -495,7 +500,7 @@ async fn conv_other(verb: ConvVerb, conn: Conn, out: Output) -> anyhow::Result<E
                 c.call(m::CONVERSATION_SCREEN, json!({ "conversation": conversation }))
                     .await,
                 |v| {
-                    for l in v.get("lines").and_then(Value::as_array).into_iter().flatten() {
+                    for l in items(v, "lines") {
                         println!("{}", l.as_str().unwrap_or(""));
                     }
                     println!("[{}]", s(v, "status"));
@@ -588,7 +593,7 @@ pub async fn transcript(verb: TranscriptVerb, conn: Conn, out: Output) -> anyhow
             put(&mut p, "limit", limit);
             let mut c = conn.connect(data_dir).await?;
             finish(out, c.call(m::TRANSCRIPT_READ, p).await, |v| {
-                for e in v.get("events").and_then(Value::as_array).into_iter().flatten() {
+                for e in items(v, "events") {
                     print_event(e);
                 }
             })

@@ -8,7 +8,7 @@ use clap::Subcommand;
 use console_api::methods as m;
 use serde_json::{Value, json};
 
-use super::{Conn, Output, finish, put, s};
+use super::{Conn, Output, finish, items, put, s};
 use crate::client;
 
 #[derive(Subcommand)]
@@ -120,7 +120,7 @@ pub async fn supervision(verb: SupervisionVerb, conn: Conn, out: Output) -> anyh
                 out,
                 c.call(m::SUPERVISION_HOLDS, json!({ "agent": agent })).await,
                 |v| {
-                    for h in v.get("holds").and_then(Value::as_array).into_iter().flatten() {
+                    for h in items(v, "holds") {
                         println!(
                             "{}\t{}\t{}\t{}",
                             s(h, "id"),
@@ -216,7 +216,7 @@ pub async fn supervision(verb: SupervisionVerb, conn: Conn, out: Output) -> anyh
                 .call(m::SUPERVISION_AUDIT, json!({ "agent": agent, "limit": limit }))
                 .await;
             finish(out, r, |v| {
-                for e in v.get("entries").and_then(Value::as_array).into_iter().flatten() {
+                for e in items(v, "entries") {
                     println!(
                         "{:>5} {} {} {} {} {} {}",
                         e["id"],
@@ -237,7 +237,7 @@ pub async fn supervision(verb: SupervisionVerb, conn: Conn, out: Output) -> anyh
                 c.call(m::SUPERVISION_STATUS, json!({ "agent": agent })).await,
                 |v| {
                     println!("master switch: {}", if v["master"] == true { "on" } else { "off" });
-                    for a in v.get("agents").and_then(Value::as_array).into_iter().flatten() {
+                    for a in items(v, "agents") {
                         let state = match (a["enabled"] == true, a["opted_in"] == true) {
                             (true, _) => "supervised",
                             (false, true) => "opted in (master switch off)",

@@ -10,7 +10,7 @@ use clap::Subcommand;
 use console_api::methods as m;
 use serde_json::{Value, json};
 
-use super::{Conn, Output, finish, put, s};
+use super::{Conn, Output, finish, items, put, s};
 use crate::client;
 
 #[derive(Subcommand)]
@@ -213,7 +213,7 @@ fn print_inspection(v: &Value) {
         println!("{}", b.as_str().unwrap_or("").trim_end());
     }
     println!("// revocation ids");
-    for id in v.get("revocation_ids").and_then(Value::as_array).into_iter().flatten() {
+    for id in items(v, "revocation_ids") {
         println!("{}", id.as_str().unwrap_or(""));
     }
     if let Some(verified) = v.get("verified").and_then(Value::as_bool) {

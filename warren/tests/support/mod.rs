@@ -327,11 +327,7 @@ pub fn guest_image(harness: &str) -> String {
         .expect("the script prints the tag")
         .trim()
         .to_string();
-    let tag = if version.contains(':') {
-        version
-    } else {
-        format!("warren/guest-{harness}:{version}")
-    };
+    let tag = node::images::tag(harness, &version);
     built.push((harness.to_string(), tag.clone()));
     tag
 }
