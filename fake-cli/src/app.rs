@@ -235,6 +235,11 @@ impl App {
                 self.open_dialog(DialogKind::Bash { cmd, cwd }, now);
                 Ok(())
             }
+            Action::ToolBashAlways(cmd) if self.always_allowed.contains(&cmd) => self.run_bash(&cmd),
+            Action::ToolBashAlways(cmd) => {
+                self.open_dialog(DialogKind::BashAlways { cmd }, now);
+                Ok(())
+            }
             Action::Edit(path) => {
                 self.open_dialog(DialogKind::Edit { path }, now);
                 Ok(())
@@ -301,6 +306,14 @@ impl App {
                     if i == 1 {
                         self.always_allowed.insert(cmd.clone());
                     }
+                    self.run_bash(&cmd)
+                }
+                _ => self.record(Kind::Assistant, format!("Permission denied: {cmd}")),
+            },
+            DialogKind::BashAlways { cmd } => match choice {
+                Some(0) => {
+                    self.grant(&option_text(0))?;
+                    self.always_allowed.insert(cmd.clone());
                     self.run_bash(&cmd)
                 }
                 _ => self.record(Kind::Assistant, format!("Permission denied: {cmd}")),

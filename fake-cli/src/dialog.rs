@@ -8,9 +8,21 @@ use crate::keys::Key;
 /// Which dialog is open, with what it is about.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum DialogKind {
-    Bash { cmd: String, cwd: String },
-    Edit { path: String },
-    Ask { question: String, options: Vec<String> },
+    Bash {
+        cmd: String,
+        cwd: String,
+    },
+    /// A Bash dialog offering only "don't ask again" or "No".
+    BashAlways {
+        cmd: String,
+    },
+    Edit {
+        path: String,
+    },
+    Ask {
+        question: String,
+        options: Vec<String>,
+    },
     Limit,
 }
 
@@ -43,6 +55,10 @@ impl DialogKind {
                 "Yes".to_string(),
                 format!("Yes, and always allow access to {cwd} from this project"),
                 "Yes, and switch to auto mode · auto mode handles these prompts for you".to_string(),
+                "No".to_string(),
+            ],
+            DialogKind::BashAlways { cmd } => vec![
+                format!("Yes, and don't ask again for `{cmd}` commands in this project"),
                 "No".to_string(),
             ],
             DialogKind::Edit { .. } => vec![
@@ -97,7 +113,7 @@ impl Dialog {
         let dashes = format!(" {}", "╌".repeat(width.saturating_sub(2)));
         let mut lines = vec![rule];
         let footer = match &self.kind {
-            DialogKind::Bash { cmd, .. } => {
+            DialogKind::Bash { cmd, .. } | DialogKind::BashAlways { cmd } => {
                 lines.push(" Bash command".into());
                 lines.push(" Run a command requested by the fake model".into());
                 lines.push(dashes.clone());

@@ -9,6 +9,8 @@ pub(crate) enum Action {
     Shell(String),
     /// Ask for permission to run a shell command (Bash dialog).
     ToolBash(String),
+    /// A Bash permission dialog whose only "yes" is a standing permission.
+    ToolBashAlways(String),
     /// Ask for permission to edit a file (edit dialog).
     Edit(String),
     /// Multiple-choice decision prompt.
@@ -49,6 +51,7 @@ pub(crate) fn parse_directive(rest: &str) -> Action {
         "say" => Some(Action::Say(arg.to_string())),
         "tool" => match split_word(arg) {
             ("bash", cmd) if !cmd.is_empty() => Some(Action::ToolBash(cmd.to_string())),
+            ("bash-always", cmd) if !cmd.is_empty() => Some(Action::ToolBashAlways(cmd.to_string())),
             _ => None,
         },
         "edit" if !arg.is_empty() => Some(Action::Edit(arg.to_string())),
@@ -130,6 +133,10 @@ mod tests {
         assert_eq!(
             parse_directive("tool bash echo a && echo b"),
             Action::ToolBash("echo a && echo b".into())
+        );
+        assert_eq!(
+            parse_directive("tool bash-always cargo test"),
+            Action::ToolBashAlways("cargo test".into())
         );
         assert_eq!(parse_directive("edit notes/a.txt"), Action::Edit("notes/a.txt".into()));
         assert_eq!(

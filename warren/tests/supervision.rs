@@ -855,3 +855,48 @@ async fn an_approval_learned_from_a_human_lifts_the_same_command_later() {
     assert_eq!(code, 1);
     assert!(err.contains("-32602") && err.contains("pattern"), "{err}");
 }
+
+/// Seed 000: supervision never picks a standing permission, so a dialog whose
+/// only "yes" is one ("don't ask again") holds, and a human's single-shot
+/// approve has nothing to choose either; a deny still goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialog_whose_only_yes_is_a_standing_permission_holds() {
+    let (node, id) = supervised_node(true).await;
+    let mut c = node.client().await;
+    send(&mut c, &id, "/fake tool bash-always cargo test").await;
+    let row = audit_for(&mut c, "cargo test").await;
+    assert_eq!(
+        (
+            row["decision"].as_str(),
+            row["outcome"].as_str(),
+            row["policy_source"].as_str(),
+            row["dialog_class"].as_str(),
+            row["repo_scoped"].as_bool()
+        ),
+        (
+            Some("hold"),
+            Some("held"),
+            Some("ambiguous_option"),
+            Some("command_exec"),
+            Some(true)
+        ),
+        "{row}"
+    );
+    assert_eq!(row["keys"], json!([]), "nothing typed");
+    let hold = hold_of(&mut c, "cargo test").await.expect("held");
+    let e = call_err(
+        &mut c,
+        "supervision.answer",
+        json!({ "hold": hold, "decision": "approve" }),
+    )
+    .await;
+    assert_eq!(e.code, -32009, "{}", e.message);
+    assert!(e.message.contains("no single-shot approve"), "{}", e.message);
+    call(
+        &mut c,
+        "supervision.answer",
+        json!({ "hold": hold, "decision": "deny" }),
+    )
+    .await;
+    wait_event(&mut c, &id, "agent", "Permission denied: cargo test").await;
+}
