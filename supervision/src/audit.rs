@@ -177,6 +177,8 @@ mod tests {
             source: PolicySource::ClassPolicy,
             reason: "r".into(),
             subject: "cargo test".into(),
+            writes: Vec::new(),
+            redefined: Vec::new(),
         }
     }
 

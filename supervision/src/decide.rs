@@ -2,6 +2,7 @@
 //! choice combined into one decision, always failing toward a hold.
 
 use std::fmt;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
@@ -12,7 +13,7 @@ use crate::learned::LearnedRule;
 use crate::options::{PromptKind, approve_option, deny_option, prompt_kind};
 use crate::paths::{PathResolver, Scope};
 use crate::policy::{Action, Policy};
-use crate::scope::repo_scope;
+use crate::scope::scope_detail;
 
 /// What supervision does with the dialog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -90,6 +91,17 @@ pub struct Decision {
     /// What the dialog is about, shortened (its command, first path or title):
     /// the audit log's `subject`.
     pub subject: String,
+    /// The files (resolved) the action writes or deletes, when it is
+    /// repo-scoped. Once an approval is typed, the node adds them to the
+    /// conversation's [`Scope::changed`] for the repository-code rule.
+    #[serde(default)]
+    pub writes: Vec<PathBuf>,
+    /// When the repository-code rule held it: the entries of
+    /// [`Scope::changed`] (definitions the agent changed) that did. A human who
+    /// approves the dialog has accepted them as they are now, so the node
+    /// drops them from the conversation's changed set.
+    #[serde(default)]
+    pub redefined: Vec<PathBuf>,
 }
 
 /// What a decision is made against besides the dialog.
@@ -136,8 +148,9 @@ fn subject(dialog: &Dialog) -> String {
 pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
     let class = classify(dialog);
     let prompt = prompt_kind(dialog);
-    let scoped = repo_scope(dialog, class, ctx.scope, ctx.resolver);
+    let (scoped, redefined) = scope_detail(dialog, class, ctx.scope, ctx.resolver);
     let repo_scoped = scoped.is_ok();
+    let writes = scoped.clone().unwrap_or_default();
     let what = subject(dialog);
     let hold = |source: PolicySource, reason: String| Decision {
         verdict: Verdict::Hold,
@@ -149,6 +162,8 @@ pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
         source,
         reason,
         subject: what.clone(),
+        writes: writes.clone(),
+        redefined: redefined.clone(),
     };
     // Answers with the chosen option (its number and text appended to `why`),
     // or holds when no single one-time option could be told apart.

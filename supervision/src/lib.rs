@@ -1,6 +1,8 @@
 //! Supervision decisions, pure: which of nine classes a permission dialog is,
-//! whether its action provably stays in the agent's worktree, which single-shot
-//! option (if any) may answer it, the effective policy (shipping defaults,
+//! whether its action provably stays in the agent's worktree (never the
+//! agent's home or `~`, never a write to a protected path, never repository
+//! code the conversation changed), which single-shot option (if any) may
+//! answer it, the effective policy (shipping defaults,
 //! per-agent overrides, the two-key lock), the mail retry machine and stall
 //! nudges. No IO: the file system is asked only through [`PathResolver`], and
 //! time comes in as plain durations.
@@ -16,10 +18,14 @@ pub mod mail;
 pub mod options;
 pub mod paths;
 pub mod policy;
+pub mod protected;
+pub mod runs;
 pub mod scope;
 pub mod stall;
 pub mod url;
 
+mod flags;
+mod sed;
 mod shell;
 mod text;
 
@@ -33,7 +39,9 @@ pub use mail::{MAIL_RETRY_BACKOFF, MailEffect, MailEvent, MailState, SendOutcome
 pub use options::{PromptKind, approve_option, deny_option, is_standing, prompt_kind};
 pub use paths::{Link, NoSymlinks, PathResolver, Scope, resolve_path};
 pub use policy::{Action, AgentOverride, ClassActions, MailMode, Policy, SupervisionConfig, resolve};
-pub use scope::{NotScoped, command_in_scope, repo_scope};
+pub use protected::{PROTECTED, Pattern, Protected, protected_entry};
+pub use runs::{DEFINITIONS, Definition, Runner};
+pub use scope::{NotScoped, command_in_scope, repo_scope, repo_scope_writes};
 pub use stall::{NUDGE_INTERVAL, StallAction, StallEpisode, StallObservation, StallParams, decide_stall};
 pub use url::url_allowed;
 

@@ -1,5 +1,6 @@
-//! Where an action may reach: the scope roots, `~`, `..` and symlink resolution
-//! through a `PathResolver` so the decision itself does no IO.
+//! Where an action may reach: the worktree (the one root), the agent's home and
+//! `~` (never), protected paths (never written routinely), `..` and symlink
+//! resolution through a `PathResolver` so the decision itself does no IO.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -89,98 +90,160 @@ fn push_components(stack: &mut Vec<PathBuf>, path: &Path) {
     stack.extend(parts.into_iter().rev());
 }
 
-/// The directories an agent's actions may touch: its worktree (the default
-/// working directory), optionally the repository root and the agent's home,
-/// and what `~` means for it.
+/// Where an agent's actions may reach: its worktree, the one root. The agent's
+/// home (what `~` means for it) is never repo-scoped: it holds the CLI's own
+/// settings, hooks and credentials and the instance token, so a read or write
+/// there changes or reveals what every later conversation may do. `changed`
+/// lists what the agent already changed in this conversation (see `runs`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Scope {
     /// The agent's worktree; commands without a `cwd` run here.
     pub worktree: PathBuf,
-    /// Further allowed roots (the repository root, the agent's durable home).
-    #[serde(default)]
-    pub extra_roots: Vec<PathBuf>,
-    /// What a leading `~` expands to; with `None`, every `~` path is out of scope.
+    /// The agent's home: never in scope (unless the worktree itself lies
+    /// inside it, when only the worktree part is).
     #[serde(default)]
     pub home: Option<PathBuf>,
+    /// Files (resolved, absolute) the agent changed in this conversation
+    /// through dialogs supervision approved: each approved
+    /// [`Decision::writes`](crate::Decision). Running repository code whose
+    /// definition is among them is not routine.
+    #[serde(default)]
+    pub changed: Vec<PathBuf>,
+}
+
+/// How an action touches a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Reads it (or names it as a directory to work in).
+    Read,
+    /// A program that may write names it (an argument of `cargo`, `make`, ...):
+    /// it must not be protected, but it is not recorded as written.
+    MayWrite,
+    /// Writes it: must not be protected, and is recorded.
+    Write,
 }
 
 impl Scope {
-    /// A scope of just the worktree, where `~` is never in scope.
+    /// A scope of just the worktree.
     pub fn new(worktree: impl Into<PathBuf>) -> Scope {
         Scope {
             worktree: worktree.into(),
-            extra_roots: Vec::new(),
             home: None,
+            changed: Vec::new(),
         }
     }
 
-    /// Adds the agent's home: an allowed root and what `~` expands to.
+    /// Names the agent's home: never in scope, whether named with `~`, by its
+    /// absolute path or through a symlink.
     pub fn with_agent_home(mut self, home: impl Into<PathBuf>) -> Scope {
-        let home = home.into();
-        self.extra_roots.push(home.clone());
-        self.home = Some(home);
+        self.home = Some(home.into());
         self
     }
 
-    fn roots(&self) -> impl Iterator<Item = &PathBuf> {
-        std::iter::once(&self.worktree).chain(self.extra_roots.iter())
+    /// What the agent changed in this conversation (each approved decision's
+    /// `writes`), for the repository-code rule.
+    pub fn with_changed(mut self, changed: impl IntoIterator<Item = PathBuf>) -> Scope {
+        self.changed.extend(changed);
+        self
     }
 
-    /// True when `path` (absolute, already resolved) is one of the roots or below one.
-    fn contains_resolved(&self, path: &Path, resolver: &dyn PathResolver) -> bool {
-        self.roots()
-            .filter_map(|r| resolve_path(r, resolver))
-            .any(|root| path.starts_with(&root))
+    /// The worktree as the kernel would find it.
+    pub(crate) fn root(&self, resolver: &dyn PathResolver) -> Option<PathBuf> {
+        resolve_path(&self.worktree, resolver)
     }
 
-    /// Resolves `raw` as the shell would see it from `cwd` (`~` and `~/x` via
-    /// `home`; `~user` is never in scope) and checks it lands inside a root.
-    /// Returns the resolved path, or why it is out of scope or cannot be resolved.
+    /// Why the resolved `path` is out of scope, if it is.
+    fn outside(&self, path: &Path, resolver: &dyn PathResolver) -> Option<String> {
+        let Some(root) = self.root(resolver) else {
+            return Some("cannot be checked: the worktree cannot be resolved".into());
+        };
+        if let Some(home) = self.home.as_deref().and_then(|h| resolve_path(h, resolver)) {
+            let worktree_in_home = root.starts_with(&home) && root != home;
+            if !worktree_in_home && path.starts_with(&home) {
+                return Some(format!(
+                    "resolves to {} in the agent's home, which is never repo-scoped",
+                    path.display()
+                ));
+            }
+        }
+        (!path.starts_with(&root)).then(|| format!("resolves to {} outside the worktree", path.display()))
+    }
+
+    /// Resolves `raw` as the shell would see it from `cwd` and checks it lands
+    /// inside the worktree and outside the agent's home. A `~` path (`~`,
+    /// `~/x`, `~user`) is never in scope, nor a path with a control or
+    /// invisible character. For a write (`Access::MayWrite`, `Access::Write`)
+    /// the path must also not be protected (see `protected`). Returns the
+    /// resolved path, or why not.
     pub(crate) fn check(
         &self,
         raw: &str,
         tilde: bool,
         cwd: &Path,
+        access: Access,
         resolver: &dyn PathResolver,
     ) -> Result<PathBuf, String> {
-        let joined = if tilde {
-            let rest = &raw[1..];
-            let Some(home) = &self.home else {
-                return Err(format!("{raw} names the home directory"));
-            };
-            if rest.is_empty() {
-                home.clone()
-            } else if let Some(rest) = rest.strip_prefix('/') {
-                home.join(rest)
+        if tilde {
+            return Err(if raw == "~" || raw.starts_with("~/") {
+                format!("{raw} is under ~, the agent's home, which is never repo-scoped")
             } else {
-                return Err(format!("{raw} names another user's home"));
-            }
-        } else {
-            cwd.join(raw)
-        };
-        let resolved = resolve_path(&joined, resolver).ok_or_else(|| format!("{raw} cannot be resolved"))?;
-        if self.contains_resolved(&resolved, resolver) {
-            Ok(resolved)
-        } else {
-            Err(format!("{raw} resolves to {} outside the worktree", resolved.display()))
+                format!("{raw} names another user's home")
+            });
         }
+        if raw.chars().any(|c| c.is_control() || crate::text::is_invisible(c)) {
+            return Err(format!("{raw:?} has a control or invisible character"));
+        }
+        let resolved = resolve_path(&cwd.join(raw), resolver).ok_or_else(|| format!("{raw} cannot be resolved"))?;
+        if let Some(why) = self.outside(&resolved, resolver) {
+            return Err(format!("{raw} {why}"));
+        }
+        if access != Access::Read
+            && let Some(p) = self.protected(&resolved, resolver)
+        {
+            let verb = if access == Access::Write { "writes" } else { "may write" };
+            return Err(format!(
+                "{verb} {raw}, a protected path ({}: {}); never routine",
+                p.owner, p.reason
+            ));
+        }
+        Ok(resolved)
+    }
+
+    /// The protected entry the resolved, in-scope `path` falls under.
+    pub(crate) fn protected(
+        &self,
+        path: &Path,
+        resolver: &dyn PathResolver,
+    ) -> Option<&'static crate::protected::Protected> {
+        let root = self.root(resolver)?;
+        crate::protected::protected_entry(path.strip_prefix(&root).ok()?)
     }
 
     /// The directory commands run in: the dialog's `cwd` (relative to the
     /// worktree if relative), which must itself be in scope.
     pub(crate) fn working_dir(&self, cwd: Option<&str>, resolver: &dyn PathResolver) -> Result<PathBuf, String> {
         match cwd {
-            None => resolve_path(&self.worktree, resolver).ok_or_else(|| "the worktree cannot be resolved".to_string()),
+            None => self
+                .root(resolver)
+                .ok_or_else(|| "the worktree cannot be resolved".to_string()),
             Some(dir) => self
-                .check(dir, dir.starts_with('~'), &self.worktree, resolver)
+                .check(dir, dir.starts_with('~'), &self.worktree, Access::Read, resolver)
                 .map_err(|why| format!("working directory {why}")),
         }
     }
 
-    /// True when `raw` (from `cwd`) resolves inside a root. The public form of
-    /// the path rule, for callers that want to show why.
+    /// True when `raw` (from `cwd`) may be read: it resolves inside the
+    /// worktree and outside the agent's home. The public form of the path rule.
     pub fn contains(&self, raw: &str, cwd: &Path, resolver: &dyn PathResolver) -> bool {
-        self.check(raw, raw.starts_with('~'), cwd, resolver).is_ok()
+        self.check(raw, raw.starts_with('~'), cwd, Access::Read, resolver)
+            .is_ok()
+    }
+
+    /// True when `raw` (from `cwd`) may be written routinely: readable, and not
+    /// a protected path (git's directory, a CLI's settings, the node's files).
+    pub fn writable(&self, raw: &str, cwd: &Path, resolver: &dyn PathResolver) -> bool {
+        self.check(raw, raw.starts_with('~'), cwd, Access::Write, resolver)
+            .is_ok()
     }
 }
 
@@ -261,16 +324,54 @@ mod tests {
             ("/etc/passwd", false),
             ("/w/out", false),
             ("/w/in", true),
-            ("~", true),
-            ("~/notes.md", true),
+            // `~` and the agent's home are never repo-scoped (seed 000).
+            ("~", false),
+            ("~/notes.md", false),
             ("~/../other/x", false),
             ("~root/.bashrc", false),
+            ("/home/agent/notes.md", false),
+            ("/w/home-link/x", false),
+            ("../../home/agent", false),
+            ("src/li\u{200B}b.rs", false),
         ];
+        let fs = fs.with_link("/w/home-link", "/home/agent");
         for (raw, want) in cases {
             assert_eq!(scope.contains(raw, cwd, &fs), *want, "{raw}");
         }
         let no_home = Scope::new("/w");
         assert!(!no_home.contains("~/x", cwd, &fs));
+    }
+
+    #[test]
+    fn worktree_inside_home_is_still_the_root() {
+        let fs = FakeFs::default();
+        let scope = Scope::new("/home/u/proj").with_agent_home("/home/u");
+        let cwd = Path::new("/home/u/proj");
+        assert!(scope.contains("src/lib.rs", cwd, &fs));
+        assert!(!scope.contains("/home/u/.bashrc", cwd, &fs));
+        assert!(!scope.contains("~/proj/src/lib.rs", cwd, &fs));
+        // A home inside the worktree is cut out of it.
+        let nested = Scope::new("/w").with_agent_home("/w/.home");
+        assert!(!nested.contains(".home/.claude.json", Path::new("/w"), &fs));
+        assert!(nested.contains("src", Path::new("/w"), &fs));
+    }
+
+    #[test]
+    fn protected_paths_are_readable_not_writable() {
+        let fs = FakeFs::default().with_link("/w/hooks", ".git/hooks");
+        let scope = Scope::new("/w");
+        let cwd = Path::new("/w");
+        for raw in [
+            ".git/hooks/pre-commit",
+            "hooks/pre-commit",
+            ".claude/settings.json",
+            "sub/.GIT/config",
+        ] {
+            assert!(scope.contains(raw, cwd, &fs), "{raw}");
+            assert!(!scope.writable(raw, cwd, &fs), "{raw}");
+        }
+        assert!(scope.writable("src/lib.rs", cwd, &fs));
+        assert!(scope.writable("CLAUDE.md", cwd, &fs));
     }
 
     #[test]

@@ -1,12 +1,16 @@
 //! Repo scope: whether a dialog's action provably stays inside the agent's
-//! worktree (or its other roots): the command allowlist and the per-class rules.
+//! worktree, out of the agent's home and off protected paths: the command
+//! allowlist, the per-class rules and the repository-code rule (`runs`).
 
+use std::cell::RefCell;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::class::{DialogClass, has_raw_network_tool};
 use crate::dialog::Dialog;
-use crate::paths::{PathResolver, Scope};
+use crate::flags::{CONFIG_OPTIONS, DIRECTORY_OPTIONS, OUTPUT_OPTIONS, option_values};
+use crate::paths::{Access, PathResolver, Scope, resolve_path};
+use crate::runs::{Runner, definition_for, names_read_in_cwd, runner_of};
 use crate::shell::{self, Segment, Word};
 use crate::url::{find_urls, url_allowed};
 
@@ -87,40 +91,75 @@ enum Mode {
     Network,
 }
 
+/// A program run that executes repository code: which runner, from where,
+/// and any definition file named on its command line (`make -f x`).
+struct Run {
+    runner: Runner,
+    prog: String,
+    cwd: PathBuf,
+    named: Vec<PathBuf>,
+}
+
 struct Ctx<'a> {
     scope: &'a Scope,
     resolver: &'a dyn PathResolver,
     mode: Mode,
+    /// What the command or dialog writes (resolved), in order.
+    writes: RefCell<Vec<PathBuf>>,
+    /// The repository-code runs it makes.
+    runs: RefCell<Vec<Run>>,
+    /// Entries of `scope.changed` that made a run not routine.
+    redefined: RefCell<Vec<PathBuf>>,
 }
 
-impl Ctx<'_> {
-    fn path(&self, word: &Word, cwd: &Path) -> Result<PathBuf, NotScoped> {
-        self.scope
-            .check(&word.text, word.tilde, cwd, self.resolver)
-            .map_err(NotScoped)
+impl<'a> Ctx<'a> {
+    fn new(scope: &'a Scope, resolver: &'a dyn PathResolver, mode: Mode) -> Ctx<'a> {
+        Ctx {
+            scope,
+            resolver,
+            mode,
+            writes: RefCell::new(Vec::new()),
+            runs: RefCell::new(Vec::new()),
+            redefined: RefCell::new(Vec::new()),
+        }
     }
 
-    fn path_str(&self, raw: &str, cwd: &Path) -> Result<PathBuf, NotScoped> {
-        self.scope.check(raw, false, cwd, self.resolver).map_err(NotScoped)
+    fn path(&self, word: &Word, cwd: &Path, access: Access) -> Result<PathBuf, NotScoped> {
+        let resolved = self
+            .scope
+            .check(&word.text, word.tilde, cwd, access, self.resolver)
+            .map_err(NotScoped)?;
+        if access == Access::Write {
+            self.writes.borrow_mut().push(resolved.clone());
+        }
+        Ok(resolved)
+    }
+
+    fn path_str(&self, raw: &str, cwd: &Path, access: Access) -> Result<PathBuf, NotScoped> {
+        let word = Word {
+            text: raw.to_string(),
+            tilde: false,
+        };
+        self.path(&word, cwd, access)
     }
 
     /// Every argument is treated as a possible path: a bare word, an
     /// option's `=value`, an `@file`, the value of `name=value`. Option
     /// clusters that carry a path glued on (`-o/tmp/x`) cannot be read and are refused.
-    fn args(&self, args: &[Word], cwd: &Path) -> Result<(), NotScoped> {
+    fn args(&self, args: &[Word], cwd: &Path, access: Access) -> Result<(), NotScoped> {
         for arg in args {
-            self.arg(arg, cwd)?;
+            self.arg(arg, cwd, access)?;
         }
         Ok(())
     }
 
-    fn arg(&self, arg: &Word, cwd: &Path) -> Result<(), NotScoped> {
+    fn arg(&self, arg: &Word, cwd: &Path, access: Access) -> Result<(), NotScoped> {
         let text = arg.text.as_str();
         if text.is_empty() || text == "-" || text == "--" {
             return Ok(());
         }
         if arg.tilde {
-            return self.path(arg, cwd).map(drop);
+            return self.path(arg, cwd, access).map(drop);
         }
         if self.mode == Mode::Network && text.contains("://") {
             return if url_allowed(text) {
@@ -130,7 +169,7 @@ impl Ctx<'_> {
             };
         }
         if let Some(file) = text.strip_prefix('@') {
-            self.path_str(file, cwd)?;
+            self.path_str(file, cwd, access)?;
         }
         if text.starts_with('-') {
             return match text.split_once('=') {
@@ -140,6 +179,7 @@ impl Ctx<'_> {
                         tilde: false,
                     },
                     cwd,
+                    access,
                 ),
                 None if text.contains('/') => Err(no(format!("option {text} carries a path that cannot be checked"))),
                 None => Ok(()),
@@ -152,9 +192,93 @@ impl Ctx<'_> {
                     tilde: false,
                 },
                 cwd,
+                access,
             )?;
         }
-        self.path(arg, cwd).map(drop)
+        self.path(arg, cwd, access).map(drop)
+    }
+
+    /// The arguments of a program that may write: none may name a protected
+    /// path, nor may it run inside one; the values of its output options are
+    /// recorded as written.
+    fn writer_args(&self, prog: &str, args: &[Word], cwd: &Path) -> Result<(), NotScoped> {
+        if let Some(p) = self.scope.protected(cwd, self.resolver) {
+            return Err(no(format!(
+                "{prog} would run inside {}, a protected path ({}: {})",
+                cwd.display(),
+                p.owner,
+                p.reason
+            )));
+        }
+        for value in option_values(OUTPUT_OPTIONS, prog, args) {
+            if matches!(value.text.as_str(), "-" | "/dev/null" | "/dev/stdout" | "/dev/stderr") {
+                continue;
+            }
+            self.path(&value, cwd, Access::Write)
+                .map_err(|e| no(format!("{prog} output: {e}")))?;
+        }
+        self.args(args, cwd, Access::MayWrite)
+    }
+
+    /// Records that `prog` runs repository code from `cwd`.
+    fn ran(&self, prog: &str, args: &[Word], cwd: &Path, named: Vec<PathBuf>) {
+        let words: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
+        if let Some(runner) = runner_of(prog, &words) {
+            self.runs.borrow_mut().push(Run {
+                runner,
+                prog: prog.to_string(),
+                cwd: cwd.to_path_buf(),
+                named,
+            });
+        }
+    }
+
+    /// The repository-code rule: no run may execute a definition (see `runs`)
+    /// that the conversation changed before or that this command writes.
+    fn check_runs(&self) -> Result<(), NotScoped> {
+        let Some(root) = self.scope.root(self.resolver) else {
+            return Err(no("the worktree cannot be resolved"));
+        };
+        let writes = self.writes.borrow();
+        let changed: Vec<&PathBuf> = self.scope.changed.iter().chain(writes.iter()).collect();
+        let mut first: Option<String> = None;
+        let mut hit = |path: &PathBuf, why: String| {
+            first.get_or_insert(why);
+            let mut redefined = self.redefined.borrow_mut();
+            if self.scope.changed.contains(path) && !redefined.contains(path) {
+                redefined.push(path.clone());
+            }
+        };
+        for run in self.runs.borrow().iter() {
+            let prog = &run.prog;
+            for path in &changed {
+                let Ok(rel) = path.strip_prefix(&root) else {
+                    continue;
+                };
+                if let Some(def) = definition_for(rel, run.runner) {
+                    let why = format!(
+                        "{prog} runs repository code and the agent changed {} in this conversation ({}): a \
+                         human decides whether to run it",
+                        rel.display(),
+                        def.reason
+                    );
+                    hit(path, why);
+                }
+            }
+            let mut read: Vec<PathBuf> = run.named.clone();
+            read.extend(names_read_in_cwd(run.runner).filter_map(|n| resolve_path(&run.cwd.join(n), self.resolver)));
+            for r in read {
+                if let Some(path) = changed.iter().find(|c| **c == &r) {
+                    let why = format!(
+                        "{prog} reads {}, which the agent changed in this conversation: a human decides whether \
+                         to run it",
+                        r.display()
+                    );
+                    hit(path, why);
+                }
+            }
+        }
+        first.map_or(Ok(()), |why| Err(no(why)))
     }
 }
 
@@ -189,73 +313,6 @@ fn require_subcommand(prog: &str, args: &[Word], allowed: &[&str]) -> Result<(),
     }
 }
 
-/// `sed -n` scripts that only print: addresses (`12`, `$`, `/re/`, ranges) then `p` or `=`.
-fn sed_script_prints_only(script: &str) -> bool {
-    let mut chars = script.chars().peekable();
-    let skip_ws = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>| {
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-    };
-    let address = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>| -> bool {
-        match chars.peek() {
-            Some(c) if c.is_ascii_digit() => {
-                while chars.peek().is_some_and(char::is_ascii_digit) {
-                    chars.next();
-                }
-                true
-            }
-            Some('$') => {
-                chars.next();
-                true
-            }
-            Some('/') => {
-                chars.next();
-                loop {
-                    match chars.next() {
-                        None | Some('\n') => return false,
-                        Some('\\') => {
-                            chars.next();
-                        }
-                        Some('/') => return true,
-                        Some(_) => {}
-                    }
-                }
-            }
-            _ => true,
-        }
-    };
-    loop {
-        skip_ws(&mut chars);
-        if chars.peek().is_none() {
-            return true;
-        }
-        if !address(&mut chars) {
-            return false;
-        }
-        if chars.peek() == Some(&',') {
-            chars.next();
-            if chars.peek() == Some(&'+') {
-                chars.next();
-            }
-            if !address(&mut chars) {
-                return false;
-            }
-        }
-        skip_ws(&mut chars);
-        match chars.next() {
-            Some('p' | '=') => {}
-            _ => return false,
-        }
-        skip_ws(&mut chars);
-        match chars.next() {
-            None => return true,
-            Some(';' | '\n') => {}
-            Some(_) => return false,
-        }
-    }
-}
-
 fn sed(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotScoped> {
     let mut quiet = false;
     let mut scripts: Vec<&Word> = Vec::new();
@@ -284,11 +341,11 @@ fn sed(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotScoped> {
         }
         scripts.push(positional.remove(0));
     }
-    if let Some(bad) = scripts.iter().find(|s| !sed_script_prints_only(&s.text)) {
+    if let Some(bad) = scripts.iter().find(|s| !crate::sed::script_prints_only(&s.text)) {
         return Err(no(format!("sed script {:?} does more than print", bad.text)));
     }
     for file in positional {
-        ctx.arg(file, cwd)?;
+        ctx.arg(file, cwd, Access::Read)?;
     }
     Ok(())
 }
@@ -300,7 +357,9 @@ fn git(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotScoped> {
         match arg.text.as_str() {
             "-C" => {
                 let dir = args.get(i + 1).ok_or_else(|| no("git -C without a directory"))?;
-                git_cwd = ctx.path(dir, &git_cwd).map_err(|e| no(format!("git -C: {e}")))?;
+                git_cwd = ctx
+                    .path(dir, &git_cwd, Access::Read)
+                    .map_err(|e| no(format!("git -C: {e}")))?;
                 i += 2;
             }
             "--no-pager" | "-P" | "--no-optional-locks" => i += 1,
@@ -326,7 +385,21 @@ fn git(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotScoped> {
             return Err(no(format!("git {name} can run another program or move the repository")));
         }
     }
-    ctx.args(rest, &git_cwd)
+    // Pathspecs are read (add and commit copy them into git's own store);
+    // `--output` writes, `git rm` and `git clean` delete.
+    for value in option_values(OUTPUT_OPTIONS, "git", rest) {
+        ctx.path(&value, &git_cwd, Access::Write)
+            .map_err(|e| no(format!("git output: {e}")))?;
+    }
+    let access = if matches!(sub.text.as_str(), "rm" | "clean") {
+        Access::Write
+    } else {
+        Access::Read
+    };
+    ctx.args(rest, &git_cwd, access)?;
+    // `git commit` runs the repository's hooks, which may call anything.
+    ctx.ran("git", &args[i..], &git_cwd, Vec::new());
+    Ok(())
 }
 
 /// Programs for which a `-` argument is just "read text from standard input".
@@ -344,10 +417,30 @@ fn reads_code_from_stdin(prog: &str, args: &[Word]) -> bool {
         })
 }
 
+/// Runs the per-program rules, then records a repository-code run.
 fn program(prog: &str, args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotScoped> {
     if reads_code_from_stdin(prog, args) {
         return Err(no(format!("{prog} would read its input program from standard input")));
     }
+    if prog == "git" {
+        return git(args, ctx, cwd);
+    }
+    program_rules(prog, args, ctx, cwd)?;
+    let mut run_cwd = cwd.to_path_buf();
+    if prog == "make"
+        && let Some(dir) = option_values(DIRECTORY_OPTIONS, "make", args).last()
+    {
+        run_cwd = ctx.path(dir, cwd, Access::MayWrite)?;
+    }
+    let mut named = Vec::new();
+    for value in option_values(CONFIG_OPTIONS, prog, args) {
+        named.push(ctx.path(&value, &run_cwd, Access::MayWrite)?);
+    }
+    ctx.ran(prog, args, &run_cwd, named);
+    Ok(())
+}
+
+fn program_rules(prog: &str, args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotScoped> {
     match prog {
         "cargo" => {
             forbid(args, prog, &["--config", "-Z"])?;
@@ -359,7 +452,7 @@ fn program(prog: &str, args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), N
                 _ => args,
             };
             require_subcommand(prog, args, CARGO_SUBCOMMANDS)?;
-            ctx.args(args, cwd)
+            ctx.writer_args(prog, args, cwd)
         }
         "npm" | "pnpm" | "yarn" | "bun" => {
             forbid(
@@ -368,7 +461,7 @@ fn program(prog: &str, args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), N
                 &["--script-shell", "--node-options", "--shell", "--call", "-c"],
             )?;
             require_subcommand(prog, args, JS_SUBCOMMANDS)?;
-            ctx.args(args, cwd)
+            ctx.writer_args(prog, args, cwd)
         }
         "go" => {
             forbid(
@@ -377,34 +470,52 @@ fn program(prog: &str, args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), N
                 &["-exec", "--exec", "-toolexec", "--toolexec", "-vettool", "--vettool"],
             )?;
             require_subcommand(prog, args, GO_SUBCOMMANDS)?;
-            ctx.args(args, cwd)
+            ctx.writer_args(prog, args, cwd)
         }
         "make" => {
             forbid(args, prog, &["--eval", "-E"])?;
             if let Some(var) = args.iter().find(|a| !a.text.starts_with('-') && a.text.contains('=')) {
                 return Err(no(format!("make {} overrides a variable", var.text)));
             }
-            ctx.args(args, cwd)
+            ctx.writer_args(prog, args, cwd)
         }
         "rg" => {
             forbid(args, prog, &["--pre", "--hostname-bin"])?;
-            ctx.args(args, cwd)
+            ctx.args(args, cwd, Access::Read)
         }
         "python" | "python3" => match args {
-            [m, pytest, rest @ ..] if m.text == "-m" && pytest.text == "pytest" => ctx.args(rest, cwd),
+            [m, pytest, rest @ ..] if m.text == "-m" && pytest.text == "pytest" => ctx.writer_args(prog, rest, cwd),
             _ => Err(no(format!("{prog} is routine only as {prog} -m pytest"))),
         },
         "sed" => sed(args, ctx, cwd),
-        "git" => git(args, ctx, cwd),
         // echo's words are data, not files; only its redirections matter.
         "echo" => Ok(()),
-        "pytest" | "grep" | "ls" | "cat" | "tsc" | "vitest" | "eslint" | "pwd" | "head" | "tail" | "wc" => {
-            ctx.args(args, cwd)
-        }
-        "rm" | "unlink" | "rmdir" if ctx.mode == Mode::Deletion => ctx.args(args, cwd),
+        "pytest" | "tsc" | "vitest" | "eslint" => ctx.writer_args(prog, args, cwd),
+        "grep" | "ls" | "cat" | "pwd" | "head" | "tail" | "wc" => ctx.args(args, cwd, Access::Read),
+        "rm" | "unlink" | "rmdir" if ctx.mode == Mode::Deletion => ctx.args(args, cwd, Access::Write),
         "curl" | "wget" if ctx.mode == Mode::Network => {
             forbid(args, prog, &["-K", "--config", "-e", "--execute"])?;
-            ctx.args(args, cwd)
+            let names_from_url = if prog == "curl" {
+                args.iter().any(|a| {
+                    matches!(
+                        a.text.as_str(),
+                        "--remote-name" | "--remote-name-all" | "--remote-header-name"
+                    ) || (a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains(['O', 'J']))
+                })
+            } else {
+                // wget names the file after the URL unless -O gives it (its -o is the log).
+                let named = args
+                    .iter()
+                    .any(|a| a.text.starts_with("-O") || a.text.starts_with("--output-document"));
+                !named
+                    || args
+                        .iter()
+                        .any(|a| a.text.starts_with("-P") || a.text.starts_with("--directory-prefix"))
+            };
+            if names_from_url {
+                return Err(no(format!("{prog} names the file it writes after the URL")));
+            }
+            ctx.writer_args(prog, args, cwd)
         }
         "env" => Err(no("env runs another program")),
         "xargs" => Err(no("xargs runs another program")),
@@ -431,7 +542,9 @@ fn segment(seg: &Segment, ctx: &Ctx<'_>, cwd: &mut PathBuf) -> Result<(), NotSco
         if !target.tilde && matches!(target.text.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr") {
             continue;
         }
-        ctx.path(target, cwd).map_err(|e| no(format!("redirection: {e}")))?;
+        let access = if redirect.write { Access::Write } else { Access::Read };
+        ctx.path(target, cwd, access)
+            .map_err(|e| no(format!("redirection: {e}")))?;
     }
     if prog == "cd" {
         let dir = match args {
@@ -442,7 +555,7 @@ fn segment(seg: &Segment, ctx: &Ctx<'_>, cwd: &mut PathBuf) -> Result<(), NotSco
             [dir] if dir.text != "-" => dir.clone(),
             _ => return Err(no("cd with options or a previous directory")),
         };
-        *cwd = ctx.path(&dir, cwd).map_err(|e| no(format!("cd: {e}")))?;
+        *cwd = ctx.path(&dir, cwd, Access::Read).map_err(|e| no(format!("cd: {e}")))?;
         return Ok(());
     }
     program(prog, args, ctx, cwd)
@@ -457,37 +570,43 @@ fn command_with(command: &str, cwd: Option<&str>, ctx: &Ctx<'_>) -> Result<(), N
     for seg in &segments {
         segment(seg, ctx, &mut dir)?;
     }
-    Ok(())
+    ctx.check_runs()
 }
 
 /// Whether `command`, run from `cwd` (the worktree when `None`), is provably
 /// inside `scope`: every segment (split on `&&`, `||`, `;`, `|`, `&`, newline)
-/// is an allowlisted program used in a routine way, and every argument and
-/// redirection target resolves inside a root (`/dev/null`, `/dev/stdout` and
-/// `/dev/stderr` are allowed as redirection targets). Programs named by path, `env`, `xargs`, variable
-/// assignments, `$(...)`, backticks, process substitution, globs and
-/// non-ASCII program names are never in scope.
+/// is an allowlisted program used in a routine way; every argument and
+/// redirection target resolves inside the worktree and outside the agent's
+/// home (`/dev/null`, `/dev/stdout` and `/dev/stderr` are allowed as
+/// redirection targets); nothing it writes, and nothing a program that may
+/// write is pointed at or runs in, is a protected path; and no repository
+/// code it runs was redefined in this conversation. Programs named by path,
+/// `env`, `xargs`, variable assignments, `$(...)`, backticks, process
+/// substitution, globs and non-ASCII program names are never in scope.
 pub fn command_in_scope(
     command: &str,
     cwd: Option<&str>,
     scope: &Scope,
     resolver: &dyn PathResolver,
 ) -> Result<(), NotScoped> {
-    command_with(
-        command,
-        cwd,
-        &Ctx {
-            scope,
-            resolver,
-            mode: Mode::Command,
-        },
-    )
+    command_with(command, cwd, &Ctx::new(scope, resolver, Mode::Command))
 }
 
-fn paths_in_scope(dialog: &Dialog, scope: &Scope, resolver: &dyn PathResolver) -> Result<(), NotScoped> {
-    let cwd = scope.working_dir(dialog.cwd.as_deref(), resolver).map_err(NotScoped)?;
+/// A file-write or deletion dialog's target paths: each is written.
+fn paths_in_scope(dialog: &Dialog, ctx: &Ctx<'_>) -> Result<(), NotScoped> {
+    let cwd = ctx
+        .scope
+        .working_dir(dialog.cwd.as_deref(), ctx.resolver)
+        .map_err(NotScoped)?;
     for p in &dialog.paths {
-        scope.check(p, p.starts_with('~'), &cwd, resolver).map_err(NotScoped)?;
+        if p.contains('$') {
+            return Err(no(format!("{p} names a variable, which a human must read")));
+        }
+        let word = Word {
+            text: p.clone(),
+            tilde: p.starts_with('~'),
+        };
+        ctx.path(&word, &cwd, Access::Write)?;
     }
     Ok(())
 }
@@ -498,14 +617,59 @@ fn paths_in_scope(dialog: &Dialog, scope: &Scope, resolver: &dyn PathResolver) -
 /// `rmdir`, `git rm`, `git clean` admitted) and paths; `network_access` when
 /// every URL is to an allowed host, there is at least one, no ssh/nc-style tool
 /// is named, and any command passes the command rules with `curl`/`wget`
-/// admitted. Every other class is never scoped.
+/// admitted. Every other class is never scoped. In every class `~` and the
+/// agent's home are out, a write to a protected path is out, and running
+/// repository code whose definition was changed in this conversation is out.
 pub fn repo_scope(
     dialog: &Dialog,
     class: DialogClass,
     scope: &Scope,
     resolver: &dyn PathResolver,
 ) -> Result<(), NotScoped> {
-    let cmd = dialog.command.as_deref().filter(|c| !c.trim().is_empty());
+    repo_scope_writes(dialog, class, scope, resolver).map(drop)
+}
+
+/// [`repo_scope`], and when scoped, the files (resolved) the action writes
+/// or deletes: what the node adds to [`Scope::changed`] once it is approved.
+pub fn repo_scope_writes(
+    dialog: &Dialog,
+    class: DialogClass,
+    scope: &Scope,
+    resolver: &dyn PathResolver,
+) -> Result<Vec<PathBuf>, NotScoped> {
+    scope_detail(dialog, class, scope, resolver).0
+}
+
+/// [`repo_scope_writes`], and the entries of [`Scope::changed`] that made a
+/// run of repository code not routine (empty unless that is why).
+pub(crate) fn scope_detail(
+    dialog: &Dialog,
+    class: DialogClass,
+    scope: &Scope,
+    resolver: &dyn PathResolver,
+) -> (Result<Vec<PathBuf>, NotScoped>, Vec<PathBuf>) {
+    let mode = match class_mode(dialog, class) {
+        Ok(mode) => mode,
+        Err(why) => return (Err(why), Vec::new()),
+    };
+    let ctx = Ctx::new(scope, resolver, mode);
+    let mut result = Ok(());
+    if matches!(class, DialogClass::FileWrite | DialogClass::Deletion) {
+        result = paths_in_scope(dialog, &ctx);
+    }
+    if let (Ok(()), Some(cmd)) = (&result, command_of(dialog)) {
+        result = command_with(cmd, dialog.cwd.as_deref(), &ctx);
+    }
+    (result.map(|()| ctx.writes.take()), ctx.redefined.take())
+}
+
+fn command_of(dialog: &Dialog) -> Option<&str> {
+    dialog.command.as_deref().filter(|c| !c.trim().is_empty())
+}
+
+/// Each class's own evidence, and the rules any command runs under.
+fn class_mode(dialog: &Dialog, class: DialogClass) -> Result<Mode, NotScoped> {
+    let cmd = command_of(dialog);
     // Each class's own evidence first; then any command, under that class's rules.
     let mode = match class {
         DialogClass::CommandExec => {
@@ -518,14 +682,12 @@ pub fn repo_scope(
             if dialog.paths.is_empty() {
                 return Err(no("no target path to check"));
             }
-            paths_in_scope(dialog, scope, resolver)?;
             Mode::Command
         }
         DialogClass::Deletion => {
             if dialog.paths.is_empty() && cmd.is_none() {
                 return Err(no("no target path to check"));
             }
-            paths_in_scope(dialog, scope, resolver)?;
             Mode::Deletion
         }
         DialogClass::NetworkAccess => {
@@ -544,38 +706,13 @@ pub fn repo_scope(
         }
         other => return Err(no(format!("{other} is never repo-scoped"))),
     };
-    cmd.map_or(Ok(()), |c| {
-        command_with(c, dialog.cwd.as_deref(), &Ctx { scope, resolver, mode })
-    })
+    Ok(mode)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::paths::fake::FakeFs;
-
-    #[test]
-    fn sed_scripts() {
-        let cases: &[(&str, bool)] = &[
-            ("1,20p", true),
-            ("5p", true),
-            ("$p", true),
-            ("10,$p", true),
-            ("/fn main/,/^}/p", true),
-            ("/a\\/b/p;3p", true),
-            ("1,+3p", true),
-            ("=", true),
-            ("1w /tmp/x", false),
-            ("1e id", false),
-            ("s/a/b/", false),
-            ("1r /etc/passwd", false),
-            ("{p}", false),
-            ("/unterminated", false),
-        ];
-        for (script, want) in cases {
-            assert_eq!(sed_script_prints_only(script), *want, "{script}");
-        }
-    }
 
     #[test]
     fn cd_moves_the_working_directory() {

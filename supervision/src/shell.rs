@@ -14,6 +14,8 @@ pub(crate) struct Word {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Redirect {
     pub(crate) target: Word,
+    /// The file is opened for writing (`>`, `>>`, `>|`, `&>`, `<>`), not only read (`<`).
+    pub(crate) write: bool,
 }
 
 /// One simple command between `&&`, `||`, `;`, `|`, `&` or a newline.
@@ -74,6 +76,7 @@ enum Tok {
     /// A redirection operator; `file` is false for a descriptor duplication.
     Redir {
         file: bool,
+        write: bool,
     },
 }
 
@@ -171,6 +174,8 @@ impl Lexer<'_> {
             self.in_word = false;
         }
         self.finish_word();
+        // `>` and its forms write; `<>` opens for reading and writing.
+        let mut write = first == '>';
         match (first, self.chars.peek().copied()) {
             (_, Some('(')) => return Err(Refusal::ProcessSubstitution),
             ('<', Some('<')) => return Err(Refusal::HereDoc),
@@ -182,7 +187,10 @@ impl Lexer<'_> {
                     while matches!(self.chars.peek(), Some(c) if c.is_ascii_digit() || *c == '-') {
                         self.chars.next();
                     }
-                    self.toks.push(Tok::Redir { file: false });
+                    self.toks.push(Tok::Redir {
+                        file: false,
+                        write: false,
+                    });
                     return Ok(());
                 }
             }
@@ -191,10 +199,11 @@ impl Lexer<'_> {
             }
             ('<', Some('>')) => {
                 self.chars.next();
+                write = true;
             }
             _ => {}
         }
-        self.toks.push(Tok::Redir { file: true });
+        self.toks.push(Tok::Redir { file: true, write });
         Ok(())
     }
 
@@ -258,7 +267,10 @@ impl Lexer<'_> {
                             if self.chars.peek() == Some(&'(') {
                                 return Err(Refusal::ProcessSubstitution);
                             }
-                            self.toks.push(Tok::Redir { file: true });
+                            self.toks.push(Tok::Redir {
+                                file: true,
+                                write: true,
+                            });
                         }
                         _ => self.toks.push(Tok::Sep(Sep::Background)),
                     }
@@ -300,10 +312,10 @@ pub(crate) fn split(command: &str) -> Result<Vec<Segment>, Refusal> {
     while let Some(tok) = toks.next() {
         match tok {
             Tok::Word(w) => current.words.push(w),
-            Tok::Redir { file } => {
+            Tok::Redir { file, write } => {
                 if file {
                     match toks.next() {
-                        Some(Tok::Word(target)) => current.redirects.push(Redirect { target }),
+                        Some(Tok::Word(target)) => current.redirects.push(Redirect { target, write }),
                         _ => return Err(Refusal::MissingTarget),
                     }
                 }
@@ -377,7 +389,11 @@ mod tests {
         assert_eq!(segs.len(), 1);
         let targets: Vec<_> = segs[0].redirects.iter().map(|r| r.target.text.as_str()).collect();
         assert_eq!(targets, vec!["out.txt", "err.log", "both", "in"]);
+        let writes: Vec<_> = segs[0].redirects.iter().map(|r| r.write).collect();
+        assert_eq!(writes, vec![true, true, true, false]);
         assert_eq!(segs[0].words.len(), 2);
+        let segs = split("cat <> rw >| clobber").unwrap();
+        assert!(segs[0].redirects.iter().all(|r| r.write));
         let segs = split("echo hi >& /tmp/x").unwrap();
         assert_eq!(segs[0].redirects[0].target.text, "/tmp/x");
     }

@@ -2,11 +2,23 @@
 
 /// True for characters that change how text renders or reads without being
 /// visible: zero-width spaces and joiners, bidirectional overrides and
-/// isolates, the byte-order mark, soft hyphen.
+/// isolates, the byte-order mark, soft hyphen, the characters HFS+ ignores in
+/// file names (so `.g\u{200C}it` is `.git` there), blank fillers.
 pub(crate) fn is_invisible(c: char) -> bool {
     matches!(
         c,
-        '\u{00AD}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}'
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
     )
 }
 

@@ -50,7 +50,6 @@ fn routine_commands_are_in_scope() {
         "git -C sub status",
         "cd sub && cargo test",
         "cd /w/repo/sub; ls",
-        "cat ~/notes.md",
         "head -n 50 src/lib.rs | wc -l",
         "tail -f target/log.txt",
         "pwd",
@@ -109,7 +108,10 @@ fn never_routine() {
         ("cat escape/../shadow", "outside the worktree"),
         ("cat docs/passwd-link", "outside the worktree"),
         ("ls ~root", "another user's home"),
-        ("ls ~/../../etc", "outside the worktree"),
+        ("ls ~/../../etc", "never repo-scoped"),
+        ("cat ~/notes.md", "never repo-scoped"),
+        ("cat home-link", "agent's home"),
+        ("cd && ls", "cd: ~ is under ~"),
         ("cd /etc && cat passwd", "cd:"),
         ("cd escape && cat passwd", "cd:"),
         ("cd - && ls", "previous directory"),
@@ -191,8 +193,10 @@ fn cwd_must_be_in_scope() {
     assert!(command_in_scope("cat passwd", Some("/w/repo/escape"), &s, &fs()).is_err());
     assert!(command_in_scope("ls", Some("src"), &s, &fs()).is_ok());
     assert!(command_in_scope("ls", None, &s, &fs()).is_ok());
-    assert!(command_in_scope("ls", Some("~"), &s, &fs()).is_ok());
-    // Without an agent home, `~` is never in scope.
+    // `~` and the agent's home are never in scope (seed 000), with or without
+    // a home to expand it to.
+    assert!(command_in_scope("ls", Some("~"), &s, &fs()).is_err());
+    assert!(command_in_scope("ls", Some(HOME), &s, &fs()).is_err());
     let bare = Scope::new(WORKTREE);
     assert!(command_in_scope("cat ~/notes", None, &bare, &NoSymlinks).is_err());
     assert!(command_in_scope("cd && ls", None, &bare, &NoSymlinks).is_err());

@@ -109,9 +109,10 @@ fn claude_code_bash() {
             Want(Approve, CommandExec, true, ClassPolicy, "1"),
         ),
         (
+            // Seed 000: a `~` path is never repo-scoped.
             "agent home",
             claude_bash("ls ~/notes"),
-            Want(Approve, CommandExec, true, ClassPolicy, "1"),
+            Want(Hold, CommandExec, false, NotRepoScoped, ""),
         ),
         (
             "symlink inside",
@@ -119,9 +120,10 @@ fn claude_code_bash() {
             Want(Approve, CommandExec, true, ClassPolicy, "1"),
         ),
         (
+            // A symlink in the worktree into the agent's home is the home.
             "symlink to home",
             claude_bash("cat home-link"),
-            Want(Approve, CommandExec, true, ClassPolicy, "1"),
+            Want(Hold, CommandExec, false, NotRepoScoped, ""),
         ),
         (
             "npm test",
@@ -355,9 +357,10 @@ fn claude_code_files() {
             Want(Approve, FileWrite, true, ClassPolicy, "1"),
         ),
         (
+            // Seed 000: a `~` path is never repo-scoped.
             "edit agent home",
             claude_edit("~/notes.md"),
-            Want(Approve, FileWrite, true, ClassPolicy, "1"),
+            Want(Hold, FileWrite, false, NotRepoScoped, ""),
         ),
         (
             "edit /etc",

@@ -21,7 +21,9 @@ impl PathResolver for FakeFs {
     }
 }
 
-/// The worktree with a few symlinks: two escape, two stay inside.
+/// The worktree with symlinks made earlier in the workspace: some escape it,
+/// some lead into the agent's home, some into git's directory or a CLI's
+/// settings, some stay inside harmlessly.
 pub fn fs() -> FakeFs {
     let links = [
         ("/w/repo/escape", "/etc"),
@@ -29,6 +31,25 @@ pub fn fs() -> FakeFs {
         ("/w/repo/vendor", "third_party"),
         ("/w/repo/out-link", "/tmp/out"),
         ("/w/repo/home-link", "/home/agents/a1/notes"),
+        // Into the agent's home.
+        ("/w/repo/h", "/home/agents/a1"),
+        ("/w/repo/home-claude", "../../../home/agents/a1/.claude"),
+        // Into git's directory.
+        ("/w/repo/hooks-link", ".git/hooks"),
+        ("/w/repo/abs-hooks", "/w/repo/.git/hooks"),
+        ("/w/repo/gitdir-link", "/w/repo/.git"),
+        ("/w/repo/chain1", "chain2"),
+        ("/w/repo/chain2", "./sub/../.git"),
+        ("/w/repo/up", ".."),
+        ("/w/repo/docs/hook", "../.git/hooks/pre-commit"),
+        // Into a CLI's settings.
+        ("/w/repo/cfg", ".claude"),
+        ("/w/repo/docs/settings.json", "../.claude/settings.json"),
+        ("/w/repo/gem", ".gemini"),
+        ("/w/repo/notes/codex.toml", "../.codex/config.toml"),
+        // A definition file that is a link to a plain-looking file.
+        ("/w/repo/sub2/Makefile", "../mk.txt"),
+        ("/w/repo/loop", "loop"),
     ];
     FakeFs(
         links

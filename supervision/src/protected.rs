@@ -1,0 +1,269 @@
+//! Paths whose contents decide what runs later or what is permitted without
+//! another dialog: git's own directory and hook managers, every supported CLI's
+//! project settings, the node's own files. A write to one of them (an edit
+//! dialog, a shell redirection, an output option, a deletion) is never routine,
+//! wherever in the worktree it is. Reads stay routine. The table is pure data;
+//! [`protected_entry`] matches a path relative to the worktree after symlinks
+//! and `..` are resolved, one component at a time, folded so that a case
+//! change, an invisible character or a look-alike letter does not hide a name.
+
+/// How an entry names paths. Every kind matches any component of the path
+/// (relative to the worktree), so `sub/.git/hooks/x` and `.git` itself count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pattern {
+    /// A component with exactly this (folded) name, and everything below it.
+    Name(&'static str),
+    /// A component whose (folded) name starts with this.
+    Prefix(&'static str),
+    /// A component whose (folded) name ends with this.
+    Suffix(&'static str),
+}
+
+impl Pattern {
+    /// True when the folded component `part` matches.
+    pub(crate) fn matches(self, part: &str) -> bool {
+        match self {
+            Pattern::Name(n) => part == n,
+            Pattern::Prefix(p) => part.starts_with(p),
+            Pattern::Suffix(s) => part.len() > s.len() && part.ends_with(s),
+        }
+    }
+}
+
+/// One protected name: what it is for and why a write there is not routine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Protected {
+    pub pattern: Pattern,
+    /// Whose file it is (git, a CLI, the node).
+    pub owner: &'static str,
+    /// Why writing it grants standing authority or plants code.
+    pub reason: &'static str,
+}
+
+const fn entry(pattern: Pattern, owner: &'static str, reason: &'static str) -> Protected {
+    Protected { pattern, owner, reason }
+}
+
+/// The protected names. Deliberately not here (a write there is routine):
+/// `CLAUDE.md`, `CLAUDE.local.md`, `AGENTS.md`, `GEMINI.md`, `CONVENTIONS.md`
+/// (instructions the model reads: they grant no permission and run nothing, and
+/// every action they might prompt still meets a dialog and this policy; the same
+/// words could sit in any README the agent reads); `.gitattributes` (it only
+/// selects drivers, which are defined in git config, protected);
+/// `.gitmodules` (git ignores `update = !command` from it); `.envrc` (direnv
+/// runs it only after `direnv allow`, which is keyed to its content); build
+/// files such as `Makefile` or `package.json` (see `runs`: they change what a
+/// later run executes, which is decided when that run is asked for).
+pub const PROTECTED: &[Protected] = &[
+    entry(
+        Pattern::Name(".git"),
+        "git",
+        "git's directory (or a `.git` file naming it): hooks run on commit, merge and checkout; config sets \
+         core.fsmonitor (run by `git status`), core.pager, core.editor, core.hooksPath, aliases and \
+         diff/merge/filter drivers; all of them run on routine git commands, the human's on the host included",
+    ),
+    entry(
+        Pattern::Name(".gitconfig"),
+        "git",
+        "git configuration (a repository's config may `include.path` it): the same keys as .git/config",
+    ),
+    entry(
+        Pattern::Name(".husky"),
+        "husky",
+        "husky points core.hooksPath here: these files are the git hooks",
+    ),
+    entry(
+        Pattern::Name(".githooks"),
+        "git",
+        "the conventional core.hooksPath directory: these files are the git hooks",
+    ),
+    entry(
+        Pattern::Name(".pre-commit-config.yaml"),
+        "pre-commit",
+        "the installed pre-commit hook runs what this file lists on every commit",
+    ),
+    entry(
+        Pattern::Prefix("lefthook"),
+        "lefthook",
+        "lefthook.yml / lefthook-local.yml list the commands the git hooks run",
+    ),
+    entry(
+        Pattern::Name(".lefthook.yml"),
+        "lefthook",
+        "lefthook's config: the commands the git hooks run",
+    ),
+    entry(
+        Pattern::Name(".claude"),
+        "Claude Code",
+        "project settings.json / settings.local.json hold permission allow-lists, hooks, env and apiKeyHelper; \
+         hooks/ holds the programs they run; commands/, agents/ and skills/ carry allowed-tools and hooks \
+         that apply without a dialog",
+    ),
+    entry(
+        Pattern::Name(".mcp.json"),
+        "Claude Code",
+        "project MCP servers: programs Claude Code starts, whose tools it may then call",
+    ),
+    entry(
+        Pattern::Name(".claude.json"),
+        "Claude Code",
+        "Claude Code's own state: MCP servers, allowed tools and per-project trust",
+    ),
+    entry(
+        Pattern::Name(".codex"),
+        "Codex",
+        "config.toml sets approval_policy, sandbox_mode, mcp_servers and the notify program; rules/ holds \
+         command allow rules",
+    ),
+    entry(
+        Pattern::Name(".gemini"),
+        "Gemini CLI",
+        "settings.json sets allowed tools, auto-accept, MCP servers, hooks and tool discovery commands; \
+         commands/ holds custom commands with shell injections",
+    ),
+    entry(
+        Pattern::Prefix(".aider"),
+        "aider",
+        ".aider.conf.yml can set yes-always, auto-test with test-cmd and lint-cmd (run after every edit); \
+         .aider.model.settings.yml and the rest are aider's own",
+    ),
+    entry(
+        Pattern::Name(".env"),
+        "aider",
+        "aider reads AIDER_* settings (AIDER_YES_ALWAYS) from .env in the repository; dotenv loaders \
+         feed it to every later run",
+    ),
+    entry(
+        Pattern::Name("opencode.json"),
+        "opencode",
+        "opencode's config: permission (bash/edit allow), MCP servers, plugins",
+    ),
+    entry(
+        Pattern::Name("opencode.jsonc"),
+        "opencode",
+        "opencode's config: permission (bash/edit allow), MCP servers, plugins",
+    ),
+    entry(
+        Pattern::Name(".opencode"),
+        "opencode",
+        "opencode's project directory: plugins (code it loads at start), agents and commands",
+    ),
+    entry(
+        Pattern::Name(".warren"),
+        "warren",
+        "the node's own files in a home: the instance token and the CLI settings that carry the node's hooks",
+    ),
+    entry(
+        Pattern::Name(".vscode"),
+        "VS Code",
+        "tasks.json (runOn: folderOpen) and settings such as git.path or terminal env run programs on the \
+         human's host when the workspace is opened there, outside the container",
+    ),
+];
+
+/// Folds one path component for matching: invisible characters dropped,
+/// lower-cased, common Cyrillic, Greek and full-width look-alikes mapped to the
+/// ASCII letters they imitate, trailing dots and spaces trimmed (names that
+/// case-insensitive or Windows file systems treat as equal, and names a human
+/// would read as equal, fold together).
+pub(crate) fn fold(part: &str) -> String {
+    let mut out = String::with_capacity(part.len());
+    for c in part.chars().filter(|c| !crate::text::is_invisible(*c)) {
+        for c in c.to_lowercase() {
+            out.push(lookalike(c));
+        }
+    }
+    out.trim_end_matches(['.', ' ']).to_string()
+}
+
+fn lookalike(c: char) -> char {
+    match c {
+        '\u{FF01}'..='\u{FF5E}' => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
+        '\u{2024}' | '\u{FE52}' | '\u{3002}' => '.',
+        '\u{2010}'..='\u{2015}' | '\u{2212}' | '\u{FE63}' => '-',
+        '\u{2044}' | '\u{2215}' | '\u{29F8}' => '/',
+        'а' | 'α' => 'a',
+        'с' | 'ϲ' => 'c',
+        'ԁ' => 'd',
+        'е' | 'ε' => 'e',
+        'ɡ' => 'g',
+        'һ' => 'h',
+        'і' | 'ı' | 'ι' | 'ӏ' => 'i',
+        'ј' => 'j',
+        'κ' | 'к' => 'k',
+        'м' => 'm',
+        'η' | 'п' => 'n',
+        'о' | 'ο' | 'σ' => 'o',
+        'р' | 'ρ' => 'p',
+        'ԛ' => 'q',
+        'г' => 'r',
+        'ѕ' => 's',
+        'т' | 'τ' => 't',
+        'υ' => 'u',
+        'ν' | 'ѵ' => 'v',
+        'ԝ' | 'ω' => 'w',
+        'х' | 'χ' => 'x',
+        'у' | 'γ' => 'y',
+        other => other,
+    }
+}
+
+/// The entry `rel` (a path relative to the worktree, already resolved) falls
+/// under, if any.
+pub fn protected_entry(rel: &std::path::Path) -> Option<&'static Protected> {
+    folded_parts(rel).find_map(|part| PROTECTED.iter().find(|p| p.pattern.matches(&part)))
+}
+
+/// The folded components of `rel`; a component with a slash look-alike
+/// (`.git⁄hooks`) is split where a human reads a slash.
+pub(crate) fn folded_parts(rel: &std::path::Path) -> impl Iterator<Item = String> + '_ {
+    rel.components().flat_map(|c| {
+        let folded = fold(&c.as_os_str().to_string_lossy());
+        folded
+            .split('/')
+            .map(|p| p.trim_end_matches(['.', ' ']).to_string())
+            .collect::<Vec<_>>()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn names_fold() {
+        assert_eq!(fold(".GIT"), ".git");
+        assert_eq!(fold(".g\u{200C}it"), ".git");
+        assert_eq!(fold(".git. "), ".git");
+        assert_eq!(fold(".gіt"), ".git");
+        assert_eq!(fold("．ｃｌａｕｄｅ"), ".claude");
+        assert_eq!(fold("src"), "src");
+        assert!(protected_entry(Path::new(".git\u{2044}hooks")).is_some());
+    }
+
+    #[test]
+    fn entries() {
+        let hit = |p: &str| protected_entry(Path::new(p)).map(|e| e.owner);
+        assert_eq!(hit(".git/hooks/pre-commit"), Some("git"));
+        assert_eq!(hit(".git"), Some("git"));
+        assert_eq!(hit("sub/.git/config"), Some("git"));
+        assert_eq!(hit(".claude/settings.json"), Some("Claude Code"));
+        assert_eq!(hit(".Claude/settings.local.json"), Some("Claude Code"));
+        assert_eq!(hit(".mcp.json"), Some("Claude Code"));
+        assert_eq!(hit(".codex/config.toml"), Some("Codex"));
+        assert_eq!(hit(".gemini/settings.json"), Some("Gemini CLI"));
+        assert_eq!(hit(".aider.conf.yml"), Some("aider"));
+        assert_eq!(hit("opencode.json"), Some("opencode"));
+        assert_eq!(hit(".opencode/plugin/x.ts"), Some("opencode"));
+        assert_eq!(hit(".warren/instance.token"), Some("warren"));
+        assert_eq!(hit(".husky/pre-commit"), Some("husky"));
+        assert_eq!(hit("CLAUDE.md"), None);
+        assert_eq!(hit("AGENTS.md"), None);
+        assert_eq!(hit("src/git/mod.rs"), None);
+        assert_eq!(hit(".github/workflows/ci.yml"), None);
+        assert_eq!(hit(".gitignore"), None);
+        assert_eq!(hit("docs/claude.md"), None);
+    }
+}
