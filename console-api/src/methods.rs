@@ -60,6 +60,9 @@ pub const TOKEN_REVOKE: &str = "token.revoke";
 /// Server notifications.
 pub const NOTIFY_TRANSCRIPT_EVENT: &str = "transcript.event";
 pub const NOTIFY_TERMINAL_DATA: &str = "terminal.data";
+/// Progress of a long request (e.g. a guest image built on a first
+/// `conversation.start`): `{id, message, elapsed_ms}`, `id` the request's.
+pub const NOTIFY_REQUEST_PROGRESS: &str = "request.progress";
 
 /// Every method this node answers.
 pub const ALL: &[&str] = &[

@@ -146,6 +146,22 @@ pub struct Conversation {
     pub pause_reason: Option<String>,
     /// How many times the CLI was launched for this conversation.
     pub launches: u32,
+    /// When the CLI stopped by itself: its exit code, where the runtime knew it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// When the CLI stopped by itself: the last lines of its screen (what it said).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub last_lines: Vec<String>,
+}
+
+/// `conversation.continue`: resume with the CLI's native resume, or (`fresh`)
+/// start the CLI anew in the same conversation, keeping its transcript.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationContinue {
+    pub conversation: String,
+    #[serde(default)]
+    pub fresh: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

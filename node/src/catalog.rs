@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use console_api::{ConversationState, Status};
 
-use crate::events::{AgentRecord, Event, GrantsRecord, RuleRecord, StoredEvent};
+use crate::events::{AgentRecord, CliExit, Event, FreshStart, GrantsRecord, RuleRecord, StoredEvent};
 use crate::lifecycle::{self, Transition};
 use crate::validate::{self, Invalid};
 
@@ -39,7 +39,12 @@ pub struct ConvEntry {
     pub updated_at: u64,
     pub resume_ref: Option<String>,
     pub pause_reason: Option<String>,
+    /// While paused after the CLI stopped by itself: how it left.
+    pub exit: Option<CliExit>,
     pub launches: u32,
+    /// Transcript lines read from the CLI's session file count from this seq
+    /// on (set when the conversation continued fresh, with a new file).
+    pub cursor_floor: u64,
     /// The hash of the session key of the guest running it (Docker runtime),
     /// while starting or active: what a restarted node re-adopts it by.
     pub guest_key: Option<String>,
@@ -114,16 +119,27 @@ impl Catalog {
                         updated_at: ts,
                         resume_ref: resume_ref.clone(),
                         pause_reason: None,
+                        exit: None,
                         launches: 0,
+                        cursor_floor: 0,
                         guest_key: None,
                     },
                 );
             }
             Event::ConversationLaunched { id, .. } => self.set_state(id, ts, ConversationState::Active, None, 1),
-            Event::ConversationPaused { id, reason, .. } => {
-                self.set_state(id, ts, ConversationState::Paused, Some(reason.clone()), 0)
+            Event::ConversationPaused { id, reason, exit, .. } => {
+                self.set_state(id, ts, ConversationState::Paused, Some(reason.clone()), 0);
+                if let Some(c) = self.conversations.get_mut(id) {
+                    c.exit = exit.clone();
+                }
             }
-            Event::ConversationContinued { id } => self.set_state(id, ts, ConversationState::Starting, None, 0),
+            Event::ConversationContinued { id, fresh } => {
+                self.set_state(id, ts, ConversationState::Starting, None, 0);
+                if let (Some(c), Some(f)) = (self.conversations.get_mut(id), fresh) {
+                    c.resume_ref = Some(f.resume_ref.clone());
+                    c.cursor_floor = f.cursor_floor;
+                }
+            }
             Event::ConversationArchived { id, .. } => self.set_state(id, ts, ConversationState::Archived, None, 0),
             Event::MailAcked { agent, cursor } => {
                 let c = self.mail_cursors.entry(agent.clone()).or_default();
@@ -191,6 +207,7 @@ impl Catalog {
                 c.pause_reason = reason;
             } else if state != ConversationState::Archived {
                 c.pause_reason = None;
+                c.exit = None;
             }
         }
     }
@@ -286,6 +303,25 @@ impl Catalog {
         Ok(a)
     }
 
+    /// The pause of a conversation whose CLI stopped by itself, with how it left.
+    pub fn decide_exit_pause(&self, id: &str, reason: &str, exit: CliExit) -> Result<Event, CatalogError> {
+        let mut e = self.decide_transition(id, Transition::Pause, reason)?;
+        if let Event::ConversationPaused { exit: slot, .. } = &mut e {
+            *slot = Some(exit);
+        }
+        Ok(e)
+    }
+
+    /// `continue`, plain (the CLI's native resume) or fresh (a new session
+    /// reference; transcript lines from its file count from `cursor_floor`).
+    pub fn decide_continue(&self, id: &str, fresh: Option<FreshStart>) -> Result<Event, CatalogError> {
+        let mut e = self.decide_transition(id, Transition::Continue, "")?;
+        if let Event::ConversationContinued { fresh: slot, .. } = &mut e {
+            *slot = fresh;
+        }
+        Ok(e)
+    }
+
     /// The event that moves conversation `id` along `t`, or why it cannot move.
     pub fn decide_transition(&self, id: &str, t: Transition, reason: &str) -> Result<Event, CatalogError> {
         let c = self.conversation(id)?;
@@ -311,8 +347,9 @@ impl Catalog {
                 id,
                 planned: reason == PLANNED_PAUSE,
                 reason: reason.to_string(),
+                exit: None,
             },
-            Transition::Continue => Event::ConversationContinued { id },
+            Transition::Continue => Event::ConversationContinued { id, fresh: None },
             Transition::Terminate => Event::ConversationArchived {
                 id,
                 reason: reason.to_string(),
@@ -550,6 +587,8 @@ impl ConvEntry {
             resume_ref: self.resume_ref.clone(),
             pause_reason: self.pause_reason.clone(),
             launches: self.launches,
+            exit_code: self.exit.as_ref().and_then(|x| x.code),
+            last_lines: self.exit.as_ref().map(|x| x.last_lines.clone()).unwrap_or_default(),
         }
     }
 }
@@ -701,6 +740,7 @@ mod tests {
             id: "old".into(),
             planned: true,
             reason: PLANNED_PAUSE.into(),
+            exit: None,
         });
         log.commit(Event::ConversationCreated {
             id: "new".into(),

@@ -79,10 +79,16 @@ pub enum Event {
         id: String,
         planned: bool,
         reason: String,
+        /// Set when the CLI stopped by itself: what it said on the way out.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit: Option<CliExit>,
     },
-    /// `continue`: `paused` -> `starting`.
+    /// `continue`: `paused` -> `starting`. `fresh`: the CLI starts anew (its
+    /// own context is not restored) under a new session reference.
     ConversationContinued {
         id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fresh: Option<FreshStart>,
     },
     ConversationArchived {
         id: String,
@@ -167,6 +173,25 @@ pub enum Event {
     },
 }
 
+/// How a CLI that stopped by itself left: its exit code (where the runtime
+/// knew it) and the last lines of its screen.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CliExit {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub last_lines: Vec<String>,
+}
+
+/// A conversation continued fresh: the CLI's new session reference, and the
+/// transcript seq from which lines read from its session file count (the old
+/// file's read positions mean nothing in the new one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FreshStart {
+    pub resume_ref: String,
+    pub cursor_floor: u64,
+}
+
 impl Event {
     /// The `kind` column.
     pub fn kind(&self) -> &'static str {
@@ -198,7 +223,7 @@ impl Event {
             Event::ConversationCreated { id, .. }
             | Event::ConversationLaunched { id, .. }
             | Event::ConversationPaused { id, .. }
-            | Event::ConversationContinued { id }
+            | Event::ConversationContinued { id, .. }
             | Event::ConversationArchived { id, .. } => Some(id),
             Event::Transcript { conversation, .. } => Some(conversation),
             Event::SupervisionActed { conversation, .. } => conversation.as_deref(),
@@ -263,10 +288,25 @@ mod tests {
                 learned,
                 by: "local admin".into(),
             }),
-            (arb_text(), any::<bool>(), arb_text()).prop_map(|(id, planned, reason)| Event::ConversationPaused {
-                id,
-                planned,
-                reason
+            (arb_text(), any::<bool>(), arb_text(), any::<Option<i32>>()).prop_map(|(id, planned, reason, code)| {
+                Event::ConversationPaused {
+                    id,
+                    planned,
+                    exit: code.map(|code| CliExit {
+                        code: Some(code),
+                        last_lines: vec![reason.clone()],
+                    }),
+                    reason,
+                }
+            }),
+            (arb_text(), arb_text(), any::<u64>()).prop_map(|(id, resume_ref, cursor_floor)| {
+                Event::ConversationContinued {
+                    id,
+                    fresh: Some(FreshStart {
+                        resume_ref,
+                        cursor_floor,
+                    }),
+                }
             }),
             (arb_text(), any::<u64>(), arb_text(), any::<Option<u64>>()).prop_map(
                 |(conversation, seq, text, cursor)| {

@@ -89,6 +89,8 @@ pub struct LiveParts {
     pub limits: LiveLimits,
     /// Receives the conversation id when the CLI process ends.
     pub on_exit: mpsc::Sender<String>,
+    /// The CLI was launched with its native resume.
+    pub resumed: bool,
 }
 
 pub struct Live {
@@ -104,7 +106,19 @@ pub struct Live {
     last_activity: Arc<Mutex<std::time::Instant>>,
     /// The newest tool request the CLI's hooks reported (claude).
     pub hook: Mutex<Option<crate::hooks::ToolRequest>>,
+    /// The CLI was launched with its native resume.
+    pub resumed: bool,
+    /// The CLI has been ready for input (IDLE or a dialog) at least once.
+    ready: Arc<std::sync::atomic::AtomicBool>,
+    /// Flips to true once the node has recorded how the CLI left.
+    exit_recorded: watch::Sender<bool>,
+    /// Files routine approvals let the agent write in this conversation
+    /// (supervision's repository-code rule), at most `MAX_CHANGED`.
+    changed: Mutex<Vec<PathBuf>>,
 }
+
+/// At most this many changed files are remembered per conversation.
+const MAX_CHANGED: usize = 4096;
 
 /// Follows the CLI's session file from a byte offset.
 struct Tail {
@@ -212,7 +226,9 @@ impl Live {
             transcripts,
             limits,
             on_exit,
+            resumed,
         } = parts;
+        let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let pending = Arc::new(Mutex::new(VecDeque::new()));
         let last_activity = Arc::new(Mutex::new(std::time::Instant::now()));
         let tail = Arc::new(tokio::sync::Mutex::new(Tail {
@@ -234,6 +250,7 @@ impl Live {
             tail.clone(),
             status_tx,
             on_exit,
+            ready.clone(),
         ));
         let sender = tokio::spawn(send_loop(session.clone(), status_rx.clone(), send_rx, pending, limits));
         Arc::new(Live {
@@ -248,7 +265,82 @@ impl Live {
             tail,
             last_activity,
             hook: Mutex::new(None),
+            resumed,
+            ready,
+            exit_recorded: watch::channel(false).0,
+            changed: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The files routine approvals let the agent write so far.
+    pub fn changed_files(&self) -> Vec<PathBuf> {
+        self.changed.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// The changed-file record cannot take more (supervision then holds).
+    pub fn changed_is_full(&self) -> bool {
+        self.changed.lock().map(|c| c.len() >= MAX_CHANGED).unwrap_or(true)
+    }
+
+    /// Remembers files a routine approval let the agent write.
+    pub fn add_changed(&self, files: &[PathBuf]) {
+        if let Ok(mut c) = self.changed.lock() {
+            for f in files {
+                if !c.contains(f) && c.len() < MAX_CHANGED {
+                    c.push(f.clone());
+                }
+            }
+        }
+    }
+
+    /// A human approved running code despite these changes: they no longer count.
+    pub fn accept_changed(&self, files: &[PathBuf]) {
+        if let Ok(mut c) = self.changed.lock() {
+            c.retain(|p| !files.contains(p));
+        }
+    }
+
+    /// The node has recorded this CLI's exit (the pause and its system line).
+    pub fn mark_exit_recorded(&self) {
+        self.exit_recorded.send_replace(true);
+    }
+
+    /// Waits (up to `bound`) until the node has recorded this CLI's exit.
+    pub async fn exit_recorded(&self, bound: Duration) {
+        let mut rx = self.exit_recorded.subscribe();
+        let _ = tokio::time::timeout(bound, rx.wait_for(|r| *r)).await;
+    }
+
+    /// Whether the CLI has been ready for input (IDLE or a dialog) yet.
+    pub fn was_ready(&self) -> bool {
+        self.ready.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits up to `bound` for the CLI to be ready for input or to exit;
+    /// returns the status then (BUSY if it is still starting).
+    pub async fn ready_or_exited(&self, bound: Duration) -> Status {
+        let mut status = self.status.clone();
+        let settled = |s: &Status| matches!(s, Status::Idle | Status::Dialog | Status::Exited);
+        let _ = tokio::time::timeout(bound, status.wait_for(settled)).await;
+        self.status()
+    }
+
+    /// How the CLI left, for the pause reason: its exit code and the last
+    /// lines of its screen. Call once it has exited.
+    pub fn exit_facts(&self) -> (crate::events::CliExit, String) {
+        let lines = crate::exits::last_lines(&self.session.screen().lines);
+        let reason = crate::exits::exit_reason(&crate::exits::ExitFacts {
+            resumed: self.resumed,
+            ready: self.was_ready(),
+            code: self.session.exit_code(),
+            lines: &lines,
+            missing_session: self.harness.missing_session_words(&lines),
+        });
+        let exit = crate::events::CliExit {
+            code: self.session.exit_code(),
+            last_lines: lines,
+        };
+        (exit, reason)
     }
 
     pub fn status(&self) -> Status {
@@ -311,6 +403,7 @@ async fn watch_loop(
     tail: Arc<tokio::sync::Mutex<Tail>>,
     status_tx: watch::Sender<Status>,
     on_exit: mpsc::Sender<String>,
+    ready: Arc<std::sync::atomic::AtomicBool>,
 ) {
     let mut raw = session.subscribe();
     let mut exited = session.exited();
@@ -329,6 +422,9 @@ async fn watch_loop(
         }
         tail.lock().await.poll().await;
         let status = session.status();
+        if matches!(status, Status::Idle | Status::Dialog) {
+            ready.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         status_tx.send_if_modified(|s| {
             let changed = *s != status;
             *s = status;

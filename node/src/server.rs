@@ -13,6 +13,7 @@ use anyhow::{Context, bail};
 
 use crate::api::{self, App, NodeIdentity};
 use crate::config::{Config, RuntimeKind};
+use crate::harness;
 use crate::runtime::Runtime;
 use crate::runtime::docker;
 use crate::runtime::guest_link::{GuestNote, GuestRegistry};
@@ -204,6 +205,36 @@ pub async fn run(
 
     let unix_task = tokio::spawn(api::unix::serve(app.clone(), unix));
     let mut side_tasks = vec![];
+    // The harnesses' setup, checked where the user makes it: one warning
+    // line per problem (a Docker node checks its images in the background).
+    match &guests {
+        None => {
+            let path = std::env::var("PATH").unwrap_or_default();
+            for p in harness::setup::local_problems(&cfg.harnesses, &node.cfg.self_exe, &path) {
+                warn_setup(&p);
+            }
+        }
+        Some(g) => {
+            let (runtime, harnesses) = (g.runtime.clone(), cfg.harnesses.clone());
+            side_tasks.push(tokio::spawn(async move {
+                // The fake harness needs no setup, so it is what a first try uses.
+                let mut names: Vec<String> = harnesses
+                    .keys()
+                    .filter(|h| harness::adapter(h).is_ok())
+                    .cloned()
+                    .collect();
+                if !names.iter().any(|h| h == "fake") {
+                    names.insert(0, "fake".into());
+                }
+                for note in runtime.first_run_notes(&names).await {
+                    eprintln!("note: {note} (`warren images build HARNESS` does it ahead)");
+                }
+                for p in runtime.setup_problems(&harnesses).await {
+                    warn_setup(&p);
+                }
+            }));
+        }
+    }
     if let Some(g) = guests {
         let router = api::ws::router(app.clone());
         side_tasks.push(tokio::spawn(async move {
@@ -244,6 +275,13 @@ struct GuestSide {
     listener: tokio::net::TcpListener,
     registry: Arc<GuestRegistry>,
     notes: tokio::sync::mpsc::Receiver<GuestNote>,
+    runtime: Arc<docker::DockerRuntime>,
+}
+
+/// One warning line (on stderr, beside the log) for a problem in a
+/// harness's setup (see `harness::setup`).
+fn warn_setup(p: &harness::setup::SetupProblem) {
+    eprintln!("warning: {}", p.message);
 }
 
 /// The Docker runtime: the node's bridge network, a listener on its gateway
@@ -288,7 +326,7 @@ async fn docker_runtime(
         note_tx,
     ));
     tracing::info!(%network, %base_url, "docker runtime: guests dial the node here");
-    let runtime = docker::DockerRuntime::new(
+    let runtime = Arc::new(docker::DockerRuntime::new(
         docker,
         node_id.to_string(),
         network,
@@ -296,13 +334,14 @@ async fn docker_runtime(
         registry.clone(),
         cfg.docker.clone(),
         self_exe.to_path_buf(),
-    );
+    ));
     Ok((
-        Arc::new(runtime),
+        runtime.clone(),
         Some(GuestSide {
             listener,
             registry,
             notes,
+            runtime,
         }),
     ))
 }

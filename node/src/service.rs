@@ -3,7 +3,7 @@
 //! Decisions come from `catalog` (pure); this module does the IO around them.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,13 +13,12 @@ use tokio::sync::mpsc;
 
 use crate::catalog::{Catalog, CatalogError, ConvEntry, PLANNED_PAUSE};
 use crate::events::Event;
-use crate::harness::{self, LaunchContext};
+use crate::harness;
 use crate::lifecycle::Transition;
-use crate::live::{Live, LiveLimits, LiveParts, SendError};
-use crate::runtime::{LaunchSpec, Runtime};
+use crate::live::{Live, SendError};
+use crate::runtime::Runtime;
 use crate::store::{Store, StoreError};
 use crate::transcript::Transcripts;
-use crate::util::{new_id, new_uuid};
 use crate::validate;
 
 /// Errors of node operations, each mapping to one API error code.
@@ -35,6 +34,14 @@ pub enum NodeError {
     Forbidden(String),
     #[error("{message}")]
     Busy { message: String, retry_after_ms: u64 },
+    /// The CLI could not be brought up; `setting` names what to fix in the
+    /// node's setup when that is the cause.
+    #[error("{message}")]
+    LaunchFailed {
+        message: String,
+        setting: Option<String>,
+        conversation: String,
+    },
     #[error("{0}")]
     Internal(String),
 }
@@ -227,47 +234,6 @@ impl Node {
         Ok(())
     }
 
-    /// Re-adopts a conversation whose guest outlived the node's previous run,
-    /// or pauses it when the guest does not come back within the grace period.
-    async fn readopt(&self, id: &str, key_hash: String) {
-        let found = {
-            let cat = self.catalog.lock().await;
-            cat.conversation(id)
-                .ok()
-                .cloned()
-                .and_then(|c| cat.agent(&c.agent).ok().map(|a| (c, a.record.clone())))
-        };
-        let Some((entry, agent)) = found else { return };
-        let grace = self.cfg.readopt_grace;
-        match self.spawn_cli(&entry, &agent, Spawn::Adopt { key_hash, grace }).await {
-            Ok((live, _)) => {
-                // The guest's CLI reads its fresh token from its token file;
-                // the last run's tokens are revoked.
-                self.revoke_recorded_instance_tokens(id).await;
-                let note = "re-adopted: the guest came back after the node restarted";
-                if let Err(e) = self.went_live(id, live, note.into()).await {
-                    tracing::warn!(conversation = id, error = %e, "could not record the re-adoption");
-                }
-                tracing::info!(conversation = id, "re-adopted after restart");
-            }
-            Err(why) => {
-                self.revoke_instance_tokens(id).await;
-                self.revoke_recorded_instance_tokens(id).await;
-                let reason = format!("node restarted: {why}");
-                let mut cat = self.catalog.lock().await;
-                if let Ok(e) = cat.decide_transition(id, Transition::Pause, &reason)
-                    && self.commit(&mut cat, vec![e]).await.is_ok()
-                {
-                    drop(cat);
-                    let _ = self
-                        .transcripts
-                        .append(id, "system", "lifecycle", format!("paused: {reason}"))
-                        .await;
-                }
-            }
-        }
-    }
-
     /// A guest attached: its key's hash is what a restarted node re-adopts by.
     pub async fn record_guest_attached(&self, conversation: &str, key_hash: String) {
         let e = crate::events::Event::GuestAttached {
@@ -342,13 +308,14 @@ impl Node {
         self.live(&c.id).map(|l| l.status())
     }
 
-    fn conv_wire(&self, c: &ConvEntry) -> api::Conversation {
+    pub(crate) fn conv_wire(&self, c: &ConvEntry) -> api::Conversation {
         c.to_wire(self.status_of(c))
     }
 
     // ---- agents ----
 
     pub async fn agent_create(&self, p: api::AgentCreate) -> NodeResult<api::Agent> {
+        check_harness(&p.harness)?;
         let mut cat = self.catalog.lock().await;
         let name = p.name.clone();
         let e = cat.decide_create_agent(p)?;
@@ -381,199 +348,6 @@ impl Node {
 
     // ---- conversations ----
 
-    /// Starts a conversation for `agent`, or returns its live one.
-    pub async fn conversation_start(&self, agent: &str) -> NodeResult<api::Conversation> {
-        let id = {
-            let mut cat = self.catalog.lock().await;
-            if let Some(live) = cat.live_conversation_of(agent) {
-                return Ok(self.conv_wire(live));
-            }
-            let a = cat.check_can_start(agent)?;
-            harness::adapter(&a.record.harness).map_err(|e| NodeError::Conflict(e.to_string()))?;
-            let id = new_id("c-");
-            let e = Event::ConversationCreated {
-                id: id.clone(),
-                agent: agent.to_string(),
-                resume_ref: Some(new_uuid()),
-            };
-            self.commit(&mut cat, vec![e]).await?;
-            id
-        };
-        self.launch(&id, false).await
-    }
-
-    /// Relaunches a paused conversation with the CLI's native resume.
-    pub async fn conversation_continue(&self, id: &str) -> NodeResult<api::Conversation> {
-        {
-            let mut cat = self.catalog.lock().await;
-            let e = cat.decide_transition(id, Transition::Continue, "")?;
-            self.commit(&mut cat, vec![e]).await?;
-        }
-        self.launch(id, true).await
-    }
-
-    async fn launch(&self, id: &str, resume: bool) -> NodeResult<api::Conversation> {
-        let (entry, agent) = {
-            let cat = self.catalog.lock().await;
-            let c = cat.conversation(id)?.clone();
-            let a = cat.agent(&c.agent)?.record.clone();
-            (c, a)
-        };
-        let how = if resume { Spawn::Resume } else { Spawn::Fresh };
-        match self.spawn_cli(&entry, &agent, how).await {
-            Ok((live, note)) => {
-                let mut cat = self.catalog.lock().await;
-                match cat.decide_transition(id, Transition::Launched, "") {
-                    Ok(e) => {
-                        self.commit(&mut cat, vec![e]).await?;
-                        drop(cat);
-                        self.went_live(id, live, note).await?;
-                        let cat = self.catalog.lock().await;
-                        Ok(self.conv_wire(cat.conversation(id)?))
-                    }
-                    Err(e) => {
-                        // Paused or terminated while it was starting.
-                        drop(cat);
-                        live.shutdown().await;
-                        self.revoke_instance_tokens(id).await;
-                        Err(e.into())
-                    }
-                }
-            }
-            Err(reason) => {
-                tracing::warn!(conversation = id, %reason, "launch failed");
-                self.revoke_instance_tokens(id).await;
-                let mut cat = self.catalog.lock().await;
-                if let Ok(e) = cat.decide_transition(id, Transition::Pause, &format!("launch failed: {reason}")) {
-                    self.commit(&mut cat, vec![e]).await?;
-                }
-                Err(NodeError::Internal(format!("could not launch the CLI: {reason}")))
-            }
-        }
-    }
-
-    /// A CLI is up for `id` (launched, resumed or re-adopted): it joins the
-    /// live set, its token renewal and supervision start, and `note` goes to
-    /// the transcript.
-    async fn went_live(&self, id: &str, live: Arc<Live>, note: String) -> NodeResult<()> {
-        if let Ok(mut m) = self.live.lock() {
-            m.insert(id.to_string(), live);
-        }
-        self.start_renewal(id);
-        if let Some(me) = self.me.get().and_then(|w| w.upgrade()) {
-            me.start_supervision(id);
-            me.start_stall_watch(id);
-        }
-        self.transcripts.append(id, "system", "lifecycle", note).await?;
-        Ok(())
-    }
-
-    async fn spawn_cli(
-        &self,
-        c: &ConvEntry,
-        agent: &crate::events::AgentRecord,
-        how: Spawn,
-    ) -> Result<(Arc<Live>, String), String> {
-        let resume = !matches!(how, Spawn::Fresh);
-        let adapter = harness::adapter(&agent.harness).map_err(|e| e.to_string())?;
-        let home = self.agent_dir(&agent.name).join("home");
-        let workspace = self.agent_dir(&agent.name).join("workspace");
-        for dir in [&home, &workspace] {
-            std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-        }
-        let resume_ref = c.resume_ref.clone().unwrap_or_default();
-        let plan = adapter
-            .plan(&LaunchContext {
-                agent,
-                home: &home,
-                workspace: &workspace,
-                resume_ref: &resume_ref,
-                resume,
-                self_exe: &self.cfg.self_exe,
-                settings: self
-                    .cfg
-                    .harnesses
-                    .get(&agent.harness)
-                    .unwrap_or(&harness::HarnessSettings::default()),
-            })
-            .map_err(|e| e.to_string())?;
-        for (rel, body) in &plan.files {
-            let path = home.join(rel);
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| format!("create {}: {e}", parent.display()))?;
-            }
-            std::fs::write(&path, body).map_err(|e| format!("write {}: {e}", path.display()))?;
-        }
-        // Resume reading the CLI's session file where the committed transcript
-        // ends, so lines it wrote after the last read (e.g. just before a crash)
-        // are recorded now, and nothing twice.
-        let transcript_offset = match &plan.transcript_file {
-            Some(path) => {
-                let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-                let committed = self.store.transcript_cursor(&c.id).await.map_err(|e| e.to_string())?;
-                committed.unwrap_or(0).min(len)
-            }
-            None => 0,
-        };
-        let mut env = base_env(&home, &c.id, &agent.name, self.cfg.self_exe.parent());
-        let (token, token_file) = self
-            .issue_and_record_instance_token(&c.id, agent, &home)
-            .await
-            .map_err(|e| e.to_string())?;
-        env.push(("WARREN_TOKEN".into(), token));
-        env.push(("WARREN_TOKEN_FILE".into(), token_file.display().to_string()));
-        if let Some(url) = self.endpoint.get() {
-            env.push(("WARREN_URL".into(), url.clone()));
-        }
-        env.extend(plan.env);
-        let settings = self.cfg.harnesses.get(&agent.harness);
-        let spec = LaunchSpec {
-            conversation: c.id.clone(),
-            agent: agent.name.clone(),
-            harness: agent.harness.clone(),
-            image: settings.and_then(|s| s.image.clone()),
-            mounts: vec![home.clone(), workspace.clone()],
-            resources: agent.resources.clone().unwrap_or_default(),
-            program: plan.program,
-            args: plan.args,
-            cwd: workspace,
-            env,
-            rows: self.cfg.rows,
-            cols: self.cfg.cols,
-            status: Arc::new(move |s| adapter.status(s)),
-        };
-        let session = match how {
-            Spawn::Adopt { key_hash, grace } => self.runtime.adopt(spec, key_hash, grace).await,
-            Spawn::Fresh | Spawn::Resume => self.runtime.launch(spec).await,
-        }
-        .map_err(|e| e.to_string())?;
-        let live = Live::start(LiveParts {
-            id: c.id.clone(),
-            agent: agent.name.clone(),
-            session,
-            harness: adapter,
-            transcript_file: plan.transcript_file,
-            transcript_offset,
-            transcripts: self.transcripts.clone(),
-            limits: LiveLimits {
-                send_queue: self.cfg.send_queue,
-                idle_timeout: self.cfg.send_idle_timeout,
-                ack_timeout: self.cfg.send_ack_timeout,
-            },
-            on_exit: self.exits.clone(),
-        });
-        let note = if resume {
-            format!("resumed: {} --resume {resume_ref}", agent.harness)
-        } else {
-            format!("launched: {} session {resume_ref}", agent.harness)
-        };
-        Ok((live, note))
-    }
-
-    pub(crate) fn agent_dir(&self, agent: &str) -> PathBuf {
-        self.cfg.data_dir.join("agents").join(agent)
-    }
-
     pub async fn conversation_pause(&self, id: &str) -> NodeResult<api::Conversation> {
         self.stop(id, Transition::Pause, PLANNED_PAUSE).await
     }
@@ -603,31 +377,6 @@ impl Node {
             status: Status::Exited,
             ..wire
         })
-    }
-
-    /// The CLI of `id` exited by itself: an unplanned pause.
-    async fn on_cli_exit(&self, id: &str) {
-        let live = self.live.lock().ok().and_then(|mut m| m.remove(id));
-        let Some(live) = live else { return };
-        let reason = "the CLI exited";
-        {
-            let mut cat = self.catalog.lock().await;
-            match cat.decide_transition(id, Transition::Pause, reason) {
-                Ok(e) => {
-                    if let Err(e) = self.commit(&mut cat, vec![e]).await {
-                        tracing::error!(conversation = id, error = %e, "could not record the pause");
-                    }
-                }
-                Err(_) => return,
-            }
-        }
-        live.shutdown().await;
-        self.revoke_instance_tokens(id).await;
-        self.drop_holds(id);
-        let _ = self
-            .transcripts
-            .append(id, "system", "lifecycle", format!("paused: {reason}"))
-            .await;
     }
 
     /// Pauses every live conversation (the node is stopping).
@@ -787,27 +536,9 @@ impl Node {
     }
 }
 
-/// The CLI's environment. The node's own executable directory leads `PATH`, so
-/// the CLI can call `warren` as a tool (with its instance token in `WARREN_TOKEN`).
-/// How a CLI is brought up: a new session, the CLI's native resume, or the
-/// re-adoption of a guest that outlived the node.
-enum Spawn {
-    Fresh,
-    Resume,
-    Adopt { key_hash: String, grace: Duration },
-}
-
-fn base_env(home: &Path, conversation: &str, agent: &str, tools: Option<&Path>) -> Vec<(String, String)> {
-    let mut path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
-    if let Some(dir) = tools {
-        path = format!("{}:{path}", dir.display());
-    }
-    vec![
-        ("PATH".into(), path),
-        ("HOME".into(), home.display().to_string()),
-        ("TERM".into(), "xterm-256color".into()),
-        ("LANG".into(), "C.UTF-8".into()),
-        ("WARREN_CONVERSATION".into(), conversation.into()),
-        ("WARREN_AGENT".into(), agent.into()),
-    ]
+/// A harness an agent may be given on this node: a known name (the catalog
+/// checks that) with an adapter here.
+fn check_harness(harness: &str) -> NodeResult<()> {
+    validate::harness(harness).map_err(|e| NodeError::Invalid(e.to_string()))?;
+    harness::setup::check_launchable(harness).map_err(|p| NodeError::Invalid(p.message))
 }

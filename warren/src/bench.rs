@@ -554,6 +554,7 @@ async fn bench_startup(args: &BenchArgs) -> anyhow::Result<()> {
                     id,
                     planned: true,
                     reason: "bench".into(),
+                    exit: None,
                 });
             }
         }

@@ -67,7 +67,13 @@ pub struct Client {
     next_id: i64,
     notes: VecDeque<Notification>,
     closed: Option<String>,
+    /// Takes `request.progress` notifications as they arrive (else they are
+    /// kept with the others).
+    on_progress: Option<ProgressFn>,
 }
+
+/// What takes a `request.progress` notification's params.
+type ProgressFn = Box<dyn FnMut(&Value) + Send>;
 
 impl Client {
     pub async fn connect(target: &Target) -> anyhow::Result<Client> {
@@ -101,7 +107,13 @@ impl Client {
             next_id: 1,
             notes: VecDeque::new(),
             closed: None,
+            on_progress: None,
         })
+    }
+
+    /// Hands every `request.progress` notification to `f` from now on.
+    pub fn on_progress(&mut self, f: impl FnMut(&Value) + Send + 'static) {
+        self.on_progress = Some(Box::new(f));
     }
 
     /// Sends a raw text frame (tests of malformed input use this).
@@ -118,9 +130,14 @@ impl Client {
             if v.get("id").is_some() || v.get("result").is_some() || v.get("error").is_some() {
                 return Ok(serde_json::from_value(v)?);
             }
-            if let Ok(n) = serde_json::from_value::<Notification>(v)
-                && self.notes.len() < MAX_BUFFERED
+            let Ok(n) = serde_json::from_value::<Notification>(v) else {
+                continue;
+            };
+            if n.method == console_api::methods::NOTIFY_REQUEST_PROGRESS
+                && let Some(f) = self.on_progress.as_mut()
             {
+                f(&n.params);
+            } else if self.notes.len() < MAX_BUFFERED {
                 self.notes.push_back(n);
             }
         }

@@ -187,9 +187,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             verb: ImagesVerb::Build { harness },
         } => {
             let exe = std::env::current_exe()?;
-            let tag = node::images::build(&harness, &exe, |line| eprintln!("{line}"))
-                .await
-                .map_err(|e| anyhow::anyhow!(e))?;
+            eprintln!(
+                "building (or reusing) the {harness} guest image for this warren: {} when nothing is cached, plus about 1-2 min once for the Debian base image; reused images take a second",
+                node::progress::build_estimate(&harness)
+            );
+            let started = std::time::Instant::now();
+            let tag = node::images::build(&harness, &exe, |line| {
+                eprintln!("[{:6.1} s] {line}", started.elapsed().as_secs_f64())
+            })
+            .await
+            .map_err(|e| anyhow::anyhow!(e))?;
+            eprintln!("done in {:.1} s", started.elapsed().as_secs_f64());
             println!("{tag}");
             Ok(ExitCode::SUCCESS)
         }

@@ -7,3 +7,4 @@ mod support;
 const RUNTIME: &str = "docker";
 
 include!("cases/durable_home.rs");
+include!("cases/stranded.rs");

@@ -9,3 +9,4 @@ mod support;
 const RUNTIME: &str = "local";
 
 include!("cases/durable_home.rs");
+include!("cases/stranded.rs");

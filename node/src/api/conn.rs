@@ -149,6 +149,14 @@ impl Conn {
         }
     }
 
+    /// Offers a notification that may be lost: a full queue drops it (the
+    /// client is not cut off for missing progress).
+    pub fn notify_lossy(&self, method: &str, params: serde_json::Value) {
+        if let Ok(text) = serde_json::to_string(&Notification::new(method, params)) {
+            let _ = self.out.try_send(text);
+        }
+    }
+
     pub fn cut_off(&self, reason: &str) {
         tracing::warn!(transport = self.transport, reason, "closing client connection");
         self.kill.send_replace(Some(reason.to_string()));

@@ -67,6 +67,20 @@ impl From<NodeError> for RpcError {
                 message,
                 retry_after_ms,
             } => RpcError::new(ErrorCode::Busy, message).with_data(json!({ "retry_after_ms": retry_after_ms })),
+            NodeError::LaunchFailed {
+                message,
+                setting,
+                conversation,
+            } => {
+                let mut data = serde_json::Map::new();
+                if let Some(s) = setting {
+                    data.insert("setting".into(), json!(s));
+                }
+                if !conversation.is_empty() {
+                    data.insert("conversation".into(), json!(conversation));
+                }
+                RpcError::new(ErrorCode::LaunchFailed, message).with_data(Value::Object(data))
+            }
             NodeError::Internal(m) => RpcError::new(ErrorCode::Internal, m),
         }
     }
@@ -152,7 +166,26 @@ pub async fn handle_text(app: &Arc<App>, conn: &Arc<Conn>, text: &str) -> Option
     }
     let started = std::time::Instant::now();
     let method = req.method.clone();
-    let result = call(app, conn, &req.method, req.params).await;
+    let result = match (&req.id, method.as_str()) {
+        // Requests that may build a guest image report its progress.
+        (Some(id), m::CONVERSATION_START | m::CONVERSATION_CONTINUE) => {
+            let (sink, mut rx) = crate::progress::Sink::new();
+            let (conn2, id2) = (conn.clone(), id.clone());
+            let forward = tokio::spawn(async move {
+                while let Some(r) = rx.recv().await {
+                    conn2.notify_lossy(
+                        m::NOTIFY_REQUEST_PROGRESS,
+                        json!({ "id": id2, "message": r.message, "elapsed_ms": r.elapsed_ms }),
+                    );
+                }
+            });
+            let result = sink.scope(call(app, conn, &req.method, req.params)).await;
+            // Every report goes out before the answer.
+            let _ = forward.await;
+            result
+        }
+        _ => call(app, conn, &req.method, req.params).await,
+    };
     tracing::debug!(
         method = %method,
         transport = conn.transport(),
@@ -207,7 +240,7 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
         m::CONVERSATION_START => {
             json!({ "conversation": node.conversation_start(&params::<console_api::AgentRef>(p)?.agent).await? })
         }
-        m::CONVERSATION_CONTINUE => json!({ "conversation": node.conversation_continue(&conv_ref(p)?).await? }),
+        m::CONVERSATION_CONTINUE => json!({ "conversation": node.conversation_continue(params(p)?).await? }),
         m::CONVERSATION_PAUSE => json!({ "conversation": node.conversation_pause(&conv_ref(p)?).await? }),
         m::CONVERSATION_TERMINATE => json!({ "conversation": node.conversation_terminate(&conv_ref(p)?).await? }),
         m::CONVERSATION_GET => json!({ "conversation": node.conversation_get(&conv_ref(p)?).await? }),

@@ -12,13 +12,16 @@ use console_api::Status;
 use serde_json::{Value, json};
 
 use super::fake::{claude_shaped, dialog_of};
-use super::{Dialog, Entry, Harness, HarnessError, LaunchContext, LaunchPlan};
+use super::{Dialog, Entry, Harness, HarnessError, HarnessSettings, LaunchContext, LaunchPlan};
 use crate::runtime::ScreenSnapshot;
 
 pub struct ClaudeHarness;
 
 /// The CLI's config dir inside the agent's home.
 const CONFIG_DIR: &str = ".claude";
+/// What Claude Code prints (and exits 1) when `--resume` names a session it
+/// does not have.
+pub(crate) const MISSING_SESSION: &str = "No conversation found with session ID";
 /// The hooks file the node owns (rewritten at every launch).
 const HOOKS_FILE: &str = ".warren/claude-settings.json";
 /// Longest text one transcript entry keeps.
@@ -99,6 +102,14 @@ pub fn hook_settings(hook_command: &str) -> Value {
 }
 
 impl Harness for ClaudeHarness {
+    fn program(&self, settings: &HarnessSettings, _self_exe: &Path) -> PathBuf {
+        settings.program.clone().unwrap_or_else(|| PathBuf::from("claude"))
+    }
+
+    fn missing_session_words<'a>(&self, last_lines: &'a [String]) -> Option<&'a str> {
+        crate::exits::line_with(last_lines, MISSING_SESSION)
+    }
+
     fn name(&self) -> &'static str {
         "claude"
     }
@@ -130,7 +141,7 @@ impl Harness for ClaudeHarness {
         env.push(("CLAUDE_CONFIG_DIR".into(), config_dir.display().to_string()));
         env.extend(ctx.settings.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         Ok(LaunchPlan {
-            program: ctx.settings.program.clone().unwrap_or_else(|| PathBuf::from("claude")),
+            program: self.program(ctx.settings, ctx.self_exe),
             args,
             env,
             files: vec![

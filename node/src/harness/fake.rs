@@ -2,11 +2,11 @@
 //! Code's screen shapes: `❯ ` prompt at column 0 when idle, `esc to interrupt`
 //! while busy, numbered options with a ` ❯ ` cursor in dialogs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use console_api::Status;
 
-use super::{Dialog, Entry, Harness, HarnessError, LaunchContext, LaunchPlan};
+use super::{Dialog, Entry, Harness, HarnessError, HarnessSettings, LaunchContext, LaunchPlan};
 use crate::runtime::ScreenSnapshot;
 
 pub struct FakeHarness;
@@ -17,6 +17,15 @@ const RULES_FILE: &str = ".fake-cli/rules.json";
 impl Harness for FakeHarness {
     fn name(&self) -> &'static str {
         "fake"
+    }
+
+    fn program(&self, settings: &HarnessSettings, self_exe: &Path) -> PathBuf {
+        settings.program.clone().unwrap_or_else(|| self_exe.to_path_buf())
+    }
+
+    /// The fake CLI says it as Claude Code does.
+    fn missing_session_words<'a>(&self, last_lines: &'a [String]) -> Option<&'a str> {
+        crate::exits::line_with(last_lines, super::claude::MISSING_SESSION)
     }
 
     fn plan(&self, ctx: &LaunchContext<'_>) -> Result<LaunchPlan, HarnessError> {
@@ -43,7 +52,7 @@ impl Harness for FakeHarness {
             args.push(ctx.home.join(RULES_FILE).display().to_string());
         }
         Ok(LaunchPlan {
-            program: ctx.self_exe.to_path_buf(),
+            program: self.program(ctx.settings, ctx.self_exe),
             args,
             env: vec![],
             files,

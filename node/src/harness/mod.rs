@@ -5,6 +5,7 @@
 
 pub mod claude;
 pub mod fake;
+pub mod setup;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -85,6 +86,10 @@ pub struct Entry {
 
 pub trait Harness: Send + Sync {
     fn name(&self) -> &'static str;
+    /// The program a launch runs: `[harnesses.NAME] program`, else the CLI's
+    /// usual name (looked up on PATH) or, for the fake CLI, this node's own
+    /// executable.
+    fn program(&self, settings: &HarnessSettings, self_exe: &Path) -> PathBuf;
     fn plan(&self, ctx: &LaunchContext<'_>) -> Result<LaunchPlan, HarnessError>;
     fn status(&self, screen: &ScreenSnapshot) -> Status;
     fn dialog(&self, screen: &ScreenSnapshot) -> Option<Dialog>;
@@ -94,7 +99,17 @@ pub trait Harness: Send + Sync {
     /// What supervision classifies: the dialog's parts (title, question,
     /// command, paths, options) as this CLI lays them out.
     fn supervision_dialog(&self, dialog: &Dialog, cwd: &Path) -> supervision::Dialog;
+    /// How this CLI says that the session a `--resume` names does not exist:
+    /// its own line among the last lines of its screen, if it printed one.
+    /// The default knows no such phrase (the pause then quotes the last lines).
+    fn missing_session_words<'a>(&self, _last_lines: &'a [String]) -> Option<&'a str> {
+        None
+    }
 }
+
+/// Every harness with an adapter here (what `adapter` accepts): keep the two
+/// in step.
+pub const ADAPTERS: [&str; 2] = ["fake", "claude"];
 
 /// The adapter for `harness`, if this node has one.
 pub fn adapter(harness: &str) -> Result<&'static dyn Harness, HarnessError> {

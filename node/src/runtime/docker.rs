@@ -187,11 +187,18 @@ impl DockerRuntime {
             return Ok(tag.clone());
         }
         tracing::info!(harness = %spec.harness, "building (or reusing) the guest image");
+        crate::progress::report(format!(
+            "building (or reusing) the {} guest image for this warren ({} when nothing is cached)",
+            spec.harness,
+            crate::progress::build_estimate(&spec.harness)
+        ));
         let harness = spec.harness.clone();
         let tag = crate::images::build(&spec.harness, &self.self_exe, |line| {
             tracing::info!(harness = %harness, "image build: {line}");
+            crate::progress::report(format!("{harness} image: {line}"));
         })
         .await?;
+        crate::progress::report(format!("{} guest image ready: {tag}", spec.harness));
         images.insert(spec.harness.clone(), tag.clone());
         Ok(tag)
     }
@@ -249,12 +256,7 @@ impl DockerRuntime {
     }
 
     fn container_body(&self, spec: &LaunchSpec, image: &str, token: &str, user: &str) -> ContainerCreateBody {
-        let program = spec
-            .program
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_else(|| spec.program.display().to_string());
-        let mut cmd = vec![program];
+        let mut cmd = vec![program_name(&spec.program)];
         cmd.extend(spec.args.iter().cloned());
         let labels = HashMap::from([
             (LABEL_NODE.to_string(), self.node_id.clone()),
@@ -298,7 +300,10 @@ impl DockerRuntime {
             program: format!("the {} guest", spec.harness),
             reason,
         };
-        let image = self.image_for(&spec).await.map_err(fail)?;
+        let image = self.image_for(&spec).await.map_err(|reason| RuntimeError::Setup {
+            setting: format!("harnesses.{}.image", spec.harness),
+            reason,
+        })?;
         let user = guest_user(&spec.mounts).map_err(fail)?;
         let name = self.container_name(&spec.conversation);
         // A leftover of an earlier run of this conversation would block the
@@ -331,18 +336,46 @@ impl DockerRuntime {
             remove(&self.docker, &id).await;
             return Err(fail(format!("starting the container: {e}")));
         }
-        let attached = match tokio::time::timeout(ttl, attached).await {
-            Ok(Ok(a)) => a,
-            _ => {
+        // A guest that cannot start its CLI exits at once: say so then, with
+        // its words, rather than after the whole dial-back timeout.
+        let exited = async {
+            use futures_util::StreamExt;
+            let mut wait = self.docker.wait_container(&id, None);
+            match wait.next().await {
+                Some(Ok(r)) => Some(r.status_code),
+                Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => Some(code),
+                _ => None,
+            }
+        };
+        let outcome = tokio::select! {
+            a = tokio::time::timeout(ttl, attached) => match a {
+                Ok(Ok(a)) => Ok(a),
+                _ => Err(None),
+            },
+            code = exited => Err(Some(code)),
+        };
+        match outcome {
+            Ok(attached) => Ok(self.start_session(&spec, id, attached)),
+            Err(exit) => {
                 self.registry.cancel(&spec.conversation);
                 let logs = logs_tail(&self.docker, &id).await;
                 remove(&self.docker, &id).await;
-                return Err(fail(format!(
-                    "the guest did not dial back within {ttl:?}; its last output: {logs}"
-                )));
+                Err(match exit {
+                    Some(code) => RuntimeError::Setup {
+                        setting: format!("harnesses.{}.program", spec.harness),
+                        reason: format!(
+                            "the {h} guest could not start `{}` (guests run the file name of `[harnesses.{h}] program` from the image) and exited with code {}: {logs}",
+                            program_name(&spec.program),
+                            code.map_or("unknown".to_string(), |c| c.to_string()),
+                            h = spec.harness,
+                        ),
+                    },
+                    None => fail(format!(
+                        "the guest did not dial back within {ttl:?}; its last output: {logs}"
+                    )),
+                })
             }
-        };
-        Ok(self.start_session(&spec, id, attached))
+        }
     }
 }
 
@@ -445,6 +478,127 @@ async fn remove(docker: &Docker, id: &str) {
     let _ = docker
         .remove_container(id, Some(RemoveContainerOptionsBuilder::new().force(true).build()))
         .await;
+}
+
+impl DockerRuntime {
+    /// What stops each configured harness from launching here: a section
+    /// with no adapter, a configured image that is not on the engine, no
+    /// image definition to build from, or a program the image does not have.
+    /// For `warren up`'s warnings; runs a throwaway container per image.
+    pub async fn setup_problems(
+        &self,
+        harnesses: &std::collections::BTreeMap<String, crate::harness::HarnessSettings>,
+    ) -> Vec<crate::harness::setup::SetupProblem> {
+        use crate::harness::setup::{SetupProblem, no_adapter_section};
+        let mut out = vec![];
+        for (name, settings) in harnesses {
+            let Ok(adapter) = crate::harness::adapter(name) else {
+                out.push(no_adapter_section(name));
+                continue;
+            };
+            let image = match &settings.image {
+                Some(image) => {
+                    if self.docker.inspect_image(image).await.is_err() {
+                        out.push(SetupProblem {
+                            setting: format!("harnesses.{name}.image"),
+                            message: format!(
+                                "`[harnesses.{name}] image` in warren.toml is {image:?}, which is not on this Docker engine: build it with `warren images build {name}` or remove the setting"
+                            ),
+                        });
+                        continue;
+                    }
+                    Some(image.clone())
+                }
+                None => {
+                    let defined = crate::images::deploy_dir(&self.self_exe)
+                        .is_some_and(|d| d.join("images").join(name).join("Dockerfile").is_file());
+                    if !defined {
+                        out.push(SetupProblem {
+                            setting: format!("harnesses.{name}.image"),
+                            message: format!(
+                                "{name}: no image definition deploy/images/{name}/Dockerfile was found, so its guest image cannot be built: set `[harnesses.{name}] image` or WARREN_DEPLOY_DIR"
+                            ),
+                        });
+                    }
+                    None
+                }
+            };
+            // Only a configured program can be wrong in an image the project built.
+            if let (Some(image), Some(_)) = (image, &settings.program) {
+                let program = program_name(&adapter.program(settings, &self.self_exe));
+                if let Err(why) = self.image_has_program(&image, &program).await {
+                    out.push(SetupProblem {
+                        setting: format!("harnesses.{name}.program"),
+                        message: format!(
+                            "`[harnesses.{name}] program` in warren.toml: guests run `{program}` from the image {image}, and {why}"
+                        ),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// What a first conversation of each of `harnesses` will build on this
+    /// engine (for `warren up` to say up front); empty when every image is
+    /// there.
+    pub async fn first_run_notes(&self, harnesses: &[String]) -> Vec<String> {
+        let present = |reference: String| async move {
+            let filters = HashMap::from([("reference", vec![reference])]);
+            let opts = bollard::query_parameters::ListImagesOptionsBuilder::default()
+                .filters(&filters)
+                .build();
+            self.docker.list_images(Some(opts)).await.is_ok_and(|l| !l.is_empty())
+        };
+        let base = present("warren/debian:bookworm".into()).await;
+        let mut out = vec![];
+        for h in harnesses {
+            let guest = present(format!("warren/guest-{h}")).await;
+            out.extend(crate::progress::first_run_plan(h, base, guest));
+        }
+        out
+    }
+
+    /// Whether `program` is a command in `image` (a throwaway container runs
+    /// `command -v` in it).
+    async fn image_has_program(&self, image: &str, program: &str) -> Result<(), String> {
+        use futures_util::StreamExt;
+        let body = ContainerCreateBody {
+            image: Some(image.to_string()),
+            entrypoint: Some(vec!["/bin/sh".into(), "-c".into()]),
+            cmd: Some(vec!["command -v \"$0\"".to_string(), program.to_string()]),
+            network_disabled: Some(true),
+            labels: Some(HashMap::from([(LABEL_NODE.to_string(), self.node_id.clone())])),
+            ..Default::default()
+        };
+        let created = self
+            .docker
+            .create_container(None::<bollard::query_parameters::CreateContainerOptions>, body)
+            .await
+            .map_err(|e| format!("the check could not run: {e}"))?;
+        let result = async {
+            self.docker
+                .start_container(&created.id, None)
+                .await
+                .map_err(|e| format!("the check could not run: {e}"))?;
+            let mut wait = self.docker.wait_container(&created.id, None);
+            match wait.next().await {
+                Some(Ok(r)) if r.status_code == 0 => Ok(()),
+                _ => Err("the image has no such command".to_string()),
+            }
+        }
+        .await;
+        remove(&self.docker, &created.id).await;
+        result
+    }
+}
+
+/// What a guest runs for a planned program: its file name, from the image.
+pub(crate) fn program_name(program: &Path) -> String {
+    program
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| program.display().to_string())
 }
 
 async fn logs_tail(docker: &Docker, id: &str) -> String {

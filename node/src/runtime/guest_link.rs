@@ -342,6 +342,8 @@ pub struct GuestSession {
     bytes: broadcast::Sender<Chunk>,
     exited_tx: watch::Sender<bool>,
     exited_rx: watch::Receiver<bool>,
+    /// The CLI's exit code, once the guest reported it.
+    exit_code: Mutex<Option<i32>>,
     connected: watch::Sender<bool>,
     /// Stops the container (close, and exits noticed by the runtime).
     stopper: Box<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>,
@@ -370,6 +372,7 @@ impl GuestSession {
             bytes,
             exited_tx,
             exited_rx,
+            exit_code: Mutex::new(None),
             connected: watch::channel(false).0,
             stopper,
         });
@@ -432,6 +435,9 @@ impl GuestSession {
             }
             Ok(GuestMsg::Exited { code }) => {
                 tracing::info!(conversation = %self.conversation, code, "the CLI in the guest exited");
+                if let Ok(mut c) = self.exit_code.lock() {
+                    *c = Some(code);
+                }
                 self.mark_exited();
             }
             Ok(GuestMsg::Hello { .. }) => {}
@@ -549,6 +555,10 @@ impl Session for GuestSession {
 
     fn exited(&self) -> watch::Receiver<bool> {
         self.exited_rx.clone()
+    }
+
+    fn exit_code(&self) -> Option<i32> {
+        self.exit_code.lock().ok().and_then(|c| *c)
     }
 
     fn subscribe(&self) -> broadcast::Receiver<Chunk> {

@@ -43,6 +43,7 @@ struct LocalSession {
     killer: Mutex<Box<dyn ChildKiller + Send + Sync>>,
     alive: Arc<AtomicBool>,
     exited: watch::Receiver<bool>,
+    exit_code: Arc<Mutex<Option<i32>>>,
     raw: broadcast::Sender<Chunk>,
     status: StatusFn,
     pid: Option<u32>,
@@ -78,7 +79,10 @@ impl LocalSession {
         for (k, v) in &spec.env {
             cmd.env(k, v);
         }
-        let mut child = pair.slave.spawn_command(cmd).map_err(|e| fail(e.to_string()))?;
+        let mut child = pair.slave.spawn_command(cmd).map_err(|e| RuntimeError::Setup {
+            setting: format!("harnesses.{}.program", spec.harness),
+            reason: format!("{}: cannot start {program}: {e}", spec.harness),
+        })?;
         drop(pair.slave);
         let pid = child.process_id();
         let killer = child.clone_killer();
@@ -89,6 +93,10 @@ impl LocalSession {
         let (raw, _) = broadcast::channel(RAW_CAPACITY);
         let alive = Arc::new(AtomicBool::new(true));
         let (exit_tx, exit_rx) = watch::channel(false);
+        let exit_code = Arc::new(Mutex::new(None));
+        // The reader says when it has read everything, so an exit is announced
+        // with the CLI's last words on the screen.
+        let (drained_tx, drained_rx) = std::sync::mpsc::sync_channel::<()>(1);
 
         // Reader thread: the PTY read is blocking.
         {
@@ -110,16 +118,24 @@ impl LocalSession {
                             }
                         }
                     }
+                    let _ = drained_tx.try_send(());
                 })
                 .map_err(|e| fail(e.to_string()))?;
         }
         // Waiter thread: reaps the child and reports the exit.
         {
             let alive = alive.clone();
+            let exit_code = exit_code.clone();
             std::thread::Builder::new()
                 .name(format!("pty-wait-{}", spec.conversation))
                 .spawn(move || {
-                    let _ = child.wait();
+                    let status = child.wait();
+                    // A grandchild may hold the terminal open: wait for the
+                    // reader only briefly.
+                    let _ = drained_rx.recv_timeout(std::time::Duration::from_millis(500));
+                    if let (Ok(status), Ok(mut code)) = (status, exit_code.lock()) {
+                        *code = Some(status.exit_code() as i32);
+                    }
                     alive.store(false, Ordering::SeqCst);
                     let _ = exit_tx.send(true);
                 })
@@ -133,6 +149,7 @@ impl LocalSession {
             killer: Mutex::new(killer),
             alive,
             exited: exit_rx,
+            exit_code,
             raw,
             status: spec.status,
             pid,
@@ -206,6 +223,10 @@ impl Session for LocalSession {
 
     fn exited(&self) -> watch::Receiver<bool> {
         self.exited.clone()
+    }
+
+    fn exit_code(&self) -> Option<i32> {
+        self.exit_code.lock().ok().and_then(|c| *c)
     }
 
     fn subscribe(&self) -> broadcast::Receiver<Chunk> {

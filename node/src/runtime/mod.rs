@@ -19,6 +19,10 @@ use tokio::sync::{broadcast, watch};
 pub enum RuntimeError {
     #[error("could not launch {program}: {reason}")]
     Launch { program: String, reason: String },
+    /// The node's setup stops the launch: `setting` (dotted, e.g.
+    /// `harnesses.claude.program`) is what to fix.
+    #[error("{reason}")]
+    Setup { setting: String, reason: String },
     #[error("the process has exited")]
     Exited,
     #[error("terminal i/o failed: {0}")]
@@ -104,8 +108,10 @@ pub trait Session: Send + Sync {
     fn screen(&self) -> ScreenSnapshot;
     fn status(&self) -> Status;
     fn alive(&self) -> bool;
-    /// Flips to `true` once the process has exited.
+    /// Flips to `true` once the process has exited (and its output is read).
     fn exited(&self) -> watch::Receiver<bool>;
+    /// The process's exit code once it has exited, where the runtime knows it.
+    fn exit_code(&self) -> Option<i32>;
     /// Raw output from now on. A receiver that falls behind sees `Lagged`.
     fn subscribe(&self) -> broadcast::Receiver<Chunk>;
     /// Process id where the runtime has one (diagnostics).

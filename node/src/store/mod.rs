@@ -247,10 +247,12 @@ impl Store {
     }
 
     /// How far into the CLI's session file this conversation's transcript has
-    /// read (the largest committed cursor), if it has read any of it.
-    pub async fn transcript_cursor(&self, conversation: &str) -> Result<Option<u64>, StoreError> {
-        let row = sqlx::query("SELECT MAX(cursor) FROM transcript WHERE conversation = ?")
+    /// read (the largest committed cursor among events after `after_seq`: the
+    /// current file's), if it has read any of it.
+    pub async fn transcript_cursor(&self, conversation: &str, after_seq: u64) -> Result<Option<u64>, StoreError> {
+        let row = sqlx::query("SELECT MAX(cursor) FROM transcript WHERE conversation = ? AND seq > ?")
             .bind(conversation)
+            .bind(after_seq as i64)
             .fetch_one(&self.reads)
             .await?;
         Ok(row.get::<Option<i64>, _>(0).map(|c| c as u64))

@@ -140,9 +140,14 @@ pub enum ConvVerb {
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
-    /// Resume a paused conversation with the CLI's native resume.
+    /// Resume a paused conversation with the CLI's native resume (or start
+    /// the CLI fresh when it never wrote the session).
     Continue {
         conversation: String,
+        /// Start the CLI fresh in the same conversation, keeping the
+        /// transcript: its own context is not restored.
+        #[arg(long)]
+        fresh: bool,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -261,6 +266,9 @@ pub(crate) fn finish(
                 println!("{}", serde_json::to_string_pretty(&json!({ "error": e }))?);
             } else {
                 eprintln!("error {}: {}", e.code, e.message);
+                if let Some(setting) = e.data.as_ref().and_then(|d| d.get("setting")).and_then(Value::as_str) {
+                    eprintln!("  setting to fix: {setting}");
+                }
             }
             Ok(ExitCode::from(1))
         }
@@ -292,6 +300,13 @@ fn print_agent(v: &Value) {
         ""
     };
     println!("{}\t{}{}", s(a, "name"), s(a, "harness"), archived);
+}
+
+/// A long request's progress (e.g. a first run building a guest image), on
+/// stderr with the time since the request began.
+fn print_progress(p: &Value) {
+    let secs = p.get("elapsed_ms").and_then(Value::as_u64).unwrap_or(0) as f64 / 1000.0;
+    eprintln!("[{secs:6.1} s] {}", s(p, "message"));
 }
 
 fn print_conv(v: &Value) {
@@ -457,25 +472,41 @@ pub fn unescape_keys(s: &str) -> anyhow::Result<String> {
 }
 
 pub async fn conv(verb: ConvVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
-    let (method, conversation, data_dir) = match verb {
-        ConvVerb::Continue { conversation, data_dir } => (m::CONVERSATION_CONTINUE, conversation, data_dir),
-        ConvVerb::Pause { conversation, data_dir } => (m::CONVERSATION_PAUSE, conversation, data_dir),
-        ConvVerb::Terminate { conversation, data_dir } => (m::CONVERSATION_TERMINATE, conversation, data_dir),
-        ConvVerb::Get { conversation, data_dir } => (m::CONVERSATION_GET, conversation, data_dir),
+    let (method, params, data_dir) = match verb {
+        ConvVerb::Continue {
+            conversation,
+            fresh,
+            data_dir,
+        } => {
+            let mut p = json!({ "conversation": conversation });
+            if fresh {
+                p["fresh"] = json!(true);
+            }
+            (m::CONVERSATION_CONTINUE, p, data_dir)
+        }
+        ConvVerb::Pause { conversation, data_dir } => {
+            (m::CONVERSATION_PAUSE, json!({ "conversation": conversation }), data_dir)
+        }
+        ConvVerb::Terminate { conversation, data_dir } => (
+            m::CONVERSATION_TERMINATE,
+            json!({ "conversation": conversation }),
+            data_dir,
+        ),
+        ConvVerb::Get { conversation, data_dir } => {
+            (m::CONVERSATION_GET, json!({ "conversation": conversation }), data_dir)
+        }
         other => return conv_other(other, conn, out).await,
     };
     let mut c = conn.connect(data_dir).await?;
-    finish(
-        out,
-        c.call(method, json!({ "conversation": conversation })).await,
-        print_conv,
-    )
+    c.on_progress(print_progress);
+    finish(out, c.call(method, params).await, print_conv)
 }
 
 async fn conv_other(verb: ConvVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
     match verb {
         ConvVerb::Start { agent, data_dir } => {
             let mut c = conn.connect(data_dir).await?;
+            c.on_progress(print_progress);
             finish(
                 out,
                 c.call(m::CONVERSATION_START, json!({ "agent": agent })).await,

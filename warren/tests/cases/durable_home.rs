@@ -234,7 +234,12 @@ async fn a_cli_that_exits_leaves_a_paused_resumable_conversation() {
         }
     })
     .await;
-    assert_eq!(paused["conversation"]["pause_reason"], "the CLI exited");
+    // How it left: the exit code and its last words (the resume hint).
+    let reason = paused["conversation"]["pause_reason"].as_str().expect("pause_reason");
+    assert!(reason.starts_with("the CLI exited (exit code 0): "), "{paused}");
+    assert!(reason.contains("Resume this session with:"), "{paused}");
+    assert_eq!(paused["conversation"]["exit_code"], 0, "{paused}");
+    wait_event(&mut c, &id, "system", &format!("paused: {reason}")).await;
     call(&mut c, "conversation.continue", json!({ "conversation": id })).await;
     wait_idle(&mut c, &id).await;
     send(&mut c, &id, "back").await;

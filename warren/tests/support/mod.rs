@@ -9,6 +9,8 @@ use serde_json::{Value, json};
 use warren::bench::NodeProcess;
 use warren::client::{CallError, Client, Target};
 
+pub mod stranded;
+
 pub const EXE: &str = env!("CARGO_BIN_EXE_warren");
 
 pub struct TestNode {

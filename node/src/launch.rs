@@ -1,0 +1,476 @@
+//! Bringing a conversation's CLI up and noticing it go: `start`, `continue`
+//! (the CLI's native resume, a fresh launch when there is nothing to resume,
+//! or `fresh: true`), the re-adoption of a guest that outlived the node, and
+//! the pause an exit leaves (with the CLI's exit code and last words). The
+//! decisions are `exits` (pure); this is the IO around them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use console_api::{self as api, Status};
+
+use crate::catalog::ConvEntry;
+use crate::events::{AgentRecord, Event, FreshStart};
+use crate::exits::{self, Relaunch, SessionStore};
+use crate::harness::{self, LaunchContext, LaunchPlan, setup};
+use crate::lifecycle::Transition;
+use crate::live::{Live, LiveLimits, LiveParts};
+use crate::runtime::{LaunchSpec, RuntimeError};
+use crate::service::{Node, NodeError, NodeResult};
+use crate::util::{new_id, new_uuid};
+
+/// How long `start` / `continue` wait for the CLI to be ready for input (or
+/// to exit) before they answer; a CLI still starting then answers BUSY.
+const READY_BOUND: Duration = Duration::from_secs(10);
+
+/// How a CLI is brought up: a new session, the CLI's native resume, or the
+/// re-adoption of a guest that outlived the node.
+pub(crate) enum Spawn {
+    Fresh,
+    Resume,
+    Adopt { key_hash: String, grace: Duration },
+}
+
+/// Why a launch did not happen: the node's setup (the setting to fix) or the
+/// node itself.
+#[derive(Debug)]
+pub(crate) struct LaunchError {
+    /// The setting to fix, when the node's setup is the cause.
+    setting: Option<String>,
+    message: String,
+    internal: bool,
+}
+
+impl LaunchError {
+    fn setup(setting: impl Into<String>, message: impl Into<String>) -> LaunchError {
+        LaunchError {
+            setting: Some(setting.into()),
+            message: message.into(),
+            internal: false,
+        }
+    }
+
+    fn internal(message: impl std::fmt::Display) -> LaunchError {
+        LaunchError {
+            setting: None,
+            message: message.to_string(),
+            internal: true,
+        }
+    }
+
+    fn into_node_error(self, conversation: &str) -> NodeError {
+        if self.internal {
+            return NodeError::Internal(format!("could not launch the CLI: {}", self.message));
+        }
+        NodeError::LaunchFailed {
+            message: format!(
+                "conversation {conversation}: could not launch the CLI: {}",
+                self.message
+            ),
+            setting: self.setting,
+            conversation: conversation.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<setup::SetupProblem> for LaunchError {
+    fn from(p: setup::SetupProblem) -> LaunchError {
+        LaunchError::setup(p.setting, p.message)
+    }
+}
+
+impl From<RuntimeError> for LaunchError {
+    fn from(e: RuntimeError) -> LaunchError {
+        match e {
+            RuntimeError::Setup { setting, reason } => LaunchError::setup(setting, reason),
+            other => LaunchError {
+                setting: None,
+                message: other.to_string(),
+                internal: false,
+            },
+        }
+    }
+}
+
+impl Node {
+    /// Re-adopts a conversation whose guest outlived the node's previous run,
+    /// or pauses it when the guest does not come back within the grace period.
+    pub(crate) async fn readopt(&self, id: &str, key_hash: String) {
+        let found = {
+            let cat = self.catalog.lock().await;
+            cat.conversation(id)
+                .ok()
+                .cloned()
+                .and_then(|c| cat.agent(&c.agent).ok().map(|a| (c, a.record.clone())))
+        };
+        let Some((entry, agent)) = found else { return };
+        let grace = self.cfg.readopt_grace;
+        match self.spawn_cli(&entry, &agent, Spawn::Adopt { key_hash, grace }).await {
+            Ok((live, _)) => {
+                // The guest's CLI reads its fresh token from its token file;
+                // the last run's tokens are revoked.
+                self.revoke_recorded_instance_tokens(id).await;
+                let note = "re-adopted: the guest came back after the node restarted";
+                if let Err(e) = self.went_live(id, live, note.into()).await {
+                    tracing::warn!(conversation = id, error = %e, "could not record the re-adoption");
+                }
+                tracing::info!(conversation = id, "re-adopted after restart");
+            }
+            Err(why) => {
+                self.revoke_instance_tokens(id).await;
+                self.revoke_recorded_instance_tokens(id).await;
+                let reason = format!("node restarted: {why}");
+                let mut cat = self.catalog.lock().await;
+                if let Ok(e) = cat.decide_transition(id, Transition::Pause, &reason)
+                    && self.commit(&mut cat, vec![e]).await.is_ok()
+                {
+                    drop(cat);
+                    let _ = self
+                        .transcripts
+                        .append(id, "system", "lifecycle", format!("paused: {reason}"))
+                        .await;
+                }
+            }
+        }
+    }
+
+    /// Starts a conversation for `agent`, or returns its live one.
+    pub async fn conversation_start(&self, agent: &str) -> NodeResult<api::Conversation> {
+        let id = {
+            let mut cat = self.catalog.lock().await;
+            if let Some(live) = cat.live_conversation_of(agent) {
+                return Ok(self.conv_wire(live));
+            }
+            let a = cat.check_can_start(agent)?;
+            // An agent created before this node lost an adapter.
+            setup::check_launchable(&a.record.harness).map_err(|p| NodeError::LaunchFailed {
+                message: format!("agent {agent:?}: {p}"),
+                setting: Some(p.setting),
+                conversation: String::new(),
+            })?;
+            let id = new_id("c-");
+            let e = Event::ConversationCreated {
+                id: id.clone(),
+                agent: agent.to_string(),
+                resume_ref: Some(new_uuid()),
+            };
+            self.commit(&mut cat, vec![e]).await?;
+            id
+        };
+        self.launch(&id, Spawn::Fresh).await
+    }
+
+    /// Relaunches a paused conversation: with the CLI's native resume, or
+    /// (`fresh`) a new CLI session in the same conversation, keeping the
+    /// transcript; the CLI's own context is then not restored, and a system
+    /// line says so.
+    pub async fn conversation_continue(&self, p: api::ConversationContinue) -> NodeResult<api::Conversation> {
+        let id = p.conversation.as_str();
+        if !p.fresh {
+            let mut cat = self.catalog.lock().await;
+            let e = cat.decide_continue(id, None)?;
+            self.commit(&mut cat, vec![e]).await?;
+            drop(cat);
+            return self.launch(id, Spawn::Resume).await;
+        }
+        let resume_ref = new_uuid();
+        // Checked before the system line is written, so a refused continue
+        // leaves the transcript as it was.
+        self.catalog.lock().await.decide_continue(id, None)?;
+        let floor = self
+            .transcripts
+            .append(
+                id,
+                "system",
+                "lifecycle",
+                format!("continued fresh: the CLI's own context was not restored (new session {resume_ref})"),
+            )
+            .await?;
+        {
+            let mut cat = self.catalog.lock().await;
+            let fresh = FreshStart {
+                resume_ref,
+                cursor_floor: floor,
+            };
+            let e = cat.decide_continue(id, Some(fresh))?;
+            self.commit(&mut cat, vec![e]).await?;
+        }
+        self.launch(id, Spawn::Fresh).await
+    }
+
+    async fn launch(&self, id: &str, how: Spawn) -> NodeResult<api::Conversation> {
+        let (entry, agent) = {
+            let cat = self.catalog.lock().await;
+            let c = cat.conversation(id)?.clone();
+            let a = cat.agent(&c.agent)?.record.clone();
+            (c, a)
+        };
+        let live = match self.spawn_cli(&entry, &agent, how).await {
+            Ok((live, note)) => {
+                let mut cat = self.catalog.lock().await;
+                match cat.decide_transition(id, Transition::Launched, "") {
+                    Ok(e) => {
+                        self.commit(&mut cat, vec![e]).await?;
+                        drop(cat);
+                        self.went_live(id, live.clone(), note).await?;
+                        live
+                    }
+                    Err(e) => {
+                        // Paused or terminated while it was starting.
+                        drop(cat);
+                        live.shutdown().await;
+                        self.revoke_instance_tokens(id).await;
+                        return Err(e.into());
+                    }
+                }
+            }
+            Err(why) => {
+                tracing::warn!(conversation = id, reason = %why, "launch failed");
+                self.revoke_instance_tokens(id).await;
+                let reason = format!("launch failed: {why}");
+                let mut cat = self.catalog.lock().await;
+                if let Ok(e) = cat.decide_transition(id, Transition::Pause, &reason) {
+                    self.commit(&mut cat, vec![e]).await?;
+                    drop(cat);
+                    self.transcripts
+                        .append(id, "system", "lifecycle", format!("paused: {reason}"))
+                        .await?;
+                }
+                return Err(why.into_node_error(id));
+            }
+        };
+        // Answer once the CLI can take input, or say why it could not.
+        if live.ready_or_exited(READY_BOUND).await == Status::Exited {
+            // Answer once the pause and its reason are recorded.
+            live.exit_recorded(READY_BOUND).await;
+            let (_, reason) = live.exit_facts();
+            let hint = if reason.starts_with("resume failed") {
+                format!("; `warren conv continue {id} --fresh` starts the CLI fresh, keeping the transcript")
+            } else {
+                String::new()
+            };
+            return Err(NodeError::LaunchFailed {
+                message: format!("conversation {id}: {reason}; it is paused{hint}"),
+                setting: None,
+                conversation: id.to_string(),
+            });
+        }
+        let cat = self.catalog.lock().await;
+        Ok(self.conv_wire(cat.conversation(id)?))
+    }
+
+    /// A CLI is up for `id` (launched, resumed or re-adopted): it joins the
+    /// live set, its token renewal and supervision start, and `note` goes to
+    /// the transcript.
+    pub(crate) async fn went_live(&self, id: &str, live: Arc<Live>, note: String) -> NodeResult<()> {
+        if let Ok(mut m) = self.live.lock() {
+            m.insert(id.to_string(), live);
+        }
+        self.start_renewal(id);
+        if let Some(me) = self.me.get().and_then(|w| w.upgrade()) {
+            me.start_supervision(id);
+            me.start_stall_watch(id);
+        }
+        self.transcripts.append(id, "system", "lifecycle", note).await?;
+        Ok(())
+    }
+
+    /// Plans the launch with the harness adapter (with its native resume
+    /// only when there is something to resume), writes its files, and starts
+    /// the CLI on the runtime.
+    async fn spawn_cli(
+        &self,
+        c: &ConvEntry,
+        agent: &AgentRecord,
+        how: Spawn,
+    ) -> Result<(Arc<Live>, String), LaunchError> {
+        setup::check_launchable(&agent.harness)?;
+        let adapter = harness::adapter(&agent.harness).map_err(LaunchError::internal)?;
+        let home = self.agent_dir(&agent.name).join("home");
+        let workspace = self.agent_dir(&agent.name).join("workspace");
+        for dir in [&home, &workspace] {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| LaunchError::setup("data_dir", format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let resume_ref = c.resume_ref.clone().unwrap_or_default();
+        let settings = self.cfg.harnesses.get(&agent.harness).cloned().unwrap_or_default();
+        let plan_for = |resume: bool| -> Result<LaunchPlan, LaunchError> {
+            adapter
+                .plan(&LaunchContext {
+                    agent,
+                    home: &home,
+                    workspace: &workspace,
+                    resume_ref: &resume_ref,
+                    resume,
+                    self_exe: &self.cfg.self_exe,
+                    settings: &settings,
+                })
+                .map_err(|e| LaunchError::setup(format!("harnesses.{}", agent.harness), e.to_string()))
+        };
+        // Lines read from the CLI's session file count from the floor on
+        // (a fresh continue started a new file).
+        let committed = self
+            .store
+            .transcript_cursor(&c.id, c.cursor_floor)
+            .await
+            .map_err(LaunchError::internal)?;
+        let mut resume = !matches!(how, Spawn::Fresh);
+        let mut plan = plan_for(resume)?;
+        let mut fresh_note = None;
+        if matches!(how, Spawn::Resume) {
+            let store = match &plan.transcript_file {
+                None => SessionStore::Unknown,
+                Some(f) if f.exists() => SessionStore::Present,
+                Some(_) => SessionStore::Missing {
+                    recorded: committed.is_some(),
+                },
+            };
+            if exits::relaunch(store) == Relaunch::FreshSameRef {
+                resume = false;
+                plan = plan_for(false)?;
+                fresh_note = Some(format!(
+                    "launched fresh: the CLI never wrote session {resume_ref}, so there was nothing to resume; same reference, empty context"
+                ));
+            }
+        }
+        if self.runtime.name() == "local" {
+            setup::check_program(
+                &agent.harness,
+                &plan.program,
+                settings.program.is_some(),
+                &std::env::var("PATH").unwrap_or_default(),
+            )?;
+        }
+        for (rel, body) in &plan.files {
+            let path = home.join(rel);
+            let write = || -> std::io::Result<()> {
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::write(&path, body)
+            };
+            write().map_err(|e| LaunchError::setup("data_dir", format!("cannot write {}: {e}", path.display())))?;
+        }
+        // Resume reading the CLI's session file where the committed transcript
+        // ends, so lines it wrote after the last read (e.g. just before a crash)
+        // are recorded now, and nothing twice.
+        let transcript_offset = match &plan.transcript_file {
+            Some(path) => {
+                let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                committed.unwrap_or(0).min(len)
+            }
+            None => 0,
+        };
+        let mut env = base_env(&home, &c.id, &agent.name, self.cfg.self_exe.parent());
+        let (token, token_file) = self
+            .issue_and_record_instance_token(&c.id, agent, &home)
+            .await
+            .map_err(LaunchError::internal)?;
+        env.push(("WARREN_TOKEN".into(), token));
+        env.push(("WARREN_TOKEN_FILE".into(), token_file.display().to_string()));
+        if let Some(url) = self.endpoint.get() {
+            env.push(("WARREN_URL".into(), url.clone()));
+        }
+        env.extend(plan.env);
+        let spec = LaunchSpec {
+            conversation: c.id.clone(),
+            agent: agent.name.clone(),
+            harness: agent.harness.clone(),
+            image: settings.image.clone(),
+            mounts: vec![home.clone(), workspace.clone()],
+            resources: agent.resources.clone().unwrap_or_default(),
+            program: plan.program,
+            args: plan.args,
+            cwd: workspace,
+            env,
+            rows: self.cfg.rows,
+            cols: self.cfg.cols,
+            status: Arc::new(move |s| adapter.status(s)),
+        };
+        let session = match how {
+            Spawn::Adopt { key_hash, grace } => self.runtime.adopt(spec, key_hash, grace).await,
+            Spawn::Fresh | Spawn::Resume => self.runtime.launch(spec).await,
+        }?;
+        let live = Live::start(LiveParts {
+            id: c.id.clone(),
+            agent: agent.name.clone(),
+            session,
+            harness: adapter,
+            transcript_file: plan.transcript_file,
+            transcript_offset,
+            transcripts: self.transcripts.clone(),
+            limits: LiveLimits {
+                send_queue: self.cfg.send_queue,
+                idle_timeout: self.cfg.send_idle_timeout,
+                ack_timeout: self.cfg.send_ack_timeout,
+            },
+            on_exit: self.exits.clone(),
+            resumed: resume,
+        });
+        let note = match fresh_note {
+            Some(n) => n,
+            None if resume => format!("resumed: {} --resume {resume_ref}", agent.harness),
+            None => format!("launched: {} session {resume_ref}", agent.harness),
+        };
+        Ok((live, note))
+    }
+
+    pub(crate) fn agent_dir(&self, agent: &str) -> PathBuf {
+        self.cfg.data_dir.join("agents").join(agent)
+    }
+
+    /// The CLI of `id` exited by itself: an unplanned pause whose reason says
+    /// how it left (exit code, its last words; "resume failed" when a
+    /// `--resume` launch never got ready).
+    pub(crate) async fn on_cli_exit(&self, id: &str) {
+        let live = self.live.lock().ok().and_then(|mut m| m.remove(id));
+        let Some(live) = live else { return };
+        let (exit, reason) = live.exit_facts();
+        {
+            let mut cat = self.catalog.lock().await;
+            match cat.decide_exit_pause(id, &reason, exit) {
+                Ok(e) => {
+                    if let Err(e) = self.commit(&mut cat, vec![e]).await {
+                        tracing::error!(conversation = id, error = %e, "could not record the pause");
+                    }
+                }
+                Err(_) => {
+                    live.mark_exit_recorded();
+                    return;
+                }
+            }
+        }
+        live.shutdown().await;
+        self.revoke_instance_tokens(id).await;
+        self.drop_holds(id);
+        let _ = self
+            .transcripts
+            .append(id, "system", "lifecycle", format!("paused: {reason}"))
+            .await;
+        live.mark_exit_recorded();
+    }
+}
+
+/// The CLI's environment. The node's own executable directory leads `PATH`, so
+/// the CLI can call `warren` as a tool (with its instance token in `WARREN_TOKEN`).
+fn base_env(home: &Path, conversation: &str, agent: &str, tools: Option<&Path>) -> Vec<(String, String)> {
+    let mut path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+    if let Some(dir) = tools {
+        path = format!("{}:{path}", dir.display());
+    }
+    vec![
+        ("PATH".into(), path),
+        ("HOME".into(), home.display().to_string()),
+        ("TERM".into(), "xterm-256color".into()),
+        ("LANG".into(), "C.UTF-8".into()),
+        ("WARREN_CONVERSATION".into(), conversation.into()),
+        ("WARREN_AGENT".into(), agent.into()),
+    ]
+}
