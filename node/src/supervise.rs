@@ -58,6 +58,9 @@ pub struct Held {
     pub class: supervision::DialogClass,
     pub summary: String,
     pub since: u64,
+    /// The definitions the agent changed that made the repository-code rule
+    /// hold it: a human's approve accepts them as they are.
+    pub redefined: Vec<std::path::PathBuf>,
 }
 
 impl Held {
@@ -492,8 +495,10 @@ impl Node {
         }
         let policy = self.supervision_policy(&live.agent).await;
         let learned = self.learned_rules(&dir.1.to_string_lossy()).await;
-        let scope = supervision::Scope::new(dir.1.clone()).with_agent_home(dir.0.clone());
-        let decision = supervision::decide_dialog(
+        let scope = supervision::Scope::new(dir.1.clone())
+            .with_agent_home(dir.0.clone())
+            .with_changed(live.changed_files());
+        let mut decision = supervision::decide_dialog(
             &dialog,
             &DecisionContext {
                 policy: &policy,
@@ -502,14 +507,26 @@ impl Node {
                 learned_rules: &learned,
             },
         );
+        // Fail safe: once the record of what the agent wrote is full, the
+        // repository-code rule could miss a change, so nothing more is routine.
+        if decision.verdict == Verdict::Approve && live.changed_is_full() {
+            decision.verdict = Verdict::Hold;
+            decision.reason = "this conversation's record of changed files is full: held for a human".into();
+        }
         match decision.verdict {
             Verdict::Hold => self.hold(live, shown, dialog, &decision).await,
             Verdict::Approve | Verdict::Deny => {
                 let keys = decision.keys.concat();
-                self.verified_send(live, shown, &keys, |outcome, why| {
-                    AuditFields::for_dialog(&decision, outcome, why)
-                })
-                .await;
+                let (outcome, _) = self
+                    .verified_send(live, shown, &keys, |outcome, why| {
+                        AuditFields::for_dialog(&decision, outcome, why)
+                    })
+                    .await;
+                // What a routine approval let the agent write counts against
+                // running repository code later in this conversation.
+                if outcome == Outcome::Sent && decision.verdict == Verdict::Approve {
+                    live.add_changed(&decision.writes);
+                }
             }
         }
     }
@@ -528,6 +545,7 @@ impl Node {
             },
             dialog,
             since: now_ms(),
+            redefined: decision.redefined.clone(),
         };
         if let Ok(mut h) = self.holds.lock() {
             if h.len() >= MAX_HOLDS
@@ -646,6 +664,9 @@ impl Node {
         }
         match outcome {
             Outcome::Sent => {
+                if verdict == supervision::AuditDecision::Approve {
+                    live.accept_changed(&held.redefined);
+                }
                 let mut answer = json!({ "outcome": "sent", "keys": keys });
                 if let Some(pattern) = learning {
                     // The answer is sent: a failure to learn does not undo it.

@@ -900,3 +900,96 @@ async fn a_dialog_whose_only_yes_is_a_standing_permission_holds() {
     .await;
     wait_event(&mut c, &id, "agent", "Permission denied: cargo test").await;
 }
+
+/// The newest audit row about `subject` after row `after`, whatever it says.
+async fn row_after(c: &mut warren::client::Client, subject: &str, after: u64) -> Value {
+    audit_row_after(c, subject, after, |_| true).await
+}
+
+/// Nothing routine may grant standing authority or plant code: `~` and the
+/// agent's home are never in scope, git's directory and a CLI's settings are
+/// never written routinely, and once a routine edit changed the Makefile,
+/// `make` holds for a human (whose approve accepts the change: the next
+/// `make` is routine again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_routine_reaches_the_home_or_plants_code() {
+    let (node, id) = supervised_node(true).await;
+    let mut c = node.client().await;
+    let mut last = 0;
+    for (message, subject) in [
+        ("/fake tool bash cat ~/notes.md", "cat ~/notes.md"),
+        ("/fake edit .git/hooks/pre-commit", ".git/hooks/pre-commit"),
+        ("/fake edit .claude/settings.json", ".claude/settings.json"),
+        ("/fake edit .warren/instance.token", ".warren/instance.token"),
+    ] {
+        wait_idle_or_dialog_gone(&mut c, &id).await;
+        send(&mut c, &id, message).await;
+        let row = row_after(&mut c, subject, last).await;
+        last = row["id"].as_u64().expect("id");
+        assert_eq!(
+            (row["decision"].as_str(), row["outcome"].as_str()),
+            (Some("hold"), Some("held")),
+            "{message}: {row}"
+        );
+        let hold = hold_of(&mut c, subject).await.expect("a hold");
+        call(
+            &mut c,
+            "supervision.answer",
+            json!({ "hold": hold, "decision": "deny" }),
+        )
+        .await;
+    }
+
+    // Repository code: routine until the agent changes what it runs.
+    wait_idle_or_dialog_gone(&mut c, &id).await;
+    send(&mut c, &id, "/fake tool bash make").await;
+    let row = row_after(&mut c, "make", last).await;
+    assert_eq!(
+        (row["decision"].as_str(), row["outcome"].as_str()),
+        (Some("approve"), Some("sent")),
+        "{row}"
+    );
+    wait_runs(&node, &id, "make", 1).await;
+    wait_idle_or_dialog_gone(&mut c, &id).await;
+    send(&mut c, &id, "/fake edit Makefile").await;
+    let row = row_after(&mut c, "Makefile", row["id"].as_u64().expect("id")).await;
+    assert_eq!(
+        (row["decision"].as_str(), row["outcome"].as_str()),
+        (Some("approve"), Some("sent")),
+        "{row}"
+    );
+    wait_idle_or_dialog_gone(&mut c, &id).await;
+    send(&mut c, &id, "/fake tool bash make").await;
+    let row = row_after(&mut c, "make", row["id"].as_u64().expect("id")).await;
+    assert_eq!(
+        (row["decision"].as_str(), row["outcome"].as_str()),
+        (Some("hold"), Some("held")),
+        "{row}"
+    );
+    assert!(
+        row["reason"].as_str().is_some_and(|r| r.contains("Makefile")),
+        "names the change: {row}"
+    );
+    let hold = hold_of(&mut c, "make").await.expect("a hold");
+    call(
+        &mut c,
+        "supervision.answer",
+        json!({ "hold": hold, "decision": "approve" }),
+    )
+    .await;
+    wait_runs(&node, &id, "make", 2).await;
+    wait_idle_or_dialog_gone(&mut c, &id).await;
+    send(&mut c, &id, "/fake tool bash make").await;
+    let row = row_after(&mut c, "make", row["id"].as_u64().expect("id")).await;
+    let row = if row["trigger"] == "answer" {
+        row_after(&mut c, "make", row["id"].as_u64().expect("id")).await
+    } else {
+        row
+    };
+    assert_eq!(
+        (row["decision"].as_str(), row["outcome"].as_str()),
+        (Some("approve"), Some("sent")),
+        "accepted by the human: {row}"
+    );
+    wait_runs(&node, &id, "make", 3).await;
+}
