@@ -19,12 +19,21 @@ pub(crate) enum Reply {
     /// A question for the user with Claude Code's AskUserQuestion tool (a
     /// decision prompt): `ask: QUESTION | OPTION | OPTION ...`.
     Ask { question: String, options: Vec<String> },
+    /// A new file at `path` (as given, relative or absolute) holding
+    /// [`CREATED_CONTENT`]: `create: PATH`.
+    Create { path: String },
 }
+
+/// What a `create: PATH` reply puts in the new file.
+pub(crate) const CREATED_CONTENT: &str = "created by the fake model\n";
 
 /// Decides the reply to a request, looking only at its last user message.
 ///
 /// A tool result is acknowledged, a `run: CMD` line asks for the Bash tool,
-/// anything else is echoed back. Odd shapes get a harmless "ok".
+/// `create: PATH` for a new file, `recall:` quotes the user's earlier messages
+/// (what a resumed CLI sent back), anything else is echoed back. Odd shapes
+/// get a harmless "ok". Anthropic and OpenAI requests share the shape read
+/// here: `messages` with a `role` and string or text-block `content`.
 pub(crate) fn decide(request: &Value) -> Reply {
     let Some(content) = last_user_content(request) else {
         return ok();
@@ -33,6 +42,9 @@ pub(crate) fn decide(request: &Value) -> Reply {
     // a "No" at a permission dialog, Claude Code sends the rejected tool's
     // result together with the user's next message.
     if let Some(text) = user_text(content) {
+        if line_after(text, "recall:").is_some() {
+            return recall(request);
+        }
         return text_reply(text);
     }
     match first_tool_result(content) {
@@ -45,14 +57,36 @@ fn ok() -> Reply {
     Reply::Text("ok".to_owned())
 }
 
+/// The `content` of every message whose role is "user", newest first.
+fn user_contents(request: &Value) -> impl Iterator<Item = &Value> {
+    request
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .rev()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .filter_map(|m| m.get("content"))
+}
+
 /// The `content` of the last message whose role is "user".
 fn last_user_content(request: &Value) -> Option<&Value> {
-    let messages = request.get("messages")?.as_array()?;
-    let last = messages
-        .iter()
-        .rev()
-        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))?;
-    last.get("content")
+    user_contents(request).next()
+}
+
+/// Quotes the user's messages before the last one, newest first: what the
+/// CLI sent as the conversation so far.
+fn recall(request: &Value) -> Reply {
+    let earlier: Vec<String> = user_contents(request)
+        .skip(1)
+        .filter_map(user_text)
+        .map(|t| t.lines().map(str::trim_end).collect::<Vec<_>>().join(" "))
+        .collect();
+    if earlier.is_empty() {
+        return Reply::Text("Nothing earlier.".to_owned());
+    }
+    let text = format!("Earlier you said: {}", earlier.join(" | "));
+    Reply::Text(truncate_chars(&text, ECHO_LIMIT))
 }
 
 fn block_type(block: &Value) -> Option<&str> {
@@ -119,6 +153,9 @@ fn text_reply(text: &str) -> Reply {
             question,
             options: parts,
         };
+    }
+    if let Some(path) = line_after(text, "create:").map(str::trim).filter(|p| !p.is_empty()) {
+        return Reply::Create { path: path.to_owned() };
     }
     match line_after(text, "run:").map(str::trim) {
         Some(command) if !command.is_empty() => Reply::Bash {
@@ -216,6 +253,38 @@ mod tests {
         };
         assert_eq!(description.chars().count(), 60);
         assert!(description.starts_with("Run é"));
+    }
+
+    #[test]
+    fn create_line_asks_for_a_new_file() {
+        let reply = decide(&request(json!([user(json!("please\ncreate: ../out.txt "))])));
+        assert_eq!(
+            reply,
+            Reply::Create {
+                path: "../out.txt".into()
+            }
+        );
+        assert_eq!(
+            decide(&request(json!([user(json!("create:"))]))),
+            text("You said: create:")
+        );
+    }
+
+    #[test]
+    fn recall_quotes_earlier_user_messages_newest_first() {
+        let req = request(json!([
+            user(json!("hello there  \n")),
+            {"role": "assistant", "content": "You said: hello there"},
+            user(json!([{"type": "text", "text": "<system-reminder>x</system-reminder>"}, {"type": "text", "text": "run: ls"}])),
+            {"role": "assistant", "content": "ok"},
+            user(json!("recall: what did I say?")),
+            {"role": "system", "content": "a reminder after the user's message"}
+        ]));
+        assert_eq!(decide(&req), text("Earlier you said: run: ls | hello there"));
+        assert_eq!(
+            decide(&request(json!([user(json!("recall:"))]))),
+            text("Nothing earlier.")
+        );
     }
 
     #[test]

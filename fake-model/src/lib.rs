@@ -1,39 +1,67 @@
-//! A fake Anthropic Messages API server, good enough to run the real Claude Code CLI offline.
+//! A fake model server, good enough to run the real Claude Code CLI and aider offline.
 //!
-//! `POST /v1/messages` answers with a canned reply chosen by `decide` from the last user
-//! message, streamed as server-sent events (or one JSON message when `stream` is false).
-//! `POST /v1/messages/count_tokens` answers a fixed count, and every other request gets `{}`
-//! so that Claude Code's probes never see a 404.
+//! Anthropic's Messages API: `POST /v1/messages` answers with a canned reply chosen by
+//! `decide` from the last user message, streamed as server-sent events (or one JSON message
+//! when `stream` is false); `POST /v1/messages/count_tokens` answers a fixed count.
+//! OpenAI's Chat Completions API (`POST /v1/chat/completions`, what aider's litellm calls):
+//! the same decision rendered as chat completion chunks ending in `data: [DONE]`, or one
+//! `chat.completion`, with `usage`; `GET /v1/models` lists one model. Every other request
+//! gets `{}` so that the CLIs' probes never see a 404. The API key of every request
+//! (`x-api-key`, or `Authorization: Bearer`) is kept for tests ([`FakeModel::keys_seen`]).
 
 mod decide;
+mod openai;
 mod sse;
 
 use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderName, Method, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderName, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 use decide::decide;
+pub use openai::parse_chunks;
 pub use sse::parse_events;
 use sse::{message_json, sse_body};
 
 /// Largest request body accepted; larger ones get a 413.
 const BODY_LIMIT: usize = 8 * 1024 * 1024;
+/// Most API keys kept (the first ones; later requests are not recorded).
+const MAX_KEYS: usize = 4096;
+
+/// What the server counts and records.
+#[derive(Default)]
+struct Shared {
+    /// Model requests answered with a reply (both APIs).
+    served: AtomicU64,
+    /// The API key of each request that carried one, in arrival order.
+    keys: Mutex<Vec<String>>,
+}
+
+impl Shared {
+    fn record_key(&self, headers: &HeaderMap) {
+        if let Some(key) = api_key(headers)
+            && let Ok(mut keys) = self.keys.lock()
+            && keys.len() < MAX_KEYS
+        {
+            keys.push(key);
+        }
+    }
+}
 
 /// A running fake model server; the server stops when this is dropped.
 pub struct FakeModel {
     addr: SocketAddr,
-    served: Arc<AtomicU64>,
+    shared: Arc<Shared>,
     task: JoinHandle<()>,
 }
 
@@ -44,14 +72,14 @@ impl FakeModel {
             .await
             .with_context(|| format!("binding {addr}"))?;
         let addr = listener.local_addr()?;
-        let served = Arc::new(AtomicU64::new(0));
-        let app = router(Arc::clone(&served));
+        let shared = Arc::new(Shared::default());
+        let app = router(Arc::clone(&shared));
         let task = tokio::spawn(async move {
             if let Err(err) = axum::serve(listener, app).await {
                 tracing::error!(%err, "fake model server stopped");
             }
         });
-        Ok(FakeModel { addr, served, task })
+        Ok(FakeModel { addr, shared, task })
     }
 
     /// The address the server listens on.
@@ -64,9 +92,17 @@ impl FakeModel {
         base_url(self.addr)
     }
 
-    /// Number of `/v1/messages` requests answered with a reply so far.
+    /// Number of model requests (`/v1/messages`, `/v1/chat/completions`)
+    /// answered with a reply so far.
     pub fn requests(&self) -> u64 {
-        self.served.load(Ordering::SeqCst)
+        self.shared.served.load(Ordering::SeqCst)
+    }
+
+    /// The API key of every request that carried one (Anthropic's
+    /// `x-api-key`, or an `Authorization: Bearer` token), in arrival order,
+    /// probes included; at most the first 4,096.
+    pub fn keys_seen(&self) -> Vec<String> {
+        self.shared.keys.lock().map(|k| k.clone()).unwrap_or_default()
     }
 }
 
@@ -101,41 +137,101 @@ fn base_url(addr: SocketAddr) -> String {
 enum Endpoint {
     Messages,
     CountTokens,
+    ChatCompletions,
+    Models,
     Other,
 }
 
-/// Routes on method and path only; the query string is ignored.
+/// Routes on method and path only; the query string is ignored. The OpenAI
+/// paths are also answered without `/v1` (a base URL given without it).
 fn endpoint(method: &Method, path: &str) -> Endpoint {
     match (method, path.trim_end_matches('/')) {
         (&Method::POST, "/v1/messages") => Endpoint::Messages,
         (&Method::POST, "/v1/messages/count_tokens") => Endpoint::CountTokens,
+        (&Method::POST, "/v1/chat/completions" | "/chat/completions") => Endpoint::ChatCompletions,
+        (&Method::GET, "/v1/models" | "/models") => Endpoint::Models,
         _ => Endpoint::Other,
     }
 }
 
-fn router(served: Arc<AtomicU64>) -> Router {
+/// The request's API key: `x-api-key`, else a bearer token.
+fn api_key(headers: &HeaderMap) -> Option<String> {
+    let value = |name| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    value("x-api-key")
+        .or_else(|| {
+            value(header::AUTHORIZATION.as_str())
+                .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+                .map(str::trim)
+        })
+        .filter(|k| !k.is_empty())
+        .map(str::to_owned)
+}
+
+fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .fallback(handle)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .with_state(served)
+        .with_state(shared)
 }
 
 async fn handle(
-    State(served): State<Arc<AtomicU64>>,
+    State(shared): State<Arc<Shared>>,
     method: Method,
     uri: Uri,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     tracing::debug!(%method, %uri, "fake model request");
+    shared.record_key(&headers);
+    let endpoint = endpoint(&method, uri.path());
     let body = match body {
         Ok(body) => body,
+        Err(rejection) if endpoint == Endpoint::ChatCompletions => {
+            return openai_error(rejection.status(), &rejection.body_text());
+        }
         Err(rejection) => return error(rejection.status(), &rejection.body_text()),
     };
-    match endpoint(&method, uri.path()) {
-        Endpoint::Messages => messages(&served, &body),
+    match endpoint {
+        Endpoint::Messages => messages(&shared.served, &body),
         Endpoint::CountTokens => json_response(StatusCode::OK, &json!({"input_tokens": sse::INPUT_TOKENS})),
+        Endpoint::ChatCompletions => chat_completions(&shared.served, &body),
+        Endpoint::Models => json_response(
+            StatusCode::OK,
+            &json!({"object": "list", "data": [{"id": "fake-model", "object": "model", "created": 0, "owned_by": "warren"}]}),
+        ),
         Endpoint::Other => json_response(StatusCode::OK, &json!({})),
     }
+}
+
+/// Answers one Chat Completions request.
+fn chat_completions(served: &AtomicU64, body: &[u8]) -> Response {
+    let request: Value = match serde_json::from_slice(body) {
+        Ok(request) => request,
+        Err(err) => return openai_error(StatusCode::BAD_REQUEST, &format!("body is not JSON: {err}")),
+    };
+    let seq = served.fetch_add(1, Ordering::SeqCst) + 1;
+    let reply = decide(&request);
+    let text = openai::reply_text(&reply, openai::EditFormat::of(&request));
+    let model = request.get("model").and_then(Value::as_str).unwrap_or("gpt-fake");
+    tracing::debug!(seq, ?reply, "fake model reply (chat completions)");
+    if request.get("stream").and_then(Value::as_bool) == Some(true) {
+        let headers = [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ];
+        let include_usage = openai::wants_usage(&request);
+        (headers, openai::sse_body(&text, model, seq, include_usage)).into_response()
+    } else {
+        json_response(StatusCode::OK, &openai::completion_json(&text, model, seq))
+    }
+}
+
+/// An OpenAI-style error body.
+fn openai_error(status: StatusCode, message: &str) -> Response {
+    json_response(
+        status,
+        &json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": null}}),
+    )
 }
 
 /// Answers one Messages API request.
@@ -192,8 +288,30 @@ mod tests {
             Endpoint::CountTokens
         );
         assert_eq!(endpoint(&Method::GET, "/v1/messages"), Endpoint::Other);
+        assert_eq!(
+            endpoint(&Method::POST, "/v1/chat/completions"),
+            Endpoint::ChatCompletions
+        );
+        assert_eq!(endpoint(&Method::POST, "/chat/completions/"), Endpoint::ChatCompletions);
+        assert_eq!(endpoint(&Method::GET, "/v1/chat/completions"), Endpoint::Other);
+        assert_eq!(endpoint(&Method::GET, "/v1/models"), Endpoint::Models);
         assert_eq!(endpoint(&Method::POST, "/api/hello"), Endpoint::Other);
         assert_eq!(endpoint(&Method::HEAD, "/"), Endpoint::Other);
+    }
+
+    #[test]
+    fn api_keys_come_from_either_header() {
+        let mut h = HeaderMap::new();
+        assert_eq!(api_key(&h), None);
+        h.insert("authorization", "Bearer sk-openai".parse().unwrap());
+        assert_eq!(api_key(&h).as_deref(), Some("sk-openai"));
+        h.insert("x-api-key", "sk-ant".parse().unwrap());
+        assert_eq!(api_key(&h).as_deref(), Some("sk-ant"), "x-api-key first");
+        let mut basic = HeaderMap::new();
+        basic.insert("authorization", "Basic abc".parse().unwrap());
+        assert_eq!(api_key(&basic), None);
+        basic.insert("x-api-key", " ".parse().unwrap());
+        assert_eq!(api_key(&basic), None, "blank is no key");
     }
 
     #[test]

@@ -2,13 +2,13 @@
 
 use serde_json::{Value, json};
 
-use crate::decide::Reply;
+use crate::decide::{CREATED_CONTENT, Reply};
 
 /// Input token count reported for every request; the fake does not tokenize.
 pub(crate) const INPUT_TOKENS: u64 = 42;
 
 /// How many deltas a text or tool input is split into (at most).
-const CHUNKS: usize = 3;
+pub(crate) const CHUNKS: usize = 3;
 
 /// Renders the whole SSE body of a streamed reply, as Claude Code expects to read it.
 pub(crate) fn sse_body(reply: &Reply, model: &str, seq: u64) -> String {
@@ -83,7 +83,8 @@ enum Content<'a> {
 }
 
 impl Content<'_> {
-    /// Bash takes a command; AskUserQuestion takes one question with labelled options.
+    /// Bash takes a command; AskUserQuestion takes one question with labelled
+    /// options; Write takes the file's path and content.
     fn of(reply: &Reply) -> Content<'_> {
         match reply {
             Reply::Text(text) => Content::Text(text),
@@ -99,6 +100,10 @@ impl Content<'_> {
                     "multiSelect": false,
                     "options": options.iter().map(|o| json!({"label": o, "description": o})).collect::<Vec<_>>(),
                 }]}),
+            },
+            Reply::Create { path } => Content::Tool {
+                name: "Write",
+                input: json!({"file_path": path, "content": CREATED_CONTENT}),
             },
         }
     }
@@ -149,7 +154,7 @@ impl Content<'_> {
 }
 
 /// Splits `text` into at most `parts` non-empty pieces on char boundaries; one empty piece for empty text.
-fn split_chars(text: &str, parts: usize) -> Vec<String> {
+pub(crate) fn split_chars(text: &str, parts: usize) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     if chars.is_empty() {
         return vec![String::new()];
@@ -250,6 +255,23 @@ mod tests {
         let message = message_json(&Reply::Text("hi".into()), "m", 2);
         assert_eq!(message["content"], json!([{"type": "text", "text": "hi"}]));
         assert_eq!(message["stop_reason"], "end_turn");
+    }
+
+    #[test]
+    fn a_new_file_is_a_write_tool_call() {
+        let message = message_json(
+            &Reply::Create {
+                path: "/w/a.txt".into(),
+            },
+            "m",
+            5,
+        );
+        assert_eq!(message["stop_reason"], "tool_use");
+        assert_eq!(message["content"][0]["name"], "Write");
+        assert_eq!(
+            message["content"][0]["input"],
+            json!({"file_path": "/w/a.txt", "content": "created by the fake model\n"})
+        );
     }
 
     #[test]

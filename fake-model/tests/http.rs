@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use fake_model::{FakeModel, parse_events};
+use fake_model::{FakeModel, parse_chunks, parse_events};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -29,9 +29,14 @@ impl HttpResponse {
 
 /// Sends one request with `Connection: close` and reads the whole response.
 async fn send(model: &FakeModel, method: &str, path: &str, body: &[u8]) -> HttpResponse {
+    send_with(model, method, path, "", body).await
+}
+
+/// Like `send`, with extra header lines (each ending in `\r\n`).
+async fn send_with(model: &FakeModel, method: &str, path: &str, extra: &str, body: &[u8]) -> HttpResponse {
     let mut stream = TcpStream::connect(model.addr()).await.unwrap();
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n",
         model.addr(),
         body.len()
     );
@@ -202,4 +207,141 @@ async fn counts_served_requests() {
         send(&model, "POST", "/v1/messages", &claude_request("again", true)).await;
         assert_eq!(model.requests(), n);
     }
+}
+
+/// A request shaped like aider's (litellm, OpenAI provider): example
+/// messages first, the user's text, then a trailing system reminder.
+fn aider_request(text: &str, stream: bool) -> Vec<u8> {
+    json!({
+        "model": "gpt-4o-mini",
+        "stream": stream,
+        "temperature": 0,
+        "messages": [
+            {"role": "system", "content": "Act as an expert software developer. Every *SEARCH/REPLACE block* must use this format"},
+            {"role": "user", "content": "Change get_factorial() to use math.factorial"},
+            {"role": "assistant", "content": "To make this change ..."},
+            {"role": "user", "content": text},
+            {"role": "system", "content": "# *SEARCH/REPLACE block* Rules:"}
+        ]
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn streamed_text(chunks: &[Value]) -> String {
+    chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect()
+}
+
+#[tokio::test]
+async fn chat_completions_stream_a_reply_and_end_with_done() {
+    let model = start().await;
+    let response = send(
+        &model,
+        "POST",
+        "/v1/chat/completions",
+        &aider_request("hello there", true),
+    )
+    .await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert!(
+        response
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let chunks = parse_chunks(&response.body).expect("a stream ending in [DONE]");
+    assert_eq!(streamed_text(&chunks), "You said: hello there");
+    assert_eq!(chunks[0]["model"], "gpt-4o-mini");
+    assert_eq!(chunks.last().unwrap()["choices"][0]["finish_reason"], "stop");
+    assert!(chunks.iter().all(|c| c.get("usage").is_none()), "usage only when asked");
+    assert_eq!(model.requests(), 1);
+}
+
+#[tokio::test]
+async fn chat_completions_stream_usage_when_asked() {
+    let model = start().await;
+    let mut request: Value = serde_json::from_slice(&aider_request("hi", true)).unwrap();
+    request["stream_options"] = json!({"include_usage": true});
+    let body = request.to_string().into_bytes();
+    let response = send(&model, "POST", "/chat/completions", &body).await;
+    let chunks = parse_chunks(&response.body).expect("done");
+    let usage = &chunks.last().unwrap()["usage"];
+    assert_eq!(usage["prompt_tokens"], 42);
+    assert_eq!(usage["total_tokens"], 42 + usage["completion_tokens"].as_u64().unwrap());
+}
+
+#[tokio::test]
+async fn chat_completions_answer_one_completion_with_usage() {
+    let model = start().await;
+    let response = send(
+        &model,
+        "POST",
+        "/v1/chat/completions",
+        &aider_request("run: echo hi > ran.txt", false),
+    )
+    .await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.header("content-type"), Some("application/json"));
+    let c = response.json();
+    assert_eq!(
+        c["choices"][0]["message"]["content"],
+        "I will run it.\n\n```bash\necho hi > ran.txt\n```\n"
+    );
+    assert_eq!(c["usage"]["prompt_tokens"], 42);
+    assert!(c["usage"]["completion_tokens"].as_u64().unwrap() >= 1);
+    // A new file, in the SEARCH/REPLACE format the system prompt asked for.
+    let response = send(
+        &model,
+        "POST",
+        "/v1/chat/completions",
+        &aider_request("create: notes/a.txt", false),
+    )
+    .await;
+    let text = response.json()["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        text.contains("notes/a.txt\n```\n<<<<<<< SEARCH\n=======\ncreated by the fake model\n>>>>>>> REPLACE\n```"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn models_are_listed_and_bad_bodies_get_openai_errors() {
+    let model = start().await;
+    let response = send(&model, "GET", "/v1/models", b"").await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.json()["data"][0]["id"], "fake-model");
+    let response = send(&model, "POST", "/v1/chat/completions", b"{nope").await;
+    assert_eq!(response.status, 400);
+    assert_eq!(response.json()["error"]["type"], "invalid_request_error");
+    assert_eq!(model.requests(), 0);
+}
+
+#[tokio::test]
+async fn api_keys_of_both_apis_are_recorded() {
+    let model = start().await;
+    send_with(
+        &model,
+        "POST",
+        "/v1/messages",
+        "x-api-key: sk-ant-one\r\n",
+        &claude_request("hi", true),
+    )
+    .await;
+    send_with(
+        &model,
+        "POST",
+        "/v1/chat/completions",
+        "Authorization: Bearer sk-openai-two\r\n",
+        &aider_request("hi", false),
+    )
+    .await;
+    send(&model, "GET", "/v1/models", b"").await;
+    send_with(&model, "GET", "/api/hello", "authorization: Bearer sk-probe\r\n", b"").await;
+    assert_eq!(model.keys_seen(), ["sk-ant-one", "sk-openai-two", "sk-probe"]);
 }
