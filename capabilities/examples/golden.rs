@@ -3,6 +3,10 @@
 //! method and place, as judged by this version. `tests/golden.rs` checks that
 //! committed tokens keep those outcomes. Run after a deliberate change:
 //! `cargo run -p capabilities --example golden > capabilities/tests/golden/tokens.json`
+//!
+//! When methods are added, extend instead (the committed tokens and their
+//! outcomes stay; only calls without one get one):
+//! `cargo run -p capabilities --example golden -- --extend capabilities/tests/golden/tokens.json`
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -14,7 +18,35 @@ use capabilities::{MintSpec, Operation, Resource, Restriction, Right, RootKey, V
 use serde_json::{Map, Value, json};
 use support::*;
 
+/// Adds the outcome of every call that has none to the committed tokens,
+/// judged by this version; rewrites the file.
+fn extend(path: &str) {
+    let text = std::fs::read_to_string(path).expect("read the golden file");
+    let mut doc: Value = serde_json::from_str(&text).expect("golden json");
+    let root = capabilities::public_key_from_hex(doc["root_public_key"].as_str().expect("key")).expect("key");
+    let v = Verifier::new(vec![root]);
+    let mut added = 0;
+    for t in doc["tokens"].as_array_mut().expect("tokens") {
+        let verified = v.verify(t["token"].as_str().expect("token")).expect("verify");
+        let outcomes = t["outcomes"].as_object_mut().expect("outcomes");
+        for (method, place, resources) in calls() {
+            let key = format!("{method} @ {place}");
+            if !outcomes.contains_key(&key) {
+                outcomes.insert(key, json!(outcome(&v, &verified, &method, resources, now())));
+                added += 1;
+            }
+        }
+    }
+    std::fs::write(path, serde_json::to_string_pretty(&doc).expect("json") + "\n").expect("write");
+    eprintln!("added {added} outcomes");
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--extend") {
+        extend(args.get(2).expect("--extend FILE"));
+        return;
+    }
     let root = RootKey::generate();
     let v = Verifier::new(vec![root.public()]);
     let admin = root.mint_admin(NODE).expect("mint");

@@ -45,6 +45,10 @@ pub const TABLE: &[(&str, Need)] = &[
     ("agent.list", need(Node, Observe)),
     ("agent.update", need(Agent, Admin)),
     ("agent.archive", need(Agent, Admin)),
+    ("agent.secret.set", need(Agent, Admin)),
+    ("agent.secret.unset", need(Agent, Admin)),
+    ("agent.secret.list", need(Agent, Admin)),
+    ("agent.login", need(Agent, Admin)),
     ("conversation.start", need(Agent, Control)),
     ("conversation.continue", need(Conversation, Control)),
     ("conversation.pause", need(Conversation, Control)),
@@ -115,6 +119,10 @@ pub const COMPANION_ACTIONS: &[&str] = &["supervision.nudge", "supervision.answe
 
 /// Methods that grant standing authority: never over the network.
 pub const LOCAL_ONLY: &[&str] = &[
+    // A secret's value never crosses the network.
+    "agent.secret.set",
+    // It changes the credentials every later conversation of the agent uses.
+    "agent.login",
     "supervision.set",
     "supervision.learn",
     "supervision.forget",

@@ -8,6 +8,10 @@ pub const AGENT_CREATE: &str = "agent.create";
 pub const AGENT_GET: &str = "agent.get";
 pub const AGENT_LIST: &str = "agent.list";
 pub const AGENT_UPDATE: &str = "agent.update";
+pub const AGENT_SECRET_SET: &str = "agent.secret.set";
+pub const AGENT_SECRET_UNSET: &str = "agent.secret.unset";
+pub const AGENT_SECRET_LIST: &str = "agent.secret.list";
+pub const AGENT_LOGIN: &str = "agent.login";
 pub const AGENT_ARCHIVE: &str = "agent.archive";
 
 pub const CONVERSATION_START: &str = "conversation.start";
@@ -72,6 +76,10 @@ pub const ALL: &[&str] = &[
     AGENT_GET,
     AGENT_LIST,
     AGENT_UPDATE,
+    AGENT_SECRET_SET,
+    AGENT_SECRET_UNSET,
+    AGENT_SECRET_LIST,
+    AGENT_LOGIN,
     AGENT_ARCHIVE,
     CONVERSATION_START,
     CONVERSATION_CONTINUE,

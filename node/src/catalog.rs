@@ -48,6 +48,8 @@ pub struct ConvEntry {
     /// The hash of the session key of the guest running it (Docker runtime),
     /// while starting or active: what a restarted node re-adopts it by.
     pub guest_key: Option<String>,
+    /// A login session (`agent.login`): unsupervised, archived when it ends.
+    pub login: bool,
 }
 
 /// Agents and conversations as of some point of the log.
@@ -108,7 +110,12 @@ impl Catalog {
                     a.updated_at = ts;
                 }
             }
-            Event::ConversationCreated { id, agent, resume_ref } => {
+            Event::ConversationCreated {
+                id,
+                agent,
+                resume_ref,
+                login,
+            } => {
                 self.conversations.insert(
                     id.clone(),
                     ConvEntry {
@@ -123,6 +130,7 @@ impl Catalog {
                         launches: 0,
                         cursor_floor: 0,
                         guest_key: None,
+                        login: *login,
                     },
                 );
             }
@@ -145,7 +153,10 @@ impl Catalog {
                 let c = self.mail_cursors.entry(agent.clone()).or_default();
                 *c = (*c).max(*cursor);
             }
-            Event::MailSent { .. } | Event::SupervisionActed { .. } | Event::Guest { .. } => {}
+            Event::MailSent { .. }
+            | Event::SupervisionActed { .. }
+            | Event::Guest { .. }
+            | Event::AgentSecret { .. } => {}
             Event::GuestAttached { conversation, key_hash } => {
                 if let Some(c) = self.conversations.get_mut(conversation)
                     && matches!(c.state, ConversationState::Starting | ConversationState::Active)
@@ -670,6 +681,7 @@ mod tests {
             id: "c1".into(),
             agent: "a".into(),
             resume_ref: Some("r1".into()),
+            login: false,
         });
         assert_eq!(log.catalog.live_conversation_of("a").map(|c| c.id.as_str()), Some("c1"));
         let e = log
@@ -735,6 +747,7 @@ mod tests {
             id: "old".into(),
             agent: "a".into(),
             resume_ref: None,
+            login: false,
         });
         log.commit(Event::ConversationPaused {
             id: "old".into(),
@@ -746,6 +759,7 @@ mod tests {
             id: "new".into(),
             agent: "a".into(),
             resume_ref: None,
+            login: false,
         });
         let err = log
             .catalog

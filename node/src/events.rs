@@ -67,6 +67,10 @@ pub enum Event {
         id: String,
         agent: String,
         resume_ref: Option<String>,
+        /// A login session (`agent.login`): the CLI's own login flow, not
+        /// supervised, ended (archived) when the CLI exits.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        login: bool,
     },
     /// The CLI is running: `starting` -> `active`.
     ConversationLaunched {
@@ -134,6 +138,13 @@ pub enum Event {
         pattern: String,
         learned: bool,
         by: String,
+    },
+    /// An agent secret was set or removed (the name only: values are kept
+    /// outside the log, see `secrets.rs`).
+    AgentSecret {
+        agent: String,
+        name: String,
+        set: bool,
     },
     /// A token (any token one of whose blocks has this revocation id) is dead.
     TokenRevoked {
@@ -210,6 +221,7 @@ impl Event {
             Event::SupervisionActed { .. } => "supervision_acted",
             Event::ApprovalRule { .. } => "approval_rule",
             Event::TokenRevoked { .. } => "token_revoked",
+            Event::AgentSecret { .. } => "agent_secret",
             Event::Guest { .. } => "guest",
             Event::GuestAttached { .. } => "guest_attached",
             Event::InstanceTokenIssued { .. } => "instance_token_issued",

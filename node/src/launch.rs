@@ -28,8 +28,13 @@ const READY_BOUND: Duration = Duration::from_secs(10);
 /// re-adoption of a guest that outlived the node.
 pub(crate) enum Spawn {
     Fresh,
+    /// A fresh launch into the CLI's own login flow.
+    Login,
     Resume,
-    Adopt { key_hash: String, grace: Duration },
+    Adopt {
+        key_hash: String,
+        grace: Duration,
+    },
 }
 
 /// Why a launch did not happen: the node's setup (the setting to fix) or the
@@ -160,11 +165,45 @@ impl Node {
                 id: id.clone(),
                 agent: agent.to_string(),
                 resume_ref: Some(new_uuid()),
+                login: false,
             };
             self.commit(&mut cat, vec![e]).await?;
             id
         };
         self.launch(&id, Spawn::Fresh).await
+    }
+
+    /// `agent.login` (local-only): a session running the CLI's own login
+    /// flow in the agent's guest, against its durable home, for a person to
+    /// attach to; it is not supervised and is archived when the CLI exits.
+    pub async fn agent_login(&self, agent: &str) -> NodeResult<api::Conversation> {
+        let id = {
+            let mut cat = self.catalog.lock().await;
+            let a = cat.check_can_start(agent)?;
+            let harness = a.record.harness.clone();
+            if let Some(live) = cat.live_conversation_of(agent) {
+                return Err(NodeError::Conflict(format!(
+                    "agent {agent:?} has a live conversation {}: pause it before logging in",
+                    live.id
+                )));
+            }
+            let adapter = harness::adapter(&harness).map_err(|e| NodeError::Conflict(e.to_string()))?;
+            if adapter.login_args().is_none() {
+                return Err(NodeError::Conflict(format!(
+                    "agent {agent:?}: the {harness} CLI has no login of its own; give the agent its key with `warren agent secret set {agent} NAME`"
+                )));
+            }
+            let id = new_id("c-");
+            let e = Event::ConversationCreated {
+                id: id.clone(),
+                agent: agent.to_string(),
+                resume_ref: Some(new_uuid()),
+                login: true,
+            };
+            self.commit(&mut cat, vec![e]).await?;
+            id
+        };
+        self.launch(&id, Spawn::Login).await
     }
 
     /// Relaunches a paused conversation: with the CLI's native resume, or
@@ -274,7 +313,8 @@ impl Node {
             m.insert(id.to_string(), live);
         }
         self.start_renewal(id);
-        if let Some(me) = self.me.get().and_then(|w| w.upgrade()) {
+        let login = self.catalog.lock().await.conversation(id).is_ok_and(|c| c.login);
+        if !login && let Some(me) = self.me.get().and_then(|w| w.upgrade()) {
             me.start_supervision(id);
             me.start_stall_watch(id);
         }
@@ -300,7 +340,12 @@ impl Node {
                 .map_err(|e| LaunchError::setup("data_dir", format!("cannot create {}: {e}", dir.display())))?;
         }
         let resume_ref = c.resume_ref.clone().unwrap_or_default();
-        let settings = self.cfg.harnesses.get(&agent.harness).cloned().unwrap_or_default();
+        let mut settings = self.cfg.harnesses.get(&agent.harness).cloned().unwrap_or_default();
+        // The agent's own secrets (e.g. its model key) are part of the CLI's
+        // environment, over any node-wide `[harnesses.NAME.env]`: the adapter
+        // plans with them (Claude Code approves the key it will be given).
+        let secrets = self.agent_secrets(&agent.name).map_err(LaunchError::internal)?;
+        settings.env.extend(secrets.clone());
         let plan_for = |resume: bool| -> Result<LaunchPlan, LaunchError> {
             adapter
                 .plan(&LaunchContext {
@@ -321,7 +366,7 @@ impl Node {
             .transcript_cursor(&c.id, c.cursor_floor)
             .await
             .map_err(LaunchError::internal)?;
-        let mut resume = !matches!(how, Spawn::Fresh);
+        let mut resume = matches!(how, Spawn::Resume | Spawn::Adopt { .. });
         let mut plan = plan_for(resume)?;
         let mut fresh_note = None;
         if matches!(how, Spawn::Resume) {
@@ -339,6 +384,12 @@ impl Node {
                     "launched fresh: the CLI never wrote session {resume_ref}, so there was nothing to resume; same reference, empty context"
                 ));
             }
+        }
+        if matches!(how, Spawn::Login) {
+            let args = adapter
+                .login_args()
+                .ok_or_else(|| LaunchError::internal("no login flow"))?;
+            plan.args.extend(args.iter().map(|a| a.to_string()));
         }
         if self.runtime.name() == "local" {
             setup::check_program(
@@ -379,6 +430,8 @@ impl Node {
             env.push(("WARREN_URL".into(), url.clone()));
         }
         env.extend(plan.env);
+        env.retain(|(k, _)| !secrets.contains_key(k));
+        env.extend(secrets);
         let spec = LaunchSpec {
             conversation: c.id.clone(),
             agent: agent.name.clone(),
@@ -396,7 +449,7 @@ impl Node {
         };
         let session = match how {
             Spawn::Adopt { key_hash, grace } => self.runtime.adopt(spec, key_hash, grace).await,
-            Spawn::Fresh | Spawn::Resume => self.runtime.launch(spec).await,
+            Spawn::Fresh | Spawn::Resume | Spawn::Login => self.runtime.launch(spec).await,
         }?;
         let live = Live::start(LiveParts {
             id: c.id.clone(),
@@ -433,9 +486,18 @@ impl Node {
         let live = self.live.lock().ok().and_then(|mut m| m.remove(id));
         let Some(live) = live else { return };
         let (exit, reason) = live.exit_facts();
+        let mut line = format!("paused: {reason}");
         {
             let mut cat = self.catalog.lock().await;
-            match cat.decide_exit_pause(id, &reason, exit) {
+            // A login session ends with its CLI.
+            let decided = match cat.conversation(id) {
+                Ok(c) if c.login => {
+                    line = format!("archived: login finished: {reason}");
+                    cat.decide_transition(id, Transition::Terminate, &format!("login finished: {reason}"))
+                }
+                _ => cat.decide_exit_pause(id, &reason, exit),
+            };
+            match decided {
                 Ok(e) => {
                     if let Err(e) = self.commit(&mut cat, vec![e]).await {
                         tracing::error!(conversation = id, error = %e, "could not record the pause");
@@ -450,10 +512,7 @@ impl Node {
         live.shutdown().await;
         self.revoke_instance_tokens(id).await;
         self.drop_holds(id);
-        let _ = self
-            .transcripts
-            .append(id, "system", "lifecycle", format!("paused: {reason}"))
-            .await;
+        let _ = self.transcripts.append(id, "system", "lifecycle", line).await;
         live.mark_exit_recorded();
     }
 }

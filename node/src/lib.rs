@@ -18,6 +18,7 @@ pub mod live;
 pub mod mailbox;
 pub mod progress;
 pub mod runtime;
+pub mod secrets;
 pub mod server;
 pub mod service;
 pub mod settings;

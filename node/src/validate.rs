@@ -57,6 +57,57 @@ pub fn harness(h: &str) -> Result<(), Invalid> {
     }
 }
 
+/// Largest agent secret (an API key or token is far smaller).
+pub const MAX_SECRET_BYTES: usize = 16 * 1024;
+/// Secrets per agent.
+pub const MAX_SECRETS: usize = 64;
+
+/// An agent secret's name: an environment variable name (letters, digits and
+/// `_`, not starting with a digit, at most 128), and not one the node sets
+/// itself (`WARREN_*`, `PATH`, `HOME`, `TERM`, `LANG`).
+pub fn secret_name(name: &str) -> Result<(), Invalid> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if !ok {
+        return Err(invalid(
+            "name",
+            format!(
+                "{name:?} is not an environment variable name (letters, digits and '_', not starting with a digit, at most 128)"
+            ),
+        ));
+    }
+    if name.starts_with("WARREN_") || ["PATH", "HOME", "TERM", "LANG"].contains(&name) {
+        return Err(invalid(
+            "name",
+            format!("{name} is set by the node itself for every CLI"),
+        ));
+    }
+    Ok(())
+}
+
+/// An agent secret's value: non-empty, at most `MAX_SECRET_BYTES`, no NUL
+/// (an environment value cannot hold one) and no newline.
+pub fn secret_value(value: &str) -> Result<(), Invalid> {
+    if value.is_empty() {
+        return Err(invalid("value", "is empty"));
+    }
+    if value.len() > MAX_SECRET_BYTES {
+        return Err(invalid(
+            "value",
+            format!("{} bytes is over the limit of {MAX_SECRET_BYTES}", value.len()),
+        ));
+    }
+    if value.contains(['\0', '\n', '\r']) {
+        return Err(invalid(
+            "value",
+            "a NUL or line break cannot be in an environment variable's value",
+        ));
+    }
+    Ok(())
+}
+
 pub fn persona(p: &str) -> Result<(), Invalid> {
     if p.len() > MAX_PERSONA_BYTES {
         return Err(invalid(
@@ -413,6 +464,30 @@ mod tests {
             let e = resources(&bad).expect_err("out of range");
             assert!(e.to_string().contains(field), "{e}");
         }
+    }
+
+    #[test]
+    fn secrets_are_environment_variables() {
+        assert!(secret_name("ANTHROPIC_API_KEY").is_ok());
+        assert!(secret_name("_x1").is_ok());
+        for bad in ["", "1KEY", "MY-KEY", "A B", "KÉY", &"K".repeat(129)] {
+            let e = secret_name(bad).expect_err(bad);
+            assert_eq!(e.field, "name", "{bad}");
+        }
+        for reserved in ["WARREN_TOKEN", "PATH", "HOME"] {
+            assert!(
+                secret_name(reserved)
+                    .expect_err(reserved)
+                    .problem
+                    .contains("set by the node")
+            );
+        }
+        assert!(secret_value("sk-ant-123").is_ok());
+        let e = secret_value(&"x".repeat(1 << 20)).expect_err("1 MB");
+        assert_eq!(e.to_string(), "value: 1048576 bytes is over the limit of 16384");
+        assert!(secret_value("").is_err());
+        assert!(secret_value("a\nb").is_err());
+        assert!(secret_value("a\0b").is_err());
     }
 
     #[test]

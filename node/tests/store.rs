@@ -178,7 +178,7 @@ proptest! {
                         if live.check_can_start(&name).is_ok() && live.live_conversation_of(&name).is_none() {
                             let id = format!("c-{}", convs.len());
                             convs.push(id.clone());
-                            Some(Event::ConversationCreated { id, agent: name, resume_ref: Some("r".into()) })
+                            Some(Event::ConversationCreated { id, agent: name, resume_ref: Some("r".into()), login: false })
                         } else {
                             None
                         }

@@ -545,6 +545,7 @@ async fn bench_startup(args: &BenchArgs) -> anyhow::Result<()> {
                     id: id.clone(),
                     agent: format!("agent-{a}"),
                     resume_ref: Some(format!("r-{a}-{k}")),
+                    login: false,
                 });
                 catalog.push(Event::ConversationLaunched {
                     id: id.clone(),

@@ -296,6 +296,37 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
             node.supervision_rules(&params::<console_api::AgentRef>(p)?.agent)
                 .await?
         }
+        m::AGENT_LOGIN => {
+            json!({ "conversation": node.agent_login(&params::<console_api::AgentRef>(p)?.agent).await? })
+        }
+        m::AGENT_SECRET_SET | m::AGENT_SECRET_UNSET | m::AGENT_SECRET_LIST => {
+            #[derive(serde::Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct SecretParams {
+                agent: String,
+                #[serde(default)]
+                name: Option<String>,
+                #[serde(default)]
+                value: Option<String>,
+            }
+            let s: SecretParams = params(p)?;
+            let need = |v: Option<String>, field: &str| {
+                v.ok_or_else(|| {
+                    RpcError::new(
+                        ErrorCode::InvalidParams,
+                        format!("invalid params: missing field `{field}`"),
+                    )
+                })
+            };
+            match method {
+                m::AGENT_SECRET_SET => {
+                    let (name, value) = (need(s.name, "name")?, need(s.value, "value")?);
+                    node.agent_secret_set(&s.agent, &name, &value).await?
+                }
+                m::AGENT_SECRET_UNSET => node.agent_secret_unset(&s.agent, &need(s.name, "name")?).await?,
+                _ => node.agent_secret_list(&s.agent).await?,
+            }
+        }
         m::SUPERVISION_LEARN => {
             let r: console_api::SupervisionRule = params(p)?;
             node.supervision_learn(&r.agent, &r.pattern, true, "local admin via supervision.learn")

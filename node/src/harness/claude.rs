@@ -110,6 +110,12 @@ impl Harness for ClaudeHarness {
         crate::exits::line_with(last_lines, MISSING_SESSION)
     }
 
+    /// Claude Code's `/login` as the first prompt opens its login screen; what
+    /// it stores lands in `CLAUDE_CONFIG_DIR`, the agent's home.
+    fn login_args(&self) -> Option<&'static [&'static str]> {
+        Some(&["/login"])
+    }
+
     fn name(&self) -> &'static str {
         "claude"
     }

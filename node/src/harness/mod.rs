@@ -105,6 +105,11 @@ pub trait Harness: Send + Sync {
     fn missing_session_words<'a>(&self, _last_lines: &'a [String]) -> Option<&'a str> {
         None
     }
+    /// The arguments that open the CLI's own login flow (added to a fresh
+    /// launch), or `None` when it has none (its key comes from a secret).
+    fn login_args(&self) -> Option<&'static [&'static str]> {
+        None
+    }
 }
 
 /// Every harness with an adapter here (what `adapter` accepts): keep the two

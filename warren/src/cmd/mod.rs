@@ -15,6 +15,7 @@ use crate::client::{self, CallError, Client, Target};
 
 pub mod hook;
 mod mail;
+mod secrets;
 mod supervision;
 mod tokens;
 
@@ -129,6 +130,19 @@ pub enum AgentVerb {
         name: String,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
+    },
+    /// Run the CLI's own login flow for AGENT in its guest (an interactive
+    /// terminal; what the CLI stores lands in the agent's home). Ctrl-]
+    /// detaches; the session ends when the CLI exits.
+    Login {
+        name: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// An agent's own secrets (e.g. its model API key): set, unset, list.
+    Secret {
+        #[command(subcommand)]
+        verb: secrets::SecretVerb,
     },
 }
 
@@ -440,6 +454,23 @@ pub async fn agent(verb: AgentVerb, conn: Conn, out: Output) -> anyhow::Result<E
                 c.call(m::AGENT_ARCHIVE, json!({ "agent": name })).await,
                 print_agent,
             )
+        }
+        AgentVerb::Secret { verb } => secrets::secret(verb, out).await,
+        AgentVerb::Login { name, data_dir } => {
+            let r = client::unix_call(
+                &client::data_dir(data_dir.clone()),
+                m::AGENT_LOGIN,
+                json!({ "agent": name }),
+            )
+            .await;
+            let conv = match r {
+                Ok(v) => v["conversation"]["id"].as_str().unwrap_or_default().to_string(),
+                Err(e) => return finish(out, Err(e), |_| {}),
+            };
+            eprintln!("login session {conv} for {name}: the CLI's own login screen follows (Ctrl-] detaches)");
+            let c = conn.connect(data_dir).await?;
+            crate::attach::run(c, &conv, crate::attach::parse_detach_key("ctrl-]")?).await?;
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

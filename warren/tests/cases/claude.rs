@@ -311,3 +311,198 @@ async fn real_claude_a_deleted_session_fails_resume_and_continue_fresh_recovers(
     let model = stranded_model().await;
     support::stranded::a_deleted_session_fails_resume_and_continue_fresh_recovers(&stranded_claude(&model)).await;
 }
+
+const KEY_A: &str = "sk-ant-agent-a-0123456789abcdefghijkl";
+const KEY_B: &str = "sk-ant-agent-b-9876543210zyxwvutsrqpo";
+
+/// `warren agent secret set AGENT NAME` with the value on stdin.
+fn set_secret(node: &TestNode, agent: &str, name: &str, value: &str) -> (i32, String) {
+    use std::io::Write;
+    let mut child = std::process::Command::new(EXE)
+        .args(["agent", "secret", "set", agent, name])
+        .env("WARREN_DATA_DIR", node.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run warren");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(format!("{value}\n").as_bytes())
+        .expect("write the secret");
+    let out = child.wait_with_output().expect("wait");
+    (
+        out.status.code().unwrap_or(-1),
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+    )
+}
+
+/// The keys the model saw since `from` (an index into `keys_seen`).
+fn keys_since(model: &fake_model::FakeModel, from: usize) -> Vec<String> {
+    model.keys_seen().into_iter().skip(from).collect()
+}
+
+/// Per-agent model credentials: each agent's own key, set with `warren agent
+/// secret set`, is the only key its CLI sends, across a pause and continue
+/// and a node restart; no other place shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_claude_each_agent_sends_only_its_own_key() {
+    let model = stranded_model().await;
+    let url = match RUNTIME {
+        "docker" => format!("http://host.docker.internal:{}", model.addr().port()),
+        _ => model.base_url(),
+    };
+    let (program, image) = match RUNTIME {
+        "docker" => (String::new(), format!("image = {:?}\n", guest_image("claude"))),
+        _ => (format!("program = {:?}\n", claude_bin()), String::new()),
+    };
+    // No node-wide key: each agent brings its own.
+    let mut node = TestNode::start_on(
+        RUNTIME,
+        &format!(
+            "[harnesses.claude]\n{program}{image}\n[harnesses.claude.env]\n\
+             ANTHROPIC_BASE_URL = {url:?}\nCLAUDE_CODE_MAX_RETRIES = \"0\"\n"
+        ),
+    );
+    let mut c = node.client().await;
+    for (agent, key) in [("ka", KEY_A), ("kb", KEY_B)] {
+        call(&mut c, "agent.create", json!({ "name": agent, "harness": "claude" })).await;
+        let (code, out) = set_secret(&node, agent, "ANTHROPIC_API_KEY", key);
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("ANTHROPIC_API_KEY of") && !out.contains(key), "{out}");
+    }
+    let (code, out, err) = warren(&["agent", "secret", "list", "ka"], &node.path());
+    assert_eq!((code, out.trim()), (0, "ANTHROPIC_API_KEY"), "{err}");
+    let file = node.path().join("secrets/ka.json");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&file).expect("secrets file").permissions().mode() & 0o777, 0o600);
+
+    // Over the network the value may not travel.
+    let e = call_err(
+        &mut c,
+        "agent.secret.set",
+        json!({ "agent": "ka", "name": "OTHER", "value": "x" }),
+    )
+    .await;
+    assert_eq!(e.code, -32010, "{e}");
+    // Bad input names what is wrong, and stores nothing.
+    let (code, out) = set_secret(&node, "ka", "MY-KEY", "x");
+    assert!(code == 1 && out.contains("name: \"MY-KEY\" is not an environment variable name"), "{out}");
+    let (code, out) = set_secret(&node, "ka", "BIG", &"x".repeat(1 << 20));
+    assert!(code == 1 && out.contains("value: 1048576 bytes is over the limit"), "{out}");
+    let (code, out) = set_secret(&node, "nobody", "K", "x");
+    assert!(code == 1 && out.contains("nobody"), "{out}");
+    let (_, out, _) = warren(&["agent", "secret", "list", "ka"], &node.path());
+    assert_eq!(out.trim(), "ANTHROPIC_API_KEY", "nothing else stored");
+
+    async fn phase(
+        c: &mut warren::client::Client,
+        model: &fake_model::FakeModel,
+        agent: &str,
+        text: &str,
+        key: &str,
+        id: Option<String>,
+    ) -> String {
+        let from = model.keys_seen().len();
+        let id = match id {
+            Some(id) => {
+                call(c, "conversation.continue", json!({ "conversation": id })).await;
+                id
+            }
+            None => conversation_id(c, agent).await,
+        };
+        let at = say(c, &id, text).await;
+        reply_starting(c, &id, at, &format!("You said: {text}")).await;
+        let seen = keys_since(model, from);
+        assert!(!seen.is_empty(), "the model saw {agent}'s requests");
+        assert!(seen.iter().all(|k| k == key), "{agent} sent only its own key: {seen:?}");
+        id
+    }
+    let a = phase(&mut c, &model, "ka", "hello from a", KEY_A, None).await;
+    call(&mut c, "conversation.pause", json!({ "conversation": a })).await;
+    let b = phase(&mut c, &model, "kb", "hello from b", KEY_B, None).await;
+    if RUNTIME == "docker" {
+        // Another agent's container does not carry ka's key.
+        let container = docker(&["ps", "-q", "--filter", &format!("label=warren.conversation={b}")]);
+        let inspect = docker(&["inspect", container.trim()]);
+        assert!(inspect.contains("warren.agent"), "inspected kb's container");
+        assert!(!inspect.contains(KEY_A), "ka's key is not in kb's container");
+    }
+    call(&mut c, "conversation.pause", json!({ "conversation": b })).await;
+    phase(&mut c, &model, "ka", "a again", KEY_A, Some(a.clone())).await;
+    call(&mut c, "conversation.pause", json!({ "conversation": a })).await;
+    node.kill9();
+    node.restart();
+    let mut c = node.client().await;
+    phase(&mut c, &model, "kb", "b after a restart", KEY_B, Some(b.clone())).await;
+
+    // Nowhere else: not the definition, not the log, not a transcript.
+    for agent in ["ka", "kb"] {
+        let got = call(&mut c, "agent.get", json!({ "agent": agent })).await.to_string();
+        assert!(!got.contains(KEY_A) && !got.contains(KEY_B), "{got}");
+    }
+    let log = std::fs::read_to_string(node.path().join("node.log")).unwrap_or_default();
+    assert!(!log.contains(KEY_A) && !log.contains(KEY_B), "the node's log has no key");
+    for id in [&a, &b] {
+        let text = serde_json::to_string(&transcript(&mut c, id).await).expect("json");
+        assert!(!text.contains(KEY_A) && !text.contains(KEY_B), "transcript of {id}");
+    }
+}
+
+/// `warren agent login`: the CLI's own login flow runs in the agent's guest
+/// against its durable home, for a person to attach to; supervision stays out
+/// of it, it is local-only, and a CLI without a login says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_claude_login_runs_the_cli_s_own_login_flow() {
+    let model = stranded_model().await;
+    let (node, _) = claude_node(&model).await;
+    let mut c = node.client().await;
+    match warren::client::unix_call(&node.path(), "agent.login", json!({ "agent": "cc" })).await {
+        Err(warren::client::CallError::Rpc(e)) => {
+            assert_eq!(e.code, -32009, "{e}");
+            assert!(e.message.contains("pause it before logging in"), "{e}");
+        }
+        other => panic!("a live conversation first: {other:?}"),
+    }
+    let live = call(&mut c, "conversation.list", json!({ "agent": "cc" })).await;
+    let id = live["conversations"][0]["id"].as_str().expect("id").to_string();
+    call(&mut c, "conversation.pause", json!({ "conversation": id })).await;
+    let before = call(&mut c, "supervision.audit", json!({ "agent": "cc" })).await["entries"]
+        .as_array()
+        .map(Vec::len);
+
+    let e = call_err(&mut c, "agent.login", json!({ "agent": "cc" })).await;
+    assert_eq!(e.code, -32010, "local only: {e}");
+    let v = warren::client::unix_call(&node.path(), "agent.login", json!({ "agent": "cc" }))
+        .await
+        .unwrap_or_else(|e| panic!("agent.login: {e:?}"));
+    let login = v["conversation"]["id"].as_str().expect("id").to_string();
+    wait_until("Claude Code's login screen", std::time::Duration::from_secs(30), || {
+        let target = node.target();
+        let login = login.clone();
+        async move {
+            let mut c = warren::client::Client::connect(&target).await.ok()?;
+            let s = c.call("conversation.screen", json!({ "conversation": login })).await.ok()?;
+            let text = s["lines"].as_array()?.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n");
+            text.contains("Select login method").then_some(())
+        }
+    })
+    .await;
+    // Its home is the agent's: the CLI keeps its config there.
+    assert!(node.path().join("agents/cc/home/.claude/.claude.json").is_file());
+    call(&mut c, "conversation.terminate", json!({ "conversation": login })).await;
+    let after = call(&mut c, "supervision.audit", json!({ "agent": "cc" })).await["entries"]
+        .as_array()
+        .map(Vec::len);
+    assert_eq!(before, after, "supervision did not act on the login screen");
+    let holds = call(&mut c, "supervision.holds", json!({ "agent": "cc" })).await;
+    assert_eq!(holds["holds"].as_array().map(Vec::len), Some(0), "{holds}");
+
+    // A CLI without a login of its own.
+    call(&mut c, "agent.create", json!({ "name": "plain", "harness": "fake" })).await;
+    let (code, _, err) = warren(&["agent", "login", "plain"], &node.path());
+    assert_eq!(code, 1);
+    assert!(err.contains("has no login of its own") && err.contains("agent secret set"), "{err}");
+}
