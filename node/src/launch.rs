@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use console_api::{self as api, Status};
 
-use crate::catalog::ConvEntry;
+use crate::catalog::{Catalog, ConvEntry};
 use crate::events::{AgentRecord, Event, FreshStart};
 use crate::exits::{self, Relaunch, SessionStore};
 use crate::harness::{self, LaunchContext, LaunchPlan, setup};
@@ -160,15 +160,7 @@ impl Node {
                 setting: Some(p.setting),
                 conversation: String::new(),
             })?;
-            let id = new_id("c-");
-            let e = Event::ConversationCreated {
-                id: id.clone(),
-                agent: agent.to_string(),
-                resume_ref: Some(new_uuid()),
-                login: false,
-            };
-            self.commit(&mut cat, vec![e]).await?;
-            id
+            self.create_conversation(&mut cat, agent, false).await?
         };
         self.launch(&id, Spawn::Fresh).await
     }
@@ -193,17 +185,23 @@ impl Node {
                     "agent {agent:?}: the {harness} CLI has no login of its own; give the agent its key with `warren agent secret set {agent} NAME`"
                 )));
             }
-            let id = new_id("c-");
-            let e = Event::ConversationCreated {
-                id: id.clone(),
-                agent: agent.to_string(),
-                resume_ref: Some(new_uuid()),
-                login: true,
-            };
-            self.commit(&mut cat, vec![e]).await?;
-            id
+            self.create_conversation(&mut cat, agent, true).await?
         };
         self.launch(&id, Spawn::Login).await
+    }
+
+    /// Records a new conversation of `agent` (its resume reference chosen
+    /// up front); returns its id.
+    async fn create_conversation(&self, cat: &mut Catalog, agent: &str, login: bool) -> NodeResult<String> {
+        let id = new_id("c-");
+        let e = Event::ConversationCreated {
+            id: id.clone(),
+            agent: agent.to_string(),
+            resume_ref: Some(new_uuid()),
+            login,
+        };
+        self.commit(cat, vec![e]).await?;
+        Ok(id)
     }
 
     /// Relaunches a paused conversation: with the CLI's native resume, or
