@@ -61,6 +61,9 @@ pub const TOKEN_MINT: &str = "token.mint";
 pub const TOKEN_INSPECT: &str = "token.inspect";
 pub const TOKEN_REVOKE: &str = "token.revoke";
 
+/// Token use and cost as the CLIs report them (first slice: per conversation).
+pub const USAGE_GET: &str = "usage.get";
+
 /// Server notifications.
 pub const NOTIFY_TRANSCRIPT_EVENT: &str = "transcript.event";
 pub const NOTIFY_TERMINAL_DATA: &str = "terminal.data";
@@ -113,4 +116,5 @@ pub const ALL: &[&str] = &[
     TOKEN_MINT,
     TOKEN_INSPECT,
     TOKEN_REVOKE,
+    USAGE_GET,
 ];

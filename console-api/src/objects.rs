@@ -465,3 +465,13 @@ pub struct NodeInfo {
     /// Authorizations denied because they hit the Datalog run limits.
     pub auth_limit_hits: u64,
 }
+
+/// `usage.get` params: `scope` is `conversation` (served), `agent` or `node`;
+/// `id` names the conversation or agent.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageGet {
+    pub scope: String,
+    #[serde(default)]
+    pub id: Option<String>,
+}

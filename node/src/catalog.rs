@@ -201,7 +201,7 @@ impl Catalog {
                     }
                 }
             }
-            Event::Transcript { .. } => {}
+            Event::Transcript { .. } | Event::UsageRecorded { .. } => {}
         }
     }
 

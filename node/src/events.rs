@@ -182,6 +182,24 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cursor: Option<u64>,
     },
+    /// One turn's token use and cost as the CLI reported it (the first slice
+    /// of usage: aider's analytics log). `cursor` is the byte offset in the
+    /// CLI's usage file just past the report's line, as for transcripts.
+    /// `usd_reported` is the CLI's own figure, `None` when it had no price.
+    UsageRecorded {
+        conversation: String,
+        agent: String,
+        harness: String,
+        model: String,
+        input: u64,
+        output: u64,
+        cache_read: u64,
+        cache_write: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usd_reported: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cursor: Option<u64>,
+    },
 }
 
 /// How a CLI that stopped by itself left: its exit code (where the runtime
@@ -226,6 +244,7 @@ impl Event {
             Event::GuestAttached { .. } => "guest_attached",
             Event::InstanceTokenIssued { .. } => "instance_token_issued",
             Event::Transcript { .. } => "transcript",
+            Event::UsageRecorded { .. } => "usage_recorded",
         }
     }
 
@@ -237,7 +256,7 @@ impl Event {
             | Event::ConversationPaused { id, .. }
             | Event::ConversationContinued { id, .. }
             | Event::ConversationArchived { id, .. } => Some(id),
-            Event::Transcript { conversation, .. } => Some(conversation),
+            Event::Transcript { conversation, .. } | Event::UsageRecorded { conversation, .. } => Some(conversation),
             Event::SupervisionActed { conversation, .. } => conversation.as_deref(),
             Event::Guest { conversation, .. }
             | Event::GuestAttached { conversation, .. }
@@ -253,7 +272,11 @@ impl Event {
             Event::SupervisionActed { fields, .. } if fields.outcome == supervision::Outcome::Attempted => {
                 Durability::Full
             }
-            Event::Transcript { .. } | Event::SupervisionActed { .. } => Durability::Relaxed,
+            // Usage is re-read from the CLI's file past the last committed
+            // cursor: a report lost with a commit is recorded again.
+            Event::Transcript { .. } | Event::SupervisionActed { .. } | Event::UsageRecorded { .. } => {
+                Durability::Relaxed
+            }
             _ => Durability::Full,
         }
     }
@@ -320,6 +343,20 @@ mod tests {
                     }),
                 }
             }),
+            (arb_text(), any::<u32>(), any::<Option<u32>>(), any::<Option<u64>>()).prop_map(
+                |(conversation, input, cents, cursor)| Event::UsageRecorded {
+                    conversation,
+                    agent: "a".into(),
+                    harness: "aider".into(),
+                    model: "gpt-4o-mini".into(),
+                    input: input.into(),
+                    output: 7,
+                    cache_read: 0,
+                    cache_write: 1,
+                    usd_reported: cents.map(|c| f64::from(c) / 100.0),
+                    cursor,
+                }
+            ),
             (arb_text(), any::<u64>(), arb_text(), any::<Option<u64>>()).prop_map(
                 |(conversation, seq, text, cursor)| {
                     Event::Transcript {

@@ -315,6 +315,7 @@ impl Node {
         if !login && let Some(me) = self.me.get().and_then(|w| w.upgrade()) {
             me.start_supervision(id);
             me.start_stall_watch(id);
+            me.start_usage_watch(id);
         }
         self.transcripts.append(id, "system", "lifecycle", note).await?;
         Ok(())

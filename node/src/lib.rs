@@ -26,6 +26,7 @@ pub mod store;
 pub mod supervise;
 pub mod tokens;
 pub mod transcript;
+pub mod usage;
 pub mod util;
 pub mod validate;
 

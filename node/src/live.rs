@@ -169,10 +169,15 @@ impl Tail {
         let mut consumed = self.offset - self.partial.len() as u64;
         self.offset += bytes.len() as u64;
         self.partial.extend_from_slice(&bytes);
-        while let Some(nl) = self.partial.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=nl).collect();
+        // Records are lines, or what the harness groups (aider's messages).
+        while let Some(len) = self
+            .harness
+            .session_record_len(&self.partial)
+            .filter(|n| (1..=self.partial.len()).contains(n))
+        {
+            let line: Vec<u8> = self.partial.drain(..len).collect();
             consumed += line.len() as u64;
-            let line = String::from_utf8_lossy(&line[..line.len() - 1]).to_string();
+            let line = String::from_utf8_lossy(line.strip_suffix(b"\n").unwrap_or(&line)).to_string();
             if let Some(entry) = self.harness.parse_session_line(&line) {
                 self.record(entry, consumed).await;
             }

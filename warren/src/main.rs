@@ -65,6 +65,8 @@ enum Command {
         #[command(subcommand)]
         verb: cmd::FleetVerb,
     },
+    /// Token use and cost as the CLIs reported them (a conversation's).
+    Usage(cmd::UsageArgs),
     /// Capability tokens: mint, attenuate (offline), inspect, revoke.
     Token {
         #[command(subcommand)]
@@ -77,8 +79,9 @@ enum Command {
     },
     /// Benchmarks (durable appends, latencies, RSS, start-up).
     Bench(bench::BenchArgs),
-    /// A fake Anthropic model server (streaming SSE) for running the real
-    /// Claude Code CLI offline: `run: CMD` asks for a Bash tool call.
+    /// A fake model server (Anthropic Messages and OpenAI Chat Completions)
+    /// for running the real Claude Code CLI and aider offline: `run: CMD`
+    /// asks for a shell command, `create: PATH` for a new file.
     FakeModel {
         /// TCP port on 127.0.0.1 (0 = any; the address is printed).
         #[arg(long, default_value_t = 0)]
@@ -211,6 +214,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Supervision { verb } => cmd::supervision(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Mail { verb } => cmd::mail(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Token { verb } => cmd::token(verb, cmd::Conn::new(cli.url, cli.token), out).await,
+        Command::Usage(args) => cmd::usage(args, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Transcript { verb } => cmd::transcript(verb, cmd::Conn::new(cli.url, cli.token), out).await,
     }
 }

@@ -61,7 +61,12 @@ async fn assert_observes_alice_only(node: &TestNode, token: &str, a: &str, b: &s
             .iter()
             .any(|e| e["text"] == "hello alice")
     );
+    let usage = code_of(&mut t, "usage.get", json!({ "scope": "conversation", "id": a }))
+        .await
+        .expect("alice's usage");
+    assert_eq!(usage["turns"], 0, "the fake CLI reports no usage");
     for (method, params, needle) in [
+        ("usage.get", json!({ "scope": "conversation", "id": b }), "resource"),
         (
             "conversation.sendMessage",
             json!({ "conversation": a, "text": "sneaky" }),
@@ -255,6 +260,7 @@ async fn the_companion_reads_and_does_nothing_else() {
         ("supervision.holds", json!({})),
         ("supervision.audit", json!({})),
         ("supervision.rules", json!({ "agent": "alice" })),
+        ("usage.get", json!({ "scope": "conversation", "id": a })),
     ];
     for (method, params) in reads {
         code_of(&mut t, method, params)
@@ -262,7 +268,7 @@ async fn the_companion_reads_and_does_nothing_else() {
             .unwrap_or_else(|e| panic!("companion {method}: {e}"));
     }
     // Read-only methods this node does not serve yet pass authorization.
-    for method in ["fleet.nodes", "usage.get"] {
+    for method in ["fleet.nodes"] {
         let e = code_of(&mut t, method, json!({})).await.expect_err(method);
         assert_eq!(e.code, -32601, "{method} is allowed for the companion: {}", e.message);
     }

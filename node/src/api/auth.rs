@@ -51,6 +51,12 @@ async fn resources(app: &Arc<App>, scope: Scope, method: &str, p: Option<&Value>
             Some(c) => conversation(c).await,
             None => vec![Resource::Node],
         },
+        // `usage.get` names its target as `{scope, id}`.
+        Scope::Narrowest if method == "usage.get" => match (str_param(p, "scope"), str_param(p, "id")) {
+            (Some("conversation"), Some(c)) => conversation(c).await,
+            (Some("agent"), Some(a)) => vec![Resource::Agent(a.to_string())],
+            _ => vec![Resource::Node],
+        },
         Scope::Narrowest => {
             if let Some(c) = str_param(p, "conversation") {
                 conversation(c).await

@@ -363,6 +363,7 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
             node.revoke(vec![r.revocation_id]).await?;
             json!({ "revoked": true })
         }
+        m::USAGE_GET => node.usage_get(params(p)?).await?,
         m::SUBSCRIPTION_CANCEL => {
             let s: console_api::SubscriptionRef = params(p)?;
             conn.cancel(&s.subscription)?;

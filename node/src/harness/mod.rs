@@ -3,6 +3,7 @@
 //! its status and dialogs off the screen, and where its own structured session
 //! file is (the transcript source).
 
+pub mod aider;
 pub mod claude;
 pub mod fake;
 pub mod setup;
@@ -76,6 +77,19 @@ pub struct Dialog {
     pub options: Vec<String>,
 }
 
+/// One turn's token use and cost as the CLI itself reported it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportedUsage {
+    /// The model, when the report names it.
+    pub model: Option<String>,
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    /// The cost the CLI computed; `None` when it knows no price for the model.
+    pub usd: Option<f64>,
+}
+
 /// One entry of the CLI's own session file, attributed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
@@ -110,17 +124,35 @@ pub trait Harness: Send + Sync {
     fn login_args(&self) -> Option<&'static [&'static str]> {
         None
     }
+    /// The length of the first complete record at the start of `unread` (the
+    /// part of the session file not read yet), its final newline included;
+    /// `None` until one is complete. `parse_session_line` gets each record
+    /// without that newline. By default a record is one line (JSON lines); a
+    /// CLI whose file is markdown (aider) groups lines into messages.
+    fn session_record_len(&self, unread: &[u8]) -> Option<usize> {
+        unread.iter().position(|b| *b == b'\n').map(|nl| nl + 1)
+    }
+    /// The file where the CLI reports each turn's token use and cost, one
+    /// JSON line per report, if it writes one (tailed for usage).
+    fn usage_file(&self, _home: &Path, _resume_ref: &str) -> Option<PathBuf> {
+        None
+    }
+    /// One line of `usage_file`: a turn's usage, or `None` for other lines.
+    fn parse_usage_line(&self, _line: &str) -> Option<ReportedUsage> {
+        None
+    }
 }
 
 /// Every harness with an adapter here (what `adapter` accepts): keep the two
 /// in step.
-pub const ADAPTERS: [&str; 2] = ["fake", "claude"];
+pub const ADAPTERS: [&str; 3] = ["fake", "claude", "aider"];
 
 /// The adapter for `harness`, if this node has one.
 pub fn adapter(harness: &str) -> Result<&'static dyn Harness, HarnessError> {
     match harness {
         "fake" => Ok(&fake::FakeHarness),
         "claude" => Ok(&claude::ClaudeHarness),
+        "aider" => Ok(&aider::AiderHarness),
         other => Err(HarnessError::Unsupported(other.to_string())),
     }
 }

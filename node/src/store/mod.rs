@@ -258,6 +258,30 @@ impl Store {
         Ok(row.get::<Option<i64>, _>(0).map(|c| c as u64))
     }
 
+    /// The usage reports (`usage_recorded` events) of `conversation`, in order.
+    pub async fn usage_of(&self, conversation: &str) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, ts, body FROM events WHERE kind = 'usage_recorded' AND conversation = ? ORDER BY seq",
+        )
+        .bind(conversation)
+        .fetch_all(&self.reads)
+        .await?;
+        rows.iter().map(decode_row).collect()
+    }
+
+    /// How far into the CLI's usage file this conversation's usage has been
+    /// read (the largest committed cursor), if any of it has.
+    pub async fn usage_cursor(&self, conversation: &str) -> Result<Option<u64>, StoreError> {
+        let row = sqlx::query(
+            "SELECT MAX(json_extract(body, '$.cursor')) FROM events \
+             WHERE kind = 'usage_recorded' AND conversation = ?",
+        )
+        .bind(conversation)
+        .fetch_one(&self.reads)
+        .await?;
+        Ok(row.get::<Option<i64>, _>(0).map(|c| c as u64))
+    }
+
     /// A digest of the whole transcript projection, for replay checks.
     pub async fn transcript_digest(&self) -> Result<Vec<(String, u64, String, String, String)>, StoreError> {
         let rows =

@@ -18,10 +18,12 @@ mod mail;
 mod secrets;
 mod supervision;
 mod tokens;
+mod usage;
 
 pub use mail::{MailVerb, mail};
 pub use supervision::{SupervisionVerb, supervision};
 pub use tokens::{FleetVerb, TokenVerb, fleet, token};
+pub use usage::{UsageArgs, usage};
 
 #[derive(Clone, Copy)]
 pub struct Output {

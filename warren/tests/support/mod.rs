@@ -303,6 +303,38 @@ pub fn claude_bin() -> PathBuf {
     )
 }
 
+/// The aider CLI: `WARREN_AIDER_BIN`, else installed (once, in a venv under
+/// target/tools, pinned like the aider image) by the project's own script.
+/// Never skips: a missing CLI fails the test with the script's error.
+pub fn aider_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("WARREN_AIDER_BIN") {
+        return PathBuf::from(p);
+    }
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/scripts/fetch-aider.sh");
+        let out = std::process::Command::new("bash")
+            .arg(&script)
+            .output()
+            .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
+        assert!(
+            out.status.success(),
+            "{} failed: {}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        PathBuf::from(
+            stdout
+                .lines()
+                .last()
+                .expect("the script prints the binary's path")
+                .trim(),
+        )
+    })
+    .clone()
+}
+
 /// The guest image of `harness` built by the project's script from this test
 /// build's `warren` (reused while the binary is unchanged); once per process.
 pub fn guest_image(harness: &str) -> String {
