@@ -1,0 +1,121 @@
+//! What members say to each other: request-response messages (CBOR) and
+//! gossip (CBOR bytes on the fleet's topic). Bounded: every list has a limit
+//! the receiver checks.
+
+use serde::{Deserialize, Serialize};
+
+use crate::cert::Certificate;
+
+/// Most members a fleet may have (and a message may list).
+pub const MAX_MEMBERS: usize = 256;
+/// Largest request or response frame (the codec refuses bigger ones).
+pub const MAX_FRAME_BYTES: u64 = 1024 * 1024;
+
+/// What a node publishes about itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeRecord {
+    pub node_id: String,
+    pub name: String,
+    pub peer_id: String,
+    /// The `ws://` or `wss://` URL clients should use.
+    pub endpoint: String,
+    pub version: String,
+    pub agents: u32,
+    pub live_conversations: u32,
+    pub capacity: Capacity,
+    /// When it was sent (unix ms, the sender's clock).
+    pub sent_at: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capacity {
+    pub cpus: u32,
+    pub memory_mb: u64,
+    /// Live guests (conversations) it runs now.
+    pub guests: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    /// The membership handshake: the first thing asked on a connection.
+    Hello { cert: Certificate },
+    /// A new node asks the inviter to join with an invite's secret.
+    Join { secret: String, node_id: String },
+    /// A member's view, exchanged on every (re)connection, because gossip
+    /// sent during a partition is never replayed.
+    Sync(View),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Response {
+    Hello {
+        cert: Certificate,
+    },
+    Joined {
+        cert: Certificate,
+        view: View,
+    },
+    Synced(View),
+    /// Refused, with the reason (the connection is then closed).
+    Refused {
+        reason: String,
+    },
+}
+
+/// A member's knowledge of the fleet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct View {
+    pub record: NodeRecord,
+    /// Certificates of the members it knows.
+    pub members: Vec<Certificate>,
+    /// Node ids the owner removed.
+    pub removed: Vec<String>,
+}
+
+impl View {
+    /// Checks the bounds a receiver enforces.
+    pub fn check(&self) -> Result<(), String> {
+        if self.members.len() > MAX_MEMBERS || self.removed.len() > MAX_MEMBERS {
+            return Err(format!("a view lists more than {MAX_MEMBERS} nodes"));
+        }
+        Ok(())
+    }
+}
+
+/// Gossip on the fleet topic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Gossip {
+    Heartbeat(NodeRecord),
+    /// The owner removed a member: every member drops and blocks it.
+    Removed {
+        node_id: String,
+        peer_id: String,
+    },
+}
+
+impl Gossip {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![];
+        let _ = ciborium::into_writer(self, &mut out);
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Gossip, String> {
+        ciborium::from_reader(bytes).map_err(|e| format!("garbled gossip: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gossip_round_trips_and_garbage_is_an_error() {
+        let g = Gossip::Removed {
+            node_id: "n-1".into(),
+            peer_id: "p".into(),
+        };
+        assert_eq!(Gossip::decode(&g.encode()), Ok(g));
+        assert!(Gossip::decode(b"\xff\x00garbage").is_err());
+    }
+}
