@@ -40,6 +40,8 @@ pub const TABLE: &[(&str, Need)] = &[
     ("session.authenticate", need(Caller, Observe)),
     ("node.info", need(Node, Observe)),
     ("fleet.nodes", need(Node, Observe)),
+    ("fleet.invite", need(Node, Admin)),
+    ("fleet.join", need(Node, Admin)),
     ("agent.create", need(Node, Admin)),
     ("agent.get", need(Agent, Observe)),
     ("agent.list", need(Node, Observe)),
@@ -121,6 +123,9 @@ pub const COMPANION_ACTIONS: &[&str] = &["supervision.nudge", "supervision.answe
 pub const LOCAL_ONLY: &[&str] = &[
     // A secret's value never crosses the network.
     "agent.secret.set",
+    // Who may join the fleet, and which fleet this node is in.
+    "fleet.invite",
+    "fleet.join",
     // It changes the credentials every later conversation of the agent uses.
     "agent.login",
     "supervision.set",

@@ -16,6 +16,8 @@ pub enum ErrorCode {
     NotFound,
     Conflict,
     LocalOnly,
+    /// The home node of an agent or conversation cannot be reached now.
+    Unreachable,
     /// The CLI could not be launched because of the node's setup (a harness
     /// program, image or file): the message names the setting to fix.
     LaunchFailed,
@@ -35,6 +37,7 @@ impl ErrorCode {
             ErrorCode::NotFound => -32004,
             ErrorCode::Conflict => -32009,
             ErrorCode::LocalOnly => -32010,
+            ErrorCode::Unreachable => -32012,
             ErrorCode::LaunchFailed => -32014,
             ErrorCode::Busy => -32029,
         }
@@ -44,7 +47,7 @@ impl ErrorCode {
         ErrorCode::ALL.into_iter().find(|c| c.code() == code)
     }
 
-    pub const ALL: [ErrorCode; 12] = [
+    pub const ALL: [ErrorCode; 13] = [
         ErrorCode::Parse,
         ErrorCode::InvalidRequest,
         ErrorCode::MethodNotFound,
@@ -55,6 +58,7 @@ impl ErrorCode {
         ErrorCode::NotFound,
         ErrorCode::Conflict,
         ErrorCode::LocalOnly,
+        ErrorCode::Unreachable,
         ErrorCode::LaunchFailed,
         ErrorCode::Busy,
     ];
@@ -103,7 +107,7 @@ mod tests {
     #[test]
     fn codes_round_trip() {
         for code in [
-            -32700, -32600, -32601, -32602, -32603, -32001, -32003, -32004, -32009, -32010, -32014, -32029,
+            -32700, -32600, -32601, -32602, -32603, -32001, -32003, -32004, -32009, -32010, -32012, -32014, -32029,
         ] {
             let kind = ErrorCode::from_code(code).expect("known code");
             assert_eq!(kind.code(), code);

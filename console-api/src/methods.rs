@@ -8,6 +8,9 @@ pub const AGENT_CREATE: &str = "agent.create";
 pub const AGENT_GET: &str = "agent.get";
 pub const AGENT_LIST: &str = "agent.list";
 pub const AGENT_UPDATE: &str = "agent.update";
+pub const FLEET_NODES: &str = "fleet.nodes";
+pub const FLEET_INVITE: &str = "fleet.invite";
+pub const FLEET_JOIN: &str = "fleet.join";
 pub const AGENT_SECRET_SET: &str = "agent.secret.set";
 pub const AGENT_SECRET_UNSET: &str = "agent.secret.unset";
 pub const AGENT_SECRET_LIST: &str = "agent.secret.list";
@@ -75,6 +78,9 @@ pub const NOTIFY_REQUEST_PROGRESS: &str = "request.progress";
 pub const ALL: &[&str] = &[
     SESSION_AUTHENTICATE,
     NODE_INFO,
+    FLEET_NODES,
+    FLEET_INVITE,
+    FLEET_JOIN,
     AGENT_CREATE,
     AGENT_GET,
     AGENT_LIST,

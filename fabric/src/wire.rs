@@ -23,6 +23,8 @@ pub struct NodeRecord {
     pub agents: u32,
     pub live_conversations: u32,
     pub capacity: Capacity,
+    /// Where its fabric listens (multiaddrs), for members to (re)dial.
+    pub addrs: Vec<String>,
     /// When it was sent (unix ms, the sender's clock).
     pub sent_at: u64,
 }
@@ -65,8 +67,9 @@ pub enum Response {
 /// A member's knowledge of the fleet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct View {
-    pub record: NodeRecord,
-    /// Certificates of the members it knows.
+    /// The sender's own record first, then the others it has seen.
+    pub records: Vec<NodeRecord>,
+    /// Certificates of the members it knows (itself included).
     pub members: Vec<Certificate>,
     /// Node ids the owner removed.
     pub removed: Vec<String>,
@@ -75,7 +78,7 @@ pub struct View {
 impl View {
     /// Checks the bounds a receiver enforces.
     pub fn check(&self) -> Result<(), String> {
-        if self.members.len() > MAX_MEMBERS || self.removed.len() > MAX_MEMBERS {
+        if self.members.len() > MAX_MEMBERS || self.removed.len() > MAX_MEMBERS || self.records.len() > MAX_MEMBERS {
             return Err(format!("a view lists more than {MAX_MEMBERS} nodes"));
         }
         Ok(())

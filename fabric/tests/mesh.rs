@@ -57,6 +57,7 @@ fn record(id: &str) -> NodeRecord {
         agents: 0,
         live_conversations: 0,
         capacity: Capacity::default(),
+        addrs: vec![],
         sent_at: 0,
     }
 }

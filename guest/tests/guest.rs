@@ -315,7 +315,10 @@ async fn requests_resize_reconnect_and_close() {
     assert!(ok && screen.rows == 24 && screen.cols == 80);
     // The output line; a shell prompt printed late may precede it ("# hello-42").
     assert!(
-        screen.lines.iter().any(|l| l.ends_with("hello-42") && !l.contains("echo")),
+        screen
+            .lines
+            .iter()
+            .any(|l| l.ends_with("hello-42") && !l.contains("echo")),
         "{:?}",
         screen.lines
     );

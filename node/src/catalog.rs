@@ -68,6 +68,8 @@ pub struct Catalog {
     /// Instance token revocation ids issued per conversation and not yet
     /// revoked (what a restarted node revokes).
     pub instance_tokens: BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// This node's fleet membership, the members it knows, its invites.
+    pub fleet: crate::fleet::state::FleetState,
     /// Seq of the last event applied.
     pub applied_seq: u64,
 }
@@ -201,6 +203,10 @@ impl Catalog {
                     }
                 }
             }
+            Event::FleetJoined { .. }
+            | Event::FleetMember { .. }
+            | Event::FleetInvite { .. }
+            | Event::FleetInviteUsed { .. } => self.fleet.apply(&e.event),
             Event::Transcript { .. } | Event::UsageRecorded { .. } => {}
         }
     }

@@ -69,6 +69,10 @@ pub struct Config {
     pub harnesses: std::collections::BTreeMap<String, crate::harness::HarnessSettings>,
     /// `[docker]`: guest container limits and timing.
     pub docker: crate::runtime::docker::DockerSettings,
+    /// This node's name in the fleet (default: the host's name).
+    pub name: Option<String>,
+    /// `[fleet]`: the fabric between nodes.
+    pub fleet: crate::fleet::FleetSettings,
 }
 
 impl Default for Config {
@@ -85,6 +89,8 @@ impl Default for Config {
             limits: Limits::default(),
             supervision: supervision::SupervisionConfig::default(),
             harnesses: Default::default(),
+            name: None,
+            fleet: Default::default(),
         }
     }
 }
@@ -111,6 +117,8 @@ pub struct Overrides {
 /// URL and token, a CLI's conversation, a test's binary path) and is ignored.
 const ENV_KEYS: &[&str] = &[
     "data_dir",
+    "name",
+    "fleet",
     "listen",
     "runtime",
     "rows",

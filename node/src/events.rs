@@ -146,6 +146,26 @@ pub enum Event {
         name: String,
         set: bool,
     },
+    /// This node is a member of the fleet whose root is `root` (hex), by
+    /// `cert` (self-issued by the owner's node, or from the inviter).
+    FleetJoined {
+        root: String,
+        cert: fabric::Certificate,
+    },
+    /// Another member, known by its certificate.
+    FleetMember {
+        cert: fabric::Certificate,
+    },
+    /// A join code was printed (the secret's hash only).
+    FleetInvite {
+        secret_hash: String,
+        expires_at: u64,
+    },
+    /// A join code was used by `node_id`: it is refused from now on.
+    FleetInviteUsed {
+        secret_hash: String,
+        node_id: String,
+    },
     /// A token (any token one of whose blocks has this revocation id) is dead.
     TokenRevoked {
         revocation_id: String,
@@ -240,6 +260,10 @@ impl Event {
             Event::ApprovalRule { .. } => "approval_rule",
             Event::TokenRevoked { .. } => "token_revoked",
             Event::AgentSecret { .. } => "agent_secret",
+            Event::FleetJoined { .. } => "fleet_joined",
+            Event::FleetMember { .. } => "fleet_member",
+            Event::FleetInvite { .. } => "fleet_invite",
+            Event::FleetInviteUsed { .. } => "fleet_invite_used",
             Event::Guest { .. } => "guest",
             Event::GuestAttached { .. } => "guest_attached",
             Event::InstanceTokenIssued { .. } => "instance_token_issued",

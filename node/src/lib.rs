@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod config;
 pub mod events;
 pub mod exits;
+pub mod fleet;
 pub mod harness;
 pub mod hooks;
 pub mod images;

@@ -147,6 +147,9 @@ pub async fn run(
                 .with_context(|| format!("trusted_roots: {hex_key:?} is not an ed25519 public key in hex"))?,
         );
     }
+    let name = cfg.name.clone().unwrap_or_else(host_name);
+    let fleet = crate::fleet::FleetRuntime::open(&data_dir, cfg.fleet.clone(), name)
+        .context("setting up the node's fleet identity")?;
     let node = Node::open(
         CoreConfig {
             node_id: node_id.clone(),
@@ -165,6 +168,7 @@ pub async fn run(
         store,
         runtime.clone(),
         root.clone(),
+        fleet,
     )
     .await
     .map_err(|e| anyhow::anyhow!("recovering the catalog: {e}"))?;
@@ -175,6 +179,10 @@ pub async fn run(
     let addr = listener.local_addr()?;
     let endpoint = format!("ws://{addr}{}", console_api::WS_PATH);
     node.set_endpoint(endpoint.clone());
+    node.load_known_peers();
+    if let Err(e) = node.start_fleet().await {
+        eprintln!("warning: the fabric did not start: {e}");
+    }
     let socket_path = data_dir.join("warren.sock");
     let unix = api::unix::bind(&socket_path).with_context(|| format!("binding {}", socket_path.display()))?;
 
@@ -394,4 +402,14 @@ pub async fn rebuild(data_dir: &Path) -> anyhow::Result<serde_json::Value> {
         "conversations": conversations.len(),
         "catalog": { "agents": agents, "conversations": conversations },
     }))
+}
+
+/// The host's name (the default node name in a fleet).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "warren".into())
 }

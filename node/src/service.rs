@@ -34,6 +34,9 @@ pub enum NodeError {
     Forbidden(String),
     #[error("{message}")]
     Busy { message: String, retry_after_ms: u64 },
+    /// Another node could not be reached (`node` names it).
+    #[error("{message}")]
+    Unreachable { node: String, message: String },
     /// The CLI could not be brought up; `setting` names what to fix in the
     /// node's setup when that is the cause.
     #[error("{message}")]
@@ -130,6 +133,8 @@ pub struct Node {
     pub(crate) run_from_seq: u64,
     /// Server-pushed events (`event.*`): kind and payload.
     pub(crate) events: tokio::sync::broadcast::Sender<(&'static str, Value)>,
+    /// This node in its fleet (the fabric, the members it has seen).
+    pub(crate) fleet: crate::fleet::FleetRuntime,
 }
 
 impl Node {
@@ -141,6 +146,7 @@ impl Node {
         store: Store,
         runtime: Arc<dyn Runtime>,
         root: Arc<capabilities::RootKey>,
+        fleet: crate::fleet::FleetRuntime,
     ) -> NodeResult<Arc<Node>> {
         let run_from_seq = store.max_seq().await?;
         let events = store.catalog_events().await?;
@@ -194,6 +200,7 @@ impl Node {
             holds: Mutex::new(std::collections::BTreeMap::new()),
             run_from_seq,
             events: tokio::sync::broadcast::channel(1024).0,
+            fleet,
         });
         let _ = node.me.set(Arc::downgrade(&node));
         // The tokens of the CLIs that died with the last run die too.
@@ -216,6 +223,12 @@ impl Node {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// This node's libp2p peer id, and its fleet's id once a member.
+    pub async fn fleet_identity(&self) -> (String, Option<String>) {
+        let fleet = self.catalog.lock().await.fleet.fleet_id().map(str::to_string);
+        (self.fleet.peer_id().to_string(), fleet)
     }
 
     pub fn runtime_name(&self) -> &'static str {

@@ -57,6 +57,21 @@ pub fn harness(h: &str) -> Result<(), Invalid> {
     }
 }
 
+/// A node id as the node makes them: `n-` and 16 hex digits.
+pub fn node_id(id: &str) -> Result<(), Invalid> {
+    let ok = id
+        .strip_prefix("n-")
+        .is_some_and(|h| h.len() == 16 && h.chars().all(|c| c.is_ascii_hexdigit()));
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(
+            "node_id",
+            format!("{id:?} is not a node id (n- and 16 hex digits)"),
+        ))
+    }
+}
+
 /// Largest agent secret (an API key or token is far smaller).
 pub const MAX_SECRET_BYTES: usize = 16 * 1024;
 /// Secrets per agent.

@@ -137,6 +137,10 @@ struct UpArgs {
     /// A warren.toml to read instead of the one in the data dir.
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Join the fleet of this join code (`warren fleet invite` on a member
+    /// that holds the owner key) once the node is up.
+    #[arg(long)]
+    join: Option<String>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -210,7 +214,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Node { verb } => cmd::node(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Agent { verb } => cmd::agent(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Conv { verb } => cmd::conv(verb, cmd::Conn::new(cli.url, cli.token), out).await,
-        Command::Fleet { verb } => cmd::fleet(verb, out),
+        Command::Fleet { verb } => cmd::fleet(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Supervision { verb } => cmd::supervision(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Mail { verb } => cmd::mail(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Token { verb } => cmd::token(verb, cmd::Conn::new(cli.url, cli.token), out).await,
@@ -252,6 +256,28 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         eprintln!("warning: conversations run as local processes (the local PTY runtime), not in Docker guests");
     }
     let self_exe = std::env::current_exe()?;
+    let (up_tx, up_rx) = tokio::sync::oneshot::channel::<std::path::PathBuf>();
+    if let Some(code) = args.join {
+        // Once the node answers on its socket, it joins.
+        tokio::spawn(async move {
+            let Ok(data_dir) = up_rx.await else { return };
+            match warren::client::unix_call(
+                &data_dir,
+                console_api::methods::FLEET_JOIN,
+                serde_json::json!({ "invite": code }),
+            )
+            .await
+            {
+                Ok(v) => println!(
+                    "joined fleet {} ({} members)",
+                    v["fleet_id"].as_str().unwrap_or("?"),
+                    v["members"]
+                ),
+                Err(e) => eprintln!("error: joining the fleet failed: {e}"),
+            }
+        });
+    }
+    let mut up_tx = Some(up_tx);
     let shutdown = async {
         let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(s) => s,
@@ -270,6 +296,9 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
             println!("data dir:     {}", s.data_dir.display());
             println!("admin token:  {}", s.token_path.display());
             println!("local socket: {}", s.socket_path.display());
+            if let Some(tx) = up_tx.take() {
+                let _ = tx.send(s.data_dir.clone());
+            }
         },
         shutdown,
     )

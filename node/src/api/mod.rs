@@ -81,6 +81,9 @@ impl From<NodeError> for RpcError {
                 }
                 RpcError::new(ErrorCode::LaunchFailed, message).with_data(Value::Object(data))
             }
+            NodeError::Unreachable { node, message } => {
+                RpcError::new(ErrorCode::Unreachable, message).with_data(json!({ "node": node }))
+            }
             NodeError::Internal(m) => RpcError::new(ErrorCode::Internal, m),
         }
     }
@@ -215,18 +218,48 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
     auth::check(app, conn, method, p.as_ref()).await?;
     let node = &app.node;
     let v = match method {
-        m::NODE_INFO => serde_json::to_value(console_api::NodeInfo {
-            node_id: app.identity.node_id.clone(),
-            peer_id: None,
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            protocol_version: console_api::PROTOCOL_VERSION,
-            endpoint: app.identity.endpoint.clone(),
-            runtime: node.runtime_name().to_string(),
-            started_at: app.identity.started_at,
-            root_public_key: app.identity.root_public_key.clone(),
-            auth_limit_hits: app.verifier.limit_hits(),
-        })
-        .map_err(internal)?,
+        m::NODE_INFO => {
+            let (peer_id, fleet) = node.fleet_identity().await;
+            let mut info = serde_json::to_value(console_api::NodeInfo {
+                node_id: app.identity.node_id.clone(),
+                peer_id: Some(peer_id),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                protocol_version: console_api::PROTOCOL_VERSION,
+                endpoint: app.identity.endpoint.clone(),
+                runtime: node.runtime_name().to_string(),
+                started_at: app.identity.started_at,
+                root_public_key: app.identity.root_public_key.clone(),
+                auth_limit_hits: app.verifier.limit_hits(),
+            })
+            .map_err(internal)?;
+            info["fleet"] = json!(fleet);
+            info
+        }
+        m::FLEET_NODES => node.fleet_nodes().await?,
+        m::FLEET_INVITE => {
+            #[derive(serde::Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct P {
+                #[serde(default)]
+                ttl_secs: Option<u64>,
+            }
+            let ttl = params::<P>(p)?.ttl_secs.unwrap_or(3600);
+            if ttl == 0 || ttl > 7 * 24 * 3600 {
+                return Err(RpcError::new(
+                    ErrorCode::InvalidParams,
+                    format!("ttl_secs: {ttl} is outside 1..=604800 (a week)"),
+                ));
+            }
+            node.fleet_invite(std::time::Duration::from_secs(ttl)).await?
+        }
+        m::FLEET_JOIN => {
+            #[derive(serde::Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct P {
+                invite: String,
+            }
+            node.fleet_join(&params::<P>(p)?.invite).await?
+        }
         m::AGENT_CREATE => json!({ "agent": node.agent_create(params(p)?).await? }),
         m::AGENT_GET => json!({ "agent": node.agent_get(&params::<console_api::AgentRef>(p)?.agent).await? }),
         m::AGENT_LIST => {

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::client::{self, CallError, Client, Target};
 
+mod fleet;
 pub mod hook;
 mod mail;
 mod secrets;
@@ -20,9 +21,10 @@ mod supervision;
 mod tokens;
 mod usage;
 
+pub use fleet::{FleetVerb, fleet};
 pub use mail::{MailVerb, mail};
 pub use supervision::{SupervisionVerb, supervision};
-pub use tokens::{FleetVerb, TokenVerb, fleet, token};
+pub use tokens::{TokenVerb, token};
 pub use usage::{UsageArgs, usage};
 
 #[derive(Clone, Copy)]

@@ -227,20 +227,8 @@ fn print_inspection(v: &Value) {
     }
 }
 
-#[derive(Subcommand)]
-pub enum FleetVerb {
-    /// Create a fleet owner key: its private half signs tokens offline
-    /// (`warren token mint --key-file`), its public half goes into each
-    /// node's `trusted_roots`.
-    Init {
-        /// Where to write the private key (created 0600, never overwritten).
-        #[arg(long, default_value = "owner.key")]
-        key_file: PathBuf,
-    },
-}
-
-pub fn fleet(verb: FleetVerb, out: Output) -> anyhow::Result<ExitCode> {
-    let FleetVerb::Init { key_file } = verb;
+/// `warren fleet init`: writes a new owner key to `key_file`.
+pub(super) fn fleet_init(key_file: PathBuf, out: Output) -> anyhow::Result<ExitCode> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let key = capabilities::RootKey::generate();

@@ -1,0 +1,98 @@
+//! The fleet as this node's log records it: its own membership (the root
+//! and its certificate), the members it knows by certificate, and the join
+//! codes it printed (the secrets' hashes, and whether each was used). A pure
+//! fold over `fleet_*` events.
+
+use std::collections::BTreeMap;
+
+use fabric::Certificate;
+
+use crate::events::Event;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FleetState {
+    /// The fleet root's public key (hex), once this node is a member.
+    pub root: Option<String>,
+    /// This node's own certificate.
+    pub me: Option<Certificate>,
+    /// Other members by node id.
+    pub members: BTreeMap<String, Certificate>,
+    /// Printed join codes: secret hash -> (expires_at, used).
+    pub invites: BTreeMap<String, (u64, bool)>,
+}
+
+/// At most this many join codes are remembered (the oldest go first).
+const MAX_INVITES: usize = 1024;
+
+impl FleetState {
+    pub fn apply(&mut self, e: &Event) {
+        match e {
+            Event::FleetJoined { root, cert } => {
+                self.root = Some(root.clone());
+                self.me = Some(cert.clone());
+                self.members.remove(&cert.node_id);
+            }
+            Event::FleetMember { cert } if self.me.as_ref().is_none_or(|me| me.node_id != cert.node_id) => {
+                self.members.insert(cert.node_id.clone(), cert.clone());
+            }
+            Event::FleetInvite {
+                secret_hash,
+                expires_at,
+            } => {
+                if self.invites.len() >= MAX_INVITES
+                    && let Some(oldest) = self
+                        .invites
+                        .iter()
+                        .min_by_key(|(_, (exp, _))| *exp)
+                        .map(|(k, _)| k.clone())
+                {
+                    self.invites.remove(&oldest);
+                }
+                self.invites.insert(secret_hash.clone(), (*expires_at, false));
+            }
+            Event::FleetInviteUsed { secret_hash, .. } => {
+                if let Some(i) = self.invites.get_mut(secret_hash) {
+                    i.1 = true;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub fn fleet_id(&self) -> Option<&str> {
+        self.me.as_ref().map(|c| c.fleet_id.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cert(node: &str) -> Certificate {
+        let owner = ed25519_dalek::SigningKey::from_bytes(&[4; 32]);
+        Certificate::issue(&owner, node, &format!("peer-{node}"), 1)
+    }
+
+    #[test]
+    fn membership_folds_from_events() {
+        let mut s = FleetState::default();
+        s.apply(&Event::FleetMember { cert: cert("n-2") });
+        s.apply(&Event::FleetJoined {
+            root: "ab".into(),
+            cert: cert("n-1"),
+        });
+        s.apply(&Event::FleetMember { cert: cert("n-1") });
+        assert_eq!(s.root.as_deref(), Some("ab"));
+        assert_eq!(s.members.keys().collect::<Vec<_>>(), ["n-2"], "never itself");
+        s.apply(&Event::FleetInvite {
+            secret_hash: "h".into(),
+            expires_at: 9,
+        });
+        assert_eq!(s.invites["h"], (9, false));
+        s.apply(&Event::FleetInviteUsed {
+            secret_hash: "h".into(),
+            node_id: "n-2".into(),
+        });
+        assert_eq!(s.invites["h"], (9, true));
+    }
+}

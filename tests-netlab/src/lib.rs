@@ -1,0 +1,387 @@
+//! NetLab: real `warren up` processes, each in its own network namespace
+//! with its own address on one bridge, so the fabric between them crosses
+//! real (virtual) links that a test can cut with nft and heal. Unique names
+//! per lab, teardown in a guard (`Drop`), and a reaper for the leftovers of
+//! runs that died. Needs root, `ip` and `nft`: without them a lab fails
+//! loudly, it never skips.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+/// Every namespace and link of a lab starts with this.
+const PREFIX: &str = "wl";
+/// The API port each node listens on (inside its own namespace).
+pub const API_PORT: u16 = 7767;
+/// The fabric port each node listens on.
+pub const FABRIC_PORT: u16 = 7768;
+
+static LABS: AtomicU32 = AtomicU32::new(0);
+
+/// Runs a command, failing with its output when it fails.
+pub fn sh(args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .with_context(|| format!("running {args:?} (is iproute2/nftables installed?)"))?;
+    if !out.status.success() {
+        bail!(
+            "{args:?} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).to_string())
+}
+
+/// The `warren` binary this test build made (target/<profile>/warren).
+pub fn warren_exe() -> PathBuf {
+    let me = std::env::current_exe().expect("current exe");
+    let dir = me.parent().and_then(Path::parent).expect("target dir");
+    let exe = dir.join("warren");
+    assert!(
+        exe.is_file(),
+        "{} is missing: build it first (`cargo build -p warren`; `cargo test --workspace` does)",
+        exe.display()
+    );
+    exe
+}
+
+/// Removes namespaces and links of labs whose test process is gone.
+pub fn reap_leftovers() {
+    let Ok(list) = sh(&["ip", "netns", "list"]) else { return };
+    for line in list.lines() {
+        let name = line.split_whitespace().next().unwrap_or("");
+        if let Some(pid) = lab_pid(name)
+            && !Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = sh(&["ip", "netns", "del", name]);
+        }
+    }
+    if let Ok(rules) = sh(&["iptables", "-S", "FORWARD"]) {
+        for rule in rules.lines() {
+            let words: Vec<&str> = rule.split_whitespace().collect();
+            let bridge = words.windows(2).find(|w| w[0] == "-i").map(|w| w[1]).unwrap_or("");
+            if let Some(pid) = lab_pid(bridge)
+                && !Path::new(&format!("/proc/{pid}")).exists()
+                && words.first() == Some(&"-A")
+            {
+                let mut del = vec!["iptables", "-D"];
+                del.extend(&words[1..]);
+                let _ = sh(&del);
+            }
+        }
+    }
+    let Ok(links) = sh(&["ip", "-o", "link", "show"]) else {
+        return;
+    };
+    for line in links.lines() {
+        let name = line
+            .split(':')
+            .nth(1)
+            .map(|n| n.trim().split('@').next().unwrap_or(""))
+            .unwrap_or("");
+        if let Some(pid) = lab_pid(name)
+            && !Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = sh(&["ip", "link", "del", name]);
+        }
+    }
+}
+
+/// The pid a lab name was made by: `wl<pid hex, 5>` then the rest.
+fn lab_pid(name: &str) -> Option<u32> {
+    let hex = name.strip_prefix(PREFIX)?.get(..5)?;
+    u32::from_str_radix(hex, 16).ok()
+}
+
+/// One node: its namespace, address, data dir and process.
+pub struct LabNode {
+    pub name: String,
+    pub ns: String,
+    pub ip: String,
+    pub dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl LabNode {
+    /// Calls the node's API over its Unix socket (local admin), which works
+    /// across namespaces (the socket is a file).
+    pub async fn call(&self, method: &str, params: Value) -> anyhow::Result<Value> {
+        warren::client::unix_call(&self.dir, method, params)
+            .await
+            .map_err(|e| anyhow::anyhow!("{} {method}: {e}", self.name))
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("node.log")).unwrap_or_default()
+    }
+
+    /// The node's fabric address as other members dial it.
+    pub fn fabric_addr(&self) -> String {
+        format!("/ip4/{}/tcp/{FABRIC_PORT}", self.ip)
+    }
+
+    fn start(&mut self, exe: &Path, join: Option<&str>) -> anyhow::Result<()> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("node.log"))?;
+        let _ = std::fs::remove_file(self.dir.join("warren.sock"));
+        let listen = format!("{}:{API_PORT}", self.ip);
+        let data_dir = self.dir.display().to_string();
+        let exe = exe.display().to_string();
+        let mut args = vec![
+            "netns",
+            "exec",
+            &self.ns,
+            &exe,
+            "up",
+            "--runtime",
+            "local",
+            "--listen",
+            &listen,
+            "--data-dir",
+            &data_dir,
+        ];
+        if let Some(code) = join {
+            args.extend(["--join", code]);
+        }
+        let child = Command::new("ip")
+            .args(&args)
+            .env("RUST_LOG", "warn,node::fleet=info")
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .stdin(Stdio::null())
+            .spawn()
+            .context("starting a node in its namespace")?;
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.dir.join("warren.sock").exists() {
+            if let Some(c) = self.child.as_mut()
+                && let Ok(Some(status)) = c.try_wait()
+            {
+                bail!("{} exited ({status}) before it listened:\n{}", self.name, self.log());
+            }
+            if Instant::now() > deadline {
+                bail!("{} did not start within 30 s:\n{}", self.name, self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    /// `kill -9` of the node process (its namespace stays).
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Drops all traffic in and out of the node's namespace (nft).
+    pub fn partition(&self) -> anyhow::Result<()> {
+        let rules = "table inet warrenlab {\n chain in { type filter hook input priority 0; policy drop; iif lo accept; }\n chain out { type filter hook output priority 0; policy drop; oif lo accept; }\n}\n";
+        let file = self.dir.join("partition.nft");
+        std::fs::write(&file, rules)?;
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &self.ns,
+            "nft",
+            "-f",
+            &file.display().to_string(),
+        ])
+        .map(|_| ())
+    }
+
+    pub fn heal(&self) -> anyhow::Result<()> {
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &self.ns,
+            "nft",
+            "delete",
+            "table",
+            "inet",
+            "warrenlab",
+        ])
+        .map(|_| ())
+    }
+}
+
+impl Drop for LabNode {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// A lab: a bridge, namespaces on it, and nodes in them.
+pub struct Lab {
+    id: String,
+    bridge: String,
+    subnet: u8,
+    exe: PathBuf,
+    pub nodes: Vec<LabNode>,
+    _dirs: tempfile::TempDir,
+}
+
+impl Lab {
+    /// A bridge with `names.len()` namespaces on it, one address each
+    /// (10.77.S.11, .12, ...); no node started yet.
+    pub fn new(names: &[&str]) -> anyhow::Result<Lab> {
+        let who = sh(&["id", "-u"])?;
+        if who.trim() != "0" {
+            bail!("the netlab needs root (network namespaces, veth, nft); run as root");
+        }
+        reap_leftovers();
+        let n = LABS.fetch_add(1, Ordering::SeqCst);
+        let id = format!("{PREFIX}{:05x}{n:x}", std::process::id() & 0xfffff);
+        let subnet: u8 = 100 + (rand::random::<u8>() % 150);
+        let bridge = format!("{id}br");
+        sh(&["ip", "link", "add", &bridge, "type", "bridge"])?;
+        sh(&["ip", "addr", "add", &format!("10.77.{subnet}.1/24"), "dev", &bridge])?;
+        sh(&["ip", "link", "set", &bridge, "up"])?;
+        // Docker's FORWARD policy (DROP, with bridged traffic through
+        // iptables) would stop traffic between the namespaces.
+        sh(&[
+            "iptables", "-I", "FORWARD", "-i", &bridge, "-o", &bridge, "-j", "ACCEPT",
+        ])?;
+        let dirs = tempfile::tempdir()?;
+        let mut lab = Lab {
+            id,
+            bridge,
+            subnet,
+            exe: warren_exe(),
+            nodes: vec![],
+            _dirs: dirs,
+        };
+        for (i, name) in names.iter().enumerate() {
+            lab.add_namespace(name, i)?;
+        }
+        Ok(lab)
+    }
+
+    fn add_namespace(&mut self, name: &str, i: usize) -> anyhow::Result<()> {
+        let ns = format!("{}-{name}", self.id);
+        let host = format!("{}h{i}", self.id);
+        let inner = format!("{}n{i}", self.id);
+        let ip = format!("10.77.{}.{}", self.subnet, 11 + i);
+        sh(&["ip", "netns", "add", &ns])?;
+        sh(&["ip", "link", "add", &host, "type", "veth", "peer", "name", &inner])?;
+        sh(&["ip", "link", "set", &inner, "netns", &ns])?;
+        sh(&["ip", "link", "set", &host, "master", &self.bridge, "up"])?;
+        sh(&[
+            "ip",
+            "netns",
+            "exec",
+            &ns,
+            "ip",
+            "addr",
+            "add",
+            &format!("{ip}/24"),
+            "dev",
+            &inner,
+        ])?;
+        sh(&["ip", "netns", "exec", &ns, "ip", "link", "set", &inner, "up"])?;
+        sh(&["ip", "netns", "exec", &ns, "ip", "link", "set", "lo", "up"])?;
+        let dir = self._dirs.path().join(name);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(
+            dir.join("warren.toml"),
+            format!(
+                "name = {name:?}\n[fleet]\nlisten = \"/ip4/{ip}/tcp/{FABRIC_PORT}\"\nheartbeat_ms = 500\nunhealthy_after_ms = 2500\nprove_within_ms = 2000\n"
+            ),
+        )?;
+        self.nodes.push(LabNode {
+            name: name.to_string(),
+            ns,
+            ip,
+            dir,
+            child: None,
+        });
+        Ok(())
+    }
+
+    /// Makes node `i` the fleet's owner (its data dir holds the owner key).
+    pub fn make_owner(&self, i: usize) -> anyhow::Result<()> {
+        let key = self.nodes[i].dir.join("owner.key");
+        sh(&[
+            &self.exe.display().to_string(),
+            "fleet",
+            "init",
+            "--key-file",
+            &key.display().to_string(),
+        ])
+        .map(|_| ())
+    }
+
+    /// Starts node `i` (joining with `join` when given).
+    pub fn start(&mut self, i: usize, join: Option<&str>) -> anyhow::Result<()> {
+        let exe = self.exe.clone();
+        self.nodes[i].start(&exe, join)
+    }
+
+    pub fn node(&self, name: &str) -> &LabNode {
+        self.nodes.iter().find(|n| n.name == name).expect("a node of this lab")
+    }
+
+    pub fn node_mut(&mut self, name: &str) -> &mut LabNode {
+        self.nodes
+            .iter_mut()
+            .find(|n| n.name == name)
+            .expect("a node of this lab")
+    }
+
+    pub fn index(&self, name: &str) -> usize {
+        self.nodes
+            .iter()
+            .position(|n| n.name == name)
+            .expect("a node of this lab")
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for n in &mut self.nodes {
+            n.kill9();
+            let _ = sh(&["ip", "netns", "del", &n.ns]);
+        }
+        let _ = sh(&["ip", "link", "del", &self.bridge]);
+        let _ = sh(&[
+            "iptables",
+            "-D",
+            "FORWARD",
+            "-i",
+            &self.bridge,
+            "-o",
+            &self.bridge,
+            "-j",
+            "ACCEPT",
+        ]);
+    }
+}
+
+/// Polls `check` until it gives a value, or fails naming `what` at the deadline.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = check().await {
+            return Ok(v);
+        }
+        if Instant::now() > deadline {
+            bail!("timed out after {timeout:?} waiting for: {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

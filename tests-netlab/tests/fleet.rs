@@ -1,0 +1,201 @@
+//! The fleet on real network namespaces: three `warren up` processes on
+//! three addresses join by invite and converge; join codes that are replayed,
+//! expired or garbled are refused and their sender is blocked; a partitioned
+//! node turns unhealthy on the others and healthy again once healed, with no
+//! restart; a node killed with `kill -9` and restarted rejoins, and its own
+//! gossip (a changed record) reaches the others.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tests_netlab::{Lab, LabNode, wait_for};
+
+/// name -> healthy, as `node` sees the fleet.
+async fn health(node: &LabNode) -> BTreeMap<String, bool> {
+    let Ok(v) = node.call("fleet.nodes", json!({})).await else {
+        return BTreeMap::new();
+    };
+    v["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| Some((n["name"].as_str()?.to_string(), n["healthy"].as_bool()?)))
+        .collect()
+}
+
+async fn invite(owner: &LabNode) -> String {
+    let v = owner
+        .call("fleet.invite", json!({ "ttl_secs": 600 }))
+        .await
+        .expect("invite");
+    v["invite"].as_str().expect("code").to_string()
+}
+
+/// Every node of `names` sees exactly `names`, each `healthy`.
+async fn all_see(lab: &Lab, names: &[&str], healthy: bool, within: Duration) {
+    let want: BTreeMap<String, bool> = names.iter().map(|n| (n.to_string(), healthy)).collect();
+    for n in names {
+        let node = lab.node(n);
+        let got = wait_for(&format!("{n} sees {want:?}"), within, || async {
+            let h = health(node).await;
+            let mine: BTreeMap<String, bool> = h.into_iter().filter(|(k, _)| want.contains_key(k)).collect();
+            (mine == want || (healthy && mine.values().all(|v| *v) && mine.len() == want.len())).then_some(())
+        })
+        .await;
+        if let Err(e) = got {
+            panic!("{e}; {n}'s view: {:?}\n{}", health(node).await, node.log());
+        }
+    }
+}
+
+/// Starts n1 (the owner), then n2 and n3 joining by invite.
+async fn three_node_fleet() -> Lab {
+    let mut lab = Lab::new(&["n1", "n2", "n3"]).expect("lab");
+    lab.make_owner(0).expect("owner key");
+    lab.start(0, None).expect("n1 up");
+    for i in 1..3 {
+        let code = invite(&lab.nodes[0]).await;
+        lab.start(i, Some(&code)).expect("node up");
+        let node = &lab.nodes[i];
+        wait_for("the join", Duration::from_secs(20), || async {
+            let info = node.call("node.info", json!({})).await.ok()?;
+            info["fleet"].as_str().map(str::to_string)
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", node.log()));
+    }
+    lab
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_nodes_join_by_invite_and_converge() {
+    let started = Instant::now();
+    let lab = three_node_fleet().await;
+    all_see(&lab, &["n1", "n2", "n3"], true, Duration::from_secs(20)).await;
+    eprintln!("three nodes converged {:?} after the first start", started.elapsed());
+    // One fleet, each node with its own peer id, every endpoint on its own address.
+    let mut fleets = vec![];
+    for n in &lab.nodes {
+        let info = n.call("node.info", json!({})).await.expect("info");
+        assert!(
+            info["peer_id"].as_str().is_some_and(|p| p.starts_with("12D3Koo")),
+            "{info}"
+        );
+        fleets.push(info["fleet"].clone());
+        let nodes = n.call("fleet.nodes", json!({})).await.expect("nodes");
+        for m in nodes["nodes"].as_array().expect("nodes") {
+            let node = lab.node(m["name"].as_str().expect("name"));
+            assert_eq!(m["endpoint"], format!("ws://{}:7767/v1/ws", node.ip), "{m}");
+        }
+    }
+    assert!(fleets.windows(2).all(|w| w[0] == w[1]), "{fleets:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_join_codes_are_refused_and_the_node_is_blocked() {
+    let mut lab = Lab::new(&["n1", "n2", "x1", "x2"]).expect("lab");
+    lab.make_owner(0).expect("owner key");
+    lab.start(0, None).expect("n1 up");
+    let code = invite(&lab.nodes[0]).await;
+    lab.start(1, Some(&code)).expect("n2 up");
+    all_see(&lab, &["n1", "n2"], true, Duration::from_secs(20)).await;
+
+    // An outsider replays the used code; another holds an expired one.
+    lab.start(2, None).expect("x1 up");
+    lab.start(3, None).expect("x2 up");
+    let short = lab.nodes[0]
+        .call("fleet.invite", json!({ "ttl_secs": 1 }))
+        .await
+        .expect("invite");
+    let x1 = lab.node("x1");
+    let e = x1
+        .call("fleet.join", json!({ "invite": code }))
+        .await
+        .expect_err("replayed");
+    assert!(e.to_string().contains("single-use"), "{e}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let x2 = lab.node("x2");
+    let e = x2
+        .call("fleet.join", json!({ "invite": short["invite"] }))
+        .await
+        .expect_err("expired");
+    assert!(e.to_string().contains("expired"), "{e}");
+    // Garbage never reaches the network.
+    let e = x2
+        .call("fleet.join", json!({ "invite": "wfj1.garbage" }))
+        .await
+        .expect_err("garbled");
+    assert!(e.to_string().contains("invite: join code"), "{e}");
+
+    let n1 = lab.node("n1");
+    wait_for("n1 blocks both outsiders", Duration::from_secs(10), || async {
+        (n1.log().matches("peer refused and blocked").count() >= 2).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", n1.log()));
+    let members: Vec<String> = health(n1).await.into_keys().collect();
+    assert_eq!(members, ["n1", "n2"], "no outsider became a member");
+    let x1_view = x1.call("fleet.nodes", json!({})).await.expect("x1 nodes");
+    assert_eq!(x1_view["fleet_id"], Value::Null, "x1 is in no fleet: {x1_view}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_node_is_unhealthy_then_healthy_again_without_a_restart() {
+    let lab = three_node_fleet().await;
+    all_see(&lab, &["n1", "n2", "n3"], true, Duration::from_secs(20)).await;
+    lab.node("n3").partition().expect("cut n3 off");
+    let cut = Instant::now();
+    for n in ["n1", "n2"] {
+        let node = lab.node(n);
+        wait_for(&format!("{n} sees n3 unhealthy"), Duration::from_secs(10), || async {
+            (health(node).await.get("n3") == Some(&false)).then_some(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}: {:?}", lab.node(n).log()));
+    }
+    eprintln!("n3 unhealthy on n1 and n2 {:?} after the cut", cut.elapsed());
+    assert_eq!(health(lab.node("n1")).await.get("n2"), Some(&true), "n2 unaffected");
+    lab.node("n3").heal().expect("heal");
+    let healed = Instant::now();
+    all_see(&lab, &["n1", "n2", "n3"], true, Duration::from_secs(20)).await;
+    eprintln!("healthy again {:?} after healing", healed.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_killed_and_restarted_rejoins_and_its_gossip_reaches_the_others() {
+    let mut lab = three_node_fleet().await;
+    all_see(&lab, &["n1", "n2", "n3"], true, Duration::from_secs(20)).await;
+    lab.node_mut("n2").kill9();
+    let n1 = lab.node("n1");
+    wait_for("n2 down on n1", Duration::from_secs(10), || async {
+        (health(n1).await.get("n2") == Some(&false)).then_some(())
+    })
+    .await
+    .expect("n2 seen down");
+    let i = lab.index("n2");
+    lab.start(i, None).expect("n2 restarts");
+    all_see(&lab, &["n1", "n2", "n3"], true, Duration::from_secs(20)).await;
+    // Its record changes after the restart: only its own heartbeats can say so.
+    let n2 = lab.node("n2");
+    n2.call("agent.create", json!({ "name": "late", "harness": "fake" }))
+        .await
+        .expect("agent");
+    for other in ["n1", "n3"] {
+        let node = lab.node(other);
+        wait_for(
+            &format!("{other} hears n2's new record"),
+            Duration::from_secs(10),
+            || async {
+                let v = node.call("fleet.nodes", json!({})).await.ok()?;
+                v["nodes"]
+                    .as_array()?
+                    .iter()
+                    .any(|m| m["name"] == "n2" && m["agents"] == 1)
+                    .then_some(())
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", node.log()));
+    }
+}
