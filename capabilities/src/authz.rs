@@ -182,7 +182,8 @@ fn parse_rfc3339_utc(s: &str) -> Option<SystemTime> {
 
 /// Verifies and authorizes tokens for one node.
 pub struct Verifier {
-    roots: Vec<PublicKey>,
+    /// Grows when the node joins a fleet (its root is trusted from then on).
+    roots: std::sync::RwLock<Vec<PublicKey>>,
     cache: Mutex<HashMap<String, Arc<Verified>>>,
     limit_hits: AtomicU64,
 }
@@ -201,9 +202,18 @@ impl Verifier {
     /// Trusts tokens signed by any of `roots`.
     pub fn new(roots: Vec<PublicKey>) -> Verifier {
         Verifier {
-            roots,
+            roots: std::sync::RwLock::new(roots),
             cache: Mutex::new(HashMap::new()),
             limit_hits: AtomicU64::new(0),
+        }
+    }
+
+    /// Trusts tokens signed by `root` too (e.g. the fleet root, once a member).
+    pub fn trust(&self, root: PublicKey) {
+        if let Ok(mut r) = self.roots.write()
+            && !r.contains(&root)
+        {
+            r.push(root);
         }
     }
 
@@ -234,7 +244,8 @@ impl Verifier {
             return Err(AuthError::Unauthenticated("the token is empty".into()));
         }
         let mut last = String::from("no trusted root key is configured");
-        for root in &self.roots {
+        let roots = self.roots.read().map(|r| r.clone()).unwrap_or_default();
+        for root in &roots {
             match Biscuit::from_base64(token, *root) {
                 Ok(biscuit) => return Ok(Verified::new(biscuit)),
                 Err(e) => last = describe_format(&e),

@@ -187,6 +187,8 @@ pub async fn run(
     let unix = api::unix::bind(&socket_path).with_context(|| format!("binding {}", socket_path.display()))?;
 
     let started_at = now_ms();
+    let verifier = Arc::new(capabilities::Verifier::new(roots));
+    node.set_verifier(verifier.clone()).await;
     let app = Arc::new(App {
         node: node.clone(),
         identity: NodeIdentity {
@@ -195,7 +197,7 @@ pub async fn run(
             started_at,
             root_public_key: root.public_hex(),
         },
-        verifier: capabilities::Verifier::new(roots),
+        verifier: verifier.clone(),
         limits: cfg.limits.clone(),
         connections: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_connections)),
         guests: guests.as_ref().map(|g| g.registry.clone()),

@@ -135,6 +135,8 @@ pub struct Node {
     pub(crate) events: tokio::sync::broadcast::Sender<(&'static str, Value)>,
     /// This node in its fleet (the fabric, the members it has seen).
     pub(crate) fleet: crate::fleet::FleetRuntime,
+    /// The API's token verifier: a fleet root is trusted once a member.
+    pub(crate) verifier: std::sync::OnceLock<Arc<capabilities::Verifier>>,
 }
 
 impl Node {
@@ -201,6 +203,7 @@ impl Node {
             run_from_seq,
             events: tokio::sync::broadcast::channel(1024).0,
             fleet,
+            verifier: std::sync::OnceLock::new(),
         });
         let _ = node.me.set(Arc::downgrade(&node));
         // The tokens of the CLIs that died with the last run die too.

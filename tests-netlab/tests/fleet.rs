@@ -90,6 +90,36 @@ async fn three_nodes_join_by_invite_and_converge() {
         }
     }
     assert!(fleets.windows(2).all(|w| w[0] == w[1]), "{fleets:?}");
+
+    // Every member trusts the fleet root: a token the owner key signed
+    // offline works on every node's WebSocket (here n3's, from outside).
+    let key = lab.nodes[0].dir.join("owner.key");
+    let out = tests_netlab::sh(&[
+        &tests_netlab::warren_exe().display().to_string(),
+        "token",
+        "mint",
+        "--key-file",
+        &key.display().to_string(),
+        "--right",
+        "node:observe",
+        "--ttl",
+        "600",
+    ])
+    .expect("mint with the owner key");
+    let token = out.lines().next().expect("token").trim().to_string();
+    let n3 = lab.node("n3");
+    let target = warren::client::Target {
+        url: format!("ws://{}:{}/v1/ws", n3.ip, tests_netlab::API_PORT),
+        token: Some(token),
+    };
+    let mut c = warren::client::Client::connect(&target)
+        .await
+        .expect("connect to n3 with the owner's token");
+    let info = c
+        .call("node.info", json!({}))
+        .await
+        .expect("node.info with the owner's token");
+    assert_eq!(info["fleet"], fleets[0]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

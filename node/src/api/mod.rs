@@ -28,7 +28,7 @@ pub struct NodeIdentity {
 pub struct App {
     pub node: Arc<Node>,
     pub identity: NodeIdentity,
-    pub verifier: capabilities::Verifier,
+    pub verifier: Arc<capabilities::Verifier>,
     pub limits: crate::config::Limits,
     pub connections: Arc<tokio::sync::Semaphore>,
     /// Guests dial `/guest` (Docker runtime only).

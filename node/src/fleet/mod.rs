@@ -170,6 +170,24 @@ fn write_private_bytes(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<(
 }
 
 impl Node {
+    /// The API's verifier; the fleet root (if a member) is trusted at once.
+    pub async fn set_verifier(&self, v: Arc<capabilities::Verifier>) {
+        let _ = self.verifier.set(v);
+        if let Some(root) = self.catalog.lock().await.fleet.root.clone() {
+            self.trust_fleet_root(&root);
+        }
+    }
+
+    /// Every member trusts the fleet root for tokens: one minted with the
+    /// owner key works on every node.
+    fn trust_fleet_root(&self, root_hex: &str) {
+        match (capabilities::public_key_from_hex(root_hex), self.verifier.get()) {
+            (Ok(key), Some(v)) => v.trust(key),
+            (Err(e), _) => tracing::error!(error = %e, "the fleet root is not a key"),
+            _ => {}
+        }
+    }
+
     fn me_arc(&self) -> Option<Arc<Node>> {
         self.me.get().and_then(Weak::upgrade)
     }
@@ -201,6 +219,7 @@ impl Node {
         }
         let cert = Certificate::issue(owner, &self.cfg.node_id, &self.fleet.peer_id().to_string(), now_ms());
         let root = hex::encode(owner.verifying_key().as_bytes());
+        self.trust_fleet_root(&root);
         self.commit(&mut cat, vec![Event::FleetJoined { root, cert }]).await
     }
 
@@ -570,6 +589,7 @@ impl Node {
             };
             self.commit(&mut cat, vec![e]).await?;
         }
+        self.trust_fleet_root(&invite.root);
         // The inviter is a member; it told us who else is.
         if let Ok(mut p) = self.fleet.peers.lock() {
             p.entry(inviter).or_insert(PeerInfo {
