@@ -42,6 +42,7 @@ pub const TABLE: &[(&str, Need)] = &[
     ("fleet.nodes", need(Node, Observe)),
     ("fleet.invite", need(Node, Admin)),
     ("fleet.join", need(Node, Admin)),
+    ("fleet.remove", need(Node, Admin)),
     ("agent.create", need(Node, Admin)),
     ("agent.get", need(Agent, Observe)),
     ("agent.list", need(Node, Observe)),
@@ -126,6 +127,7 @@ pub const LOCAL_ONLY: &[&str] = &[
     // Who may join the fleet, and which fleet this node is in.
     "fleet.invite",
     "fleet.join",
+    "fleet.remove",
     // It changes the credentials every later conversation of the agent uses.
     "agent.login",
     "supervision.set",

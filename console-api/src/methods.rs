@@ -11,6 +11,7 @@ pub const AGENT_UPDATE: &str = "agent.update";
 pub const FLEET_NODES: &str = "fleet.nodes";
 pub const FLEET_INVITE: &str = "fleet.invite";
 pub const FLEET_JOIN: &str = "fleet.join";
+pub const FLEET_REMOVE: &str = "fleet.remove";
 pub const AGENT_SECRET_SET: &str = "agent.secret.set";
 pub const AGENT_SECRET_UNSET: &str = "agent.secret.unset";
 pub const AGENT_SECRET_LIST: &str = "agent.secret.list";
@@ -81,6 +82,7 @@ pub const ALL: &[&str] = &[
     FLEET_NODES,
     FLEET_INVITE,
     FLEET_JOIN,
+    FLEET_REMOVE,
     AGENT_CREATE,
     AGENT_GET,
     AGENT_LIST,

@@ -82,6 +82,61 @@ impl Certificate {
     }
 }
 
+/// The owner's removal of a member: signed like a certificate, so every
+/// member can check it came from the fleet root, whoever relays it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Removal {
+    pub fleet_id: String,
+    pub node_id: String,
+    pub peer_id: String,
+    pub removed_at: u64,
+    #[serde(with = "serde_bytes_hex")]
+    pub signature: Vec<u8>,
+}
+
+const REMOVAL_CONTEXT: &[u8] = b"warren fleet removal v1\0";
+
+impl Removal {
+    fn signed_bytes(fleet_id: &str, node_id: &str, peer_id: &str, at: u64) -> Vec<u8> {
+        let mut b = REMOVAL_CONTEXT.to_vec();
+        for field in [fleet_id, node_id, peer_id] {
+            b.extend_from_slice(&(field.len() as u32).to_be_bytes());
+            b.extend_from_slice(field.as_bytes());
+        }
+        b.extend_from_slice(&at.to_be_bytes());
+        b
+    }
+
+    /// The owner removes the member `cert` names.
+    pub fn issue(owner: &SigningKey, cert: &Certificate, at: u64) -> Removal {
+        let signature = owner
+            .sign(&Self::signed_bytes(&cert.fleet_id, &cert.node_id, &cert.peer_id, at))
+            .to_bytes()
+            .to_vec();
+        Removal {
+            fleet_id: cert.fleet_id.clone(),
+            node_id: cert.node_id.clone(),
+            peer_id: cert.peer_id.clone(),
+            removed_at: at,
+            signature,
+        }
+    }
+
+    /// Ok when the fleet `root` signed this removal.
+    pub fn verify(&self, root: &VerifyingKey) -> Result<(), FabricError> {
+        let refuse = |why: &str| Err(FabricError::Certificate(format!("removal: {why}")));
+        if self.fleet_id != fleet_id(root) {
+            return refuse("of another fleet");
+        }
+        let Ok(sig) = <[u8; 64]>::try_from(self.signature.as_slice()) else {
+            return refuse("its signature is not 64 bytes");
+        };
+        let bytes = Self::signed_bytes(&self.fleet_id, &self.node_id, &self.peer_id, self.removed_at);
+        root.verify(&bytes, &Signature::from_bytes(&sig))
+            .or_else(|_| refuse("its signature is not the fleet root's"))
+    }
+}
+
 /// Byte strings as hex in JSON (and CBOR text), readable in logs and files.
 mod serde_bytes_hex {
     use serde::{Deserialize, Deserializer, Serializer};
@@ -131,6 +186,19 @@ mod tests {
         forged.signature = vec![0; 10];
         let e = forged.verify(&owner.verifying_key(), "p").expect_err("short");
         assert!(e.to_string().contains("64 bytes"), "{e}");
+    }
+
+    #[test]
+    fn only_the_root_can_remove() {
+        let owner = key(1);
+        let c = Certificate::issue(&owner, "n-1", "p", 5);
+        let r = Removal::issue(&owner, &c, 9);
+        assert!(r.verify(&owner.verifying_key()).is_ok());
+        let forged = Removal::issue(&key(2), &c, 9);
+        assert!(forged.verify(&owner.verifying_key()).is_err(), "signed by another key");
+        let mut edited = r.clone();
+        edited.node_id = "n-2".into();
+        assert!(edited.verify(&owner.verifying_key()).is_err());
     }
 
     #[test]

@@ -10,7 +10,7 @@ pub mod invite;
 pub mod swarm;
 pub mod wire;
 
-pub use cert::{Certificate, fleet_id};
+pub use cert::{Certificate, Removal, fleet_id};
 pub use invite::Invite;
 /// Multiaddr components (e.g. `/p2p/PEER`).
 pub use libp2p::multiaddr as swarm_protocol;

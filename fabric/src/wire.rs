@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cert::Certificate;
+use crate::cert::{Certificate, Removal};
 
 /// Most members a fleet may have (and a message may list).
 pub const MAX_MEMBERS: usize = 256;
@@ -71,8 +71,8 @@ pub struct View {
     pub records: Vec<NodeRecord>,
     /// Certificates of the members it knows (itself included).
     pub members: Vec<Certificate>,
-    /// Node ids the owner removed.
-    pub removed: Vec<String>,
+    /// The owner's removals it knows.
+    pub removed: Vec<Removal>,
 }
 
 impl View {
@@ -90,10 +90,7 @@ impl View {
 pub enum Gossip {
     Heartbeat(NodeRecord),
     /// The owner removed a member: every member drops and blocks it.
-    Removed {
-        node_id: String,
-        peer_id: String,
-    },
+    Removed(Removal),
 }
 
 impl Gossip {
@@ -114,10 +111,9 @@ mod tests {
 
     #[test]
     fn gossip_round_trips_and_garbage_is_an_error() {
-        let g = Gossip::Removed {
-            node_id: "n-1".into(),
-            peer_id: "p".into(),
-        };
+        let owner = ed25519_dalek::SigningKey::from_bytes(&[1; 32]);
+        let cert = Certificate::issue(&owner, "n-1", "p", 1);
+        let g = Gossip::Removed(Removal::issue(&owner, &cert, 2));
         assert_eq!(Gossip::decode(&g.encode()), Ok(g));
         assert!(Gossip::decode(b"\xff\x00garbage").is_err());
     }

@@ -205,6 +205,7 @@ impl Catalog {
             }
             Event::FleetJoined { .. }
             | Event::FleetMember { .. }
+            | Event::FleetRemoved { .. }
             | Event::FleetInvite { .. }
             | Event::FleetInviteUsed { .. } => self.fleet.apply(&e.event),
             Event::Transcript { .. } | Event::UsageRecorded { .. } => {}

@@ -156,6 +156,10 @@ pub enum Event {
     FleetMember {
         cert: fabric::Certificate,
     },
+    /// The owner removed a member (signed by the fleet root).
+    FleetRemoved {
+        removal: fabric::Removal,
+    },
     /// A join code was printed (the secret's hash only).
     FleetInvite {
         secret_hash: String,
@@ -262,6 +266,7 @@ impl Event {
             Event::AgentSecret { .. } => "agent_secret",
             Event::FleetJoined { .. } => "fleet_joined",
             Event::FleetMember { .. } => "fleet_member",
+            Event::FleetRemoved { .. } => "fleet_removed",
             Event::FleetInvite { .. } => "fleet_invite",
             Event::FleetInviteUsed { .. } => "fleet_invite_used",
             Event::Guest { .. } => "guest",

@@ -229,3 +229,50 @@ async fn a_node_killed_and_restarted_rejoins_and_its_gossip_reaches_the_others()
         .unwrap_or_else(|e| panic!("{e}\n{}", node.log()));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_member_is_dropped_everywhere_and_refused_from_then_on() {
+    let mut lab = three_node_fleet().await;
+    all_see(&lab, &["n1", "n2", "n3"], true, Duration::from_secs(20)).await;
+    let e = lab
+        .node("n2")
+        .call("fleet.remove", json!({ "node": "n3" }))
+        .await
+        .expect_err("not the owner");
+    assert!(e.to_string().contains("owner key"), "{e}");
+    let v = lab
+        .node("n1")
+        .call("fleet.remove", json!({ "node": "n3" }))
+        .await
+        .expect("remove n3");
+    assert_eq!(v["removed"], true);
+    for n in ["n1", "n2"] {
+        let node = lab.node(n);
+        wait_for(&format!("{n} drops n3"), Duration::from_secs(10), || async {
+            let names: Vec<String> = health(node).await.into_keys().collect();
+            (names == ["n1", "n2"]).then_some(())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", node.log()));
+    }
+    // Restarted, n3 is refused by both: it stays cut off.
+    lab.node_mut("n3").kill9();
+    let i = lab.index("n3");
+    lab.start(i, None).expect("n3 restarts");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let n3 = lab.node("n3");
+    let view = health(n3).await;
+    assert!(
+        view.get("n1") != Some(&true) && view.get("n2") != Some(&true),
+        "n3 sees {view:?}"
+    );
+    assert_eq!(
+        health(lab.node("n1")).await.into_keys().collect::<Vec<_>>(),
+        ["n1", "n2"]
+    );
+    assert!(
+        lab.node("n2").log().contains("the owner removed it from the fleet"),
+        "{}",
+        lab.node("n2").log()
+    );
+}

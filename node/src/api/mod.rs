@@ -252,6 +252,14 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
             }
             node.fleet_invite(std::time::Duration::from_secs(ttl)).await?
         }
+        m::FLEET_REMOVE => {
+            #[derive(serde::Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct P {
+                node: String,
+            }
+            node.fleet_remove(&params::<P>(p)?.node).await?
+        }
         m::FLEET_JOIN => {
             #[derive(serde::Deserialize)]
             #[serde(deny_unknown_fields)]

@@ -310,7 +310,7 @@ impl Node {
         View {
             records,
             members,
-            removed: vec![],
+            removed: cat.fleet.removed.values().cloned().collect(),
         }
     }
 
@@ -341,7 +341,72 @@ impl Node {
 
     async fn check_cert(&self, peer: &PeerId, cert: &Certificate) -> Result<(), String> {
         let root = self.fleet_root().await.ok_or("this node is not in a fleet")?;
-        cert.verify(&root, &peer.to_string()).map_err(|e| e.to_string())
+        cert.verify(&root, &peer.to_string()).map_err(|e| e.to_string())?;
+        if self.catalog.lock().await.fleet.is_removed(&cert.node_id, &cert.peer_id) {
+            return Err(format!("{} was removed from the fleet", cert.node_id));
+        }
+        Ok(())
+    }
+
+    /// An owner-signed removal (from gossip, a view, or this node): record
+    /// it once, drop and block the removed peer.
+    async fn apply_removal(&self, removal: fabric::Removal) {
+        let Some(root) = self.fleet_root().await else { return };
+        if removal.verify(&root).is_err() || removal.node_id == self.cfg.node_id {
+            return;
+        }
+        {
+            let mut cat = self.catalog.lock().await;
+            if cat.fleet.removed.contains_key(&removal.node_id) {
+                return;
+            }
+            let e = Event::FleetRemoved {
+                removal: removal.clone(),
+            };
+            if let Err(e) = self.commit(&mut cat, vec![e]).await {
+                tracing::error!(error = %e, "could not record a removal");
+                return;
+            }
+        }
+        if let Ok(mut t) = self.fleet.table.lock() {
+            t.remove(&removal.node_id);
+        }
+        if let Ok(peer) = removal.peer_id.parse::<PeerId>() {
+            self.refuse_peer(peer, "the owner removed it from the fleet").await;
+        }
+    }
+
+    /// `fleet.remove` (local-only, on the owner's node): the member is
+    /// removed fleet-wide (named by node id or name).
+    pub async fn fleet_remove(&self, node: &str) -> NodeResult<Value> {
+        let Some(owner) = self.fleet.owner.clone() else {
+            return Err(NodeError::Conflict(
+                "only the node holding the fleet owner key removes members".into(),
+            ));
+        };
+        let by_name = self.fleet.table.lock().ok().and_then(|t| {
+            t.values()
+                .find(|s| s.record.name == node)
+                .map(|s| s.record.node_id.clone())
+        });
+        let id = by_name.unwrap_or_else(|| node.to_string());
+        if id == self.cfg.node_id {
+            return Err(NodeError::Invalid(
+                "node: the owner's own node cannot be removed".into(),
+            ));
+        }
+        let cert = self.catalog.lock().await.fleet.members.get(&id).cloned();
+        let Some(cert) = cert else {
+            return Err(NodeError::NotFound(format!(
+                "node: {node:?} is not a member of this fleet"
+            )));
+        };
+        let removal = fabric::Removal::issue(&owner, &cert, now_ms());
+        self.apply_removal(removal.clone()).await;
+        if let Ok(f) = self.fleet.fabric() {
+            let _ = f.publish(&Gossip::Removed(removal)).await;
+        }
+        Ok(json!({ "removed": true, "node_id": id }))
     }
 
     /// Proves membership to a newly connected peer and learns its view.
@@ -388,15 +453,21 @@ impl Node {
         for cert in &view.members {
             if cert.verify(&root, &cert.peer_id).is_ok() && cert.node_id != self.cfg.node_id {
                 let mut cat = self.catalog.lock().await;
-                if !cat.fleet.members.contains_key(&cert.node_id) {
+                if !cat.fleet.members.contains_key(&cert.node_id) && !cat.fleet.removed.contains_key(&cert.node_id) {
                     let _ = self
                         .commit(&mut cat, vec![Event::FleetMember { cert: cert.clone() }])
                         .await;
                 }
             }
         }
+        for r in view.removed {
+            self.apply_removal(r).await;
+        }
+        let removed: Vec<String> = self.catalog.lock().await.fleet.removed.keys().cloned().collect();
         for r in view.records {
-            self.saw_record(r, false);
+            if !removed.contains(&r.node_id) {
+                self.saw_record(r, false);
+            }
         }
     }
 
@@ -713,7 +784,9 @@ async fn run_events(node: Weak<Node>, mut events: tokio::sync::mpsc::Receiver<Fa
                     node.saw_record(r, true);
                 }
                 Gossip::Heartbeat(r) => tracing::debug!(%from, node = %r.node_id, "heartbeat of another peer ignored"),
-                Gossip::Removed { .. } => {}
+                Gossip::Removed(removal) => {
+                    tokio::spawn(async move { node.apply_removal(removal).await });
+                }
             },
             FabricEvent::BadGossip { from, error } => tracing::warn!(%from, %error, "garbled gossip"),
             FabricEvent::Pong { peer, .. } => {

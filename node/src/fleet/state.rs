@@ -17,6 +17,8 @@ pub struct FleetState {
     pub me: Option<Certificate>,
     /// Other members by node id.
     pub members: BTreeMap<String, Certificate>,
+    /// Members the owner removed, by node id.
+    pub removed: BTreeMap<String, fabric::Removal>,
     /// Printed join codes: secret hash -> (expires_at, used).
     pub invites: BTreeMap<String, (u64, bool)>,
 }
@@ -32,8 +34,15 @@ impl FleetState {
                 self.me = Some(cert.clone());
                 self.members.remove(&cert.node_id);
             }
-            Event::FleetMember { cert } if self.me.as_ref().is_none_or(|me| me.node_id != cert.node_id) => {
+            Event::FleetMember { cert }
+                if self.me.as_ref().is_none_or(|me| me.node_id != cert.node_id)
+                    && !self.removed.contains_key(&cert.node_id) =>
+            {
                 self.members.insert(cert.node_id.clone(), cert.clone());
+            }
+            Event::FleetRemoved { removal } => {
+                self.members.remove(&removal.node_id);
+                self.removed.insert(removal.node_id.clone(), removal.clone());
             }
             Event::FleetInvite {
                 secret_hash,
@@ -57,6 +66,11 @@ impl FleetState {
             }
             _ => {}
         }
+    }
+
+    /// Whether the owner removed this node id or peer id.
+    pub fn is_removed(&self, node_id: &str, peer_id: &str) -> bool {
+        self.removed.contains_key(node_id) || self.removed.values().any(|r| r.peer_id == peer_id)
     }
 
     pub fn fleet_id(&self) -> Option<&str> {
@@ -94,5 +108,13 @@ mod tests {
             node_id: "n-2".into(),
         });
         assert_eq!(s.invites["h"], (9, true));
+        let owner = ed25519_dalek::SigningKey::from_bytes(&[4; 32]);
+        s.apply(&Event::FleetRemoved {
+            removal: fabric::Removal::issue(&owner, &cert("n-2"), 5),
+        });
+        assert!(s.members.is_empty());
+        assert!(s.is_removed("n-2", "x") && s.is_removed("x", "peer-n-2"));
+        s.apply(&Event::FleetMember { cert: cert("n-2") });
+        assert!(s.members.is_empty(), "a removed node is not learned again");
     }
 }

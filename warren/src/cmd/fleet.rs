@@ -37,6 +37,13 @@ pub enum FleetVerb {
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
+    /// Remove a member fleet-wide (on the node holding the owner key).
+    Remove {
+        /// Its node id or name.
+        node: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
     /// Every member: health, last seen, endpoint, agents, capacity.
     Nodes {
         #[arg(long, env = "WARREN_DATA_DIR")]
@@ -79,6 +86,10 @@ pub async fn fleet(verb: FleetVerb, conn: Conn, out: Output) -> anyhow::Result<E
                     v["members"]
                 )
             })
+        }
+        FleetVerb::Remove { node, data_dir } => {
+            let r = client::unix_call(&client::data_dir(data_dir), m::FLEET_REMOVE, json!({ "node": node })).await;
+            finish(out, r, |v| println!("removed {} from the fleet", s(v, "node_id")))
         }
         FleetVerb::Nodes { data_dir } => {
             let mut c = conn.connect(data_dir).await?;
