@@ -261,16 +261,21 @@ async fn the_companion_reads_and_does_nothing_else() {
         ("supervision.audit", json!({})),
         ("supervision.rules", json!({ "agent": "alice" })),
         ("usage.get", json!({ "scope": "conversation", "id": a })),
+        ("fleet.nodes", json!({})),
     ];
     for (method, params) in reads {
         code_of(&mut t, method, params)
             .await
             .unwrap_or_else(|e| panic!("companion {method}: {e}"));
     }
-    // Read-only methods this node does not serve yet pass authorization.
-    for method in ["fleet.nodes"] {
-        let e = code_of(&mut t, method, json!({})).await.expect_err(method);
-        assert_eq!(e.code, -32601, "{method} is allowed for the companion: {}", e.message);
+    // Fleet membership is changed only on the node itself.
+    for (method, params) in [
+        ("fleet.invite", json!({})),
+        ("fleet.join", json!({ "invite": "x" })),
+        ("fleet.remove", json!({ "node": "n" })),
+    ] {
+        let e = code_of(&mut t, method, params).await.expect_err(method);
+        assert_eq!(e.code, -32010, "companion {method}: {}", e.message);
     }
     let writes = [
         ("agent.create", json!({ "name": "x", "harness": "fake" })),
