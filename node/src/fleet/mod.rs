@@ -78,6 +78,8 @@ pub struct FleetRuntime {
     /// When each known address was last dialed.
     dialed: Mutex<HashMap<String, Instant>>,
     peers_file: PathBuf,
+    /// What `fleet-peers.json` holds now (it is rewritten only on change).
+    saved: Mutex<String>,
 }
 
 struct Seen {
@@ -137,6 +139,7 @@ impl FleetRuntime {
             peers: Mutex::new(HashMap::new()),
             dialed: Mutex::new(HashMap::new()),
             peers_file: data_dir.join("fleet-peers.json"),
+            saved: Mutex::new(String::new()),
         })
     }
 
@@ -887,8 +890,8 @@ async fn run_ticks(node: Weak<Node>) {
 }
 
 impl Node {
-    /// Members' last records go to `fleet-peers.json`, so a restarted node
-    /// knows where to dial (its peers may not dial it first).
+    /// Where members are goes to `fleet-peers.json` (when it changed), so a
+    /// restarted node knows whom to dial (its peers may not dial it first).
     async fn save_known_peers(&self) {
         let records: Vec<NodeRecord> = self
             .fleet
@@ -896,7 +899,18 @@ impl Node {
             .lock()
             .map(|t| t.values().map(|s| s.record.clone()).collect())
             .unwrap_or_default();
-        if let Ok(text) = serde_json::to_string(&records) {
+        let key: String = records
+            .iter()
+            .map(|r| format!("{} {} {:?}\n", r.node_id, r.peer_id, r.addrs))
+            .collect();
+        let changed = self.fleet.saved.lock().map(|mut s| {
+            let changed = *s != key;
+            *s = key;
+            changed
+        });
+        if changed.unwrap_or(true)
+            && let Ok(text) = serde_json::to_string(&records)
+        {
             let _ = crate::util::write_private(&self.fleet.peers_file, &text);
         }
     }
