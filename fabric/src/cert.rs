@@ -19,6 +19,18 @@ pub fn fleet_id(root: &VerifyingKey) -> String {
     hex::encode(&Sha256::digest(root.as_bytes())[..8])
 }
 
+/// What a signature covers: the context, then each field length-prefixed,
+/// then the time (so no two field splits give the same bytes).
+fn signed_bytes(context: &[u8], fleet_id: &str, node_id: &str, peer_id: &str, at: u64) -> Vec<u8> {
+    let mut b = context.to_vec();
+    for field in [fleet_id, node_id, peer_id] {
+        b.extend_from_slice(&(field.len() as u32).to_be_bytes());
+        b.extend_from_slice(field.as_bytes());
+    }
+    b.extend_from_slice(&at.to_be_bytes());
+    b
+}
+
 /// One member's certificate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Certificate {
@@ -35,13 +47,7 @@ pub struct Certificate {
 
 impl Certificate {
     fn signed_bytes(fleet_id: &str, node_id: &str, peer_id: &str, issued_at: u64) -> Vec<u8> {
-        let mut b = CONTEXT.to_vec();
-        for field in [fleet_id, node_id, peer_id] {
-            b.extend_from_slice(&(field.len() as u32).to_be_bytes());
-            b.extend_from_slice(field.as_bytes());
-        }
-        b.extend_from_slice(&issued_at.to_be_bytes());
-        b
+        signed_bytes(CONTEXT, fleet_id, node_id, peer_id, issued_at)
     }
 
     /// The owner signs `node_id`'s membership for `peer_id`.
@@ -98,13 +104,7 @@ const REMOVAL_CONTEXT: &[u8] = b"warren fleet removal v1\0";
 
 impl Removal {
     fn signed_bytes(fleet_id: &str, node_id: &str, peer_id: &str, at: u64) -> Vec<u8> {
-        let mut b = REMOVAL_CONTEXT.to_vec();
-        for field in [fleet_id, node_id, peer_id] {
-            b.extend_from_slice(&(field.len() as u32).to_be_bytes());
-            b.extend_from_slice(field.as_bytes());
-        }
-        b.extend_from_slice(&at.to_be_bytes());
-        b
+        signed_bytes(REMOVAL_CONTEXT, fleet_id, node_id, peer_id, at)
     }
 
     /// The owner removes the member `cert` names.

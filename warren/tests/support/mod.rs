@@ -282,7 +282,15 @@ pub fn claude_bin() -> PathBuf {
     if let Some(p) = std::env::var_os("WARREN_CLAUDE_BIN") {
         return PathBuf::from(p);
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/scripts/fetch-claude.sh");
+    fetched_tool("fetch-claude.sh")
+}
+
+/// Runs `deploy/scripts/SCRIPT` (idempotent, cached under target/tools) and
+/// returns the path it prints last; its error fails the test.
+fn fetched_tool(script: &str) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../deploy/scripts")
+        .join(script);
     let out = std::process::Command::new("bash")
         .arg(&script)
         .output()
@@ -294,13 +302,7 @@ pub fn claude_bin() -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    PathBuf::from(
-        stdout
-            .lines()
-            .last()
-            .expect("the script prints the binary's path")
-            .trim(),
-    )
+    PathBuf::from(stdout.lines().last().expect("the script prints the tool's path").trim())
 }
 
 /// The aider CLI: `WARREN_AIDER_BIN`, else installed (once, in a venv under
@@ -311,28 +313,7 @@ pub fn aider_bin() -> PathBuf {
         return PathBuf::from(p);
     }
     static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/scripts/fetch-aider.sh");
-        let out = std::process::Command::new("bash")
-            .arg(&script)
-            .output()
-            .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
-        assert!(
-            out.status.success(),
-            "{} failed: {}",
-            script.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        PathBuf::from(
-            stdout
-                .lines()
-                .last()
-                .expect("the script prints the binary's path")
-                .trim(),
-        )
-    })
-    .clone()
+    BIN.get_or_init(|| fetched_tool("fetch-aider.sh")).clone()
 }
 
 /// The guest image of `harness` built by the project's script from this test
