@@ -287,7 +287,15 @@ impl Node {
         if live.ready_or_exited(READY_BOUND).await == Status::Exited {
             // Answer once the pause and its reason are recorded.
             live.exit_recorded(READY_BOUND).await;
-            let (_, reason) = live.exit_facts();
+            // The reason as recorded (one source: `on_cli_exit` decided it).
+            let recorded = self
+                .catalog
+                .lock()
+                .await
+                .conversation(id)
+                .ok()
+                .and_then(|c| c.pause_reason.clone());
+            let reason = recorded.unwrap_or_else(|| live.exit_facts().1);
             let hint = if reason.starts_with("resume failed") {
                 format!("; `warren conv continue {id} --fresh` starts the CLI fresh, keeping the transcript")
             } else {

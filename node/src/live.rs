@@ -334,15 +334,16 @@ impl Live {
     /// lines of its screen. Call once it has exited.
     pub fn exit_facts(&self) -> (crate::events::CliExit, String) {
         let lines = crate::exits::last_lines(&self.session.screen().lines);
+        let code = self.session.exit_code();
         let reason = crate::exits::exit_reason(&crate::exits::ExitFacts {
             resumed: self.resumed,
             ready: self.was_ready(),
-            code: self.session.exit_code(),
+            code,
             lines: &lines,
             missing_session: self.harness.missing_session_words(&lines),
         });
         let exit = crate::events::CliExit {
-            code: self.session.exit_code(),
+            code,
             last_lines: lines,
         };
         (exit, reason)

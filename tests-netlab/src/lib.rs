@@ -38,6 +38,13 @@ pub fn sh(args: &[&str]) -> anyhow::Result<String> {
     Ok(String::from_utf8_lossy(&out.stdout).to_string())
 }
 
+/// Runs a command inside namespace `ns`.
+pub fn in_ns(ns: &str, args: &[&str]) -> anyhow::Result<String> {
+    let mut full = vec!["ip", "netns", "exec", ns];
+    full.extend_from_slice(args);
+    sh(&full)
+}
+
 /// The `warren` binary this test build made (target/<profile>/warren).
 pub fn warren_exe() -> PathBuf {
     let me = std::env::current_exe().expect("current exe");
@@ -188,31 +195,11 @@ impl LabNode {
         let rules = "table inet warrenlab {\n chain in { type filter hook input priority 0; policy drop; iif lo accept; }\n chain out { type filter hook output priority 0; policy drop; oif lo accept; }\n}\n";
         let file = self.dir.join("partition.nft");
         std::fs::write(&file, rules)?;
-        sh(&[
-            "ip",
-            "netns",
-            "exec",
-            &self.ns,
-            "nft",
-            "-f",
-            &file.display().to_string(),
-        ])
-        .map(|_| ())
+        in_ns(&self.ns, &["nft", "-f", &file.display().to_string()]).map(|_| ())
     }
 
     pub fn heal(&self) -> anyhow::Result<()> {
-        sh(&[
-            "ip",
-            "netns",
-            "exec",
-            &self.ns,
-            "nft",
-            "delete",
-            "table",
-            "inet",
-            "warrenlab",
-        ])
-        .map(|_| ())
+        in_ns(&self.ns, &["nft", "delete", "table", "inet", "warrenlab"]).map(|_| ())
     }
 }
 
@@ -277,20 +264,9 @@ impl Lab {
         sh(&["ip", "link", "add", &host, "type", "veth", "peer", "name", &inner])?;
         sh(&["ip", "link", "set", &inner, "netns", &ns])?;
         sh(&["ip", "link", "set", &host, "master", &self.bridge, "up"])?;
-        sh(&[
-            "ip",
-            "netns",
-            "exec",
-            &ns,
-            "ip",
-            "addr",
-            "add",
-            &format!("{ip}/24"),
-            "dev",
-            &inner,
-        ])?;
-        sh(&["ip", "netns", "exec", &ns, "ip", "link", "set", &inner, "up"])?;
-        sh(&["ip", "netns", "exec", &ns, "ip", "link", "set", "lo", "up"])?;
+        in_ns(&ns, &["ip", "addr", "add", &format!("{ip}/24"), "dev", &inner])?;
+        in_ns(&ns, &["ip", "link", "set", &inner, "up"])?;
+        in_ns(&ns, &["ip", "link", "set", "lo", "up"])?;
         let dir = self._dirs.path().join(name);
         std::fs::create_dir_all(&dir)?;
         std::fs::write(
