@@ -165,6 +165,22 @@ impl Fabric {
         self.ask(|r| Command::Request(peer, request, r)).await?
     }
 
+    /// One request, given up (its outcome unknown) after `within`.
+    pub async fn request_within(
+        &self,
+        peer: PeerId,
+        request: Request,
+        within: Duration,
+    ) -> Result<Response, FabricError> {
+        match tokio::time::timeout(within, self.request(peer, request)).await {
+            Ok(r) => r,
+            Err(_) => Err(FabricError::Request(format!(
+                "{peer}: no answer within {} ms",
+                within.as_millis()
+            ))),
+        }
+    }
+
     pub async fn respond(&self, reply: u64, response: Response) {
         self.tell(Command::Respond(reply, response)).await;
     }

@@ -10,6 +10,10 @@ use crate::cert::{Certificate, Removal};
 pub const MAX_MEMBERS: usize = 256;
 /// Largest request or response frame (the codec refuses bigger ones).
 pub const MAX_FRAME_BYTES: u64 = 1024 * 1024;
+/// Most notifications one `Pull` answers with.
+pub const MAX_NOTES: usize = 256;
+/// Most revocation ids a view or one gossip message carries.
+pub const MAX_REVOKED: usize = 4096;
 
 /// What a node publishes about itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +50,23 @@ pub enum Request {
     /// A member's view, exchanged on every (re)connection, because gossip
     /// sent during a partition is never replayed.
     Sync(View),
+    /// A client's API call forwarded to the home of what it names, with the
+    /// client's own token. `stream`: it opens a subscription whose
+    /// notifications the caller then pulls.
+    Api { token: String, text: String, stream: bool },
+    /// The next notifications of a forwarded subscription (a long poll).
+    Pull { stream: u64 },
+    /// The caller is done with a forwarded subscription.
+    Cancel { stream: u64 },
+    /// Does the asked node home this agent, conversation or hold?
+    Locate(Locate),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Locate {
+    Agent(String),
+    Conversation(String),
+    Hold(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -58,6 +79,19 @@ pub enum Response {
         view: View,
     },
     Synced(View),
+    /// The home's JSON-RPC answer, as it gave it; `stream` names the
+    /// subscription to pull when the call opened one.
+    Api {
+        text: String,
+        stream: Option<u64>,
+    },
+    /// Notifications of a forwarded subscription, oldest first (at most
+    /// `MAX_NOTES`); `ended` says why it will give no more.
+    Notes {
+        notes: Vec<String>,
+        ended: Option<String>,
+    },
+    Located(bool),
     /// Refused, with the reason (the connection is then closed).
     Refused {
         reason: String,
@@ -73,6 +107,10 @@ pub struct View {
     pub members: Vec<Certificate>,
     /// The owner's removals it knows.
     pub removed: Vec<Removal>,
+    /// Revoked token ids it knows (the newest `MAX_REVOKED`), so a member
+    /// cut off when a token was revoked refuses it once it reconnects.
+    #[serde(default)]
+    pub revoked: Vec<String>,
 }
 
 impl View {
@@ -80,6 +118,9 @@ impl View {
     pub fn check(&self) -> Result<(), String> {
         if self.members.len() > MAX_MEMBERS || self.removed.len() > MAX_MEMBERS || self.records.len() > MAX_MEMBERS {
             return Err(format!("a view lists more than {MAX_MEMBERS} nodes"));
+        }
+        if self.revoked.len() > MAX_REVOKED {
+            return Err(format!("a view lists more than {MAX_REVOKED} revocations"));
         }
         Ok(())
     }
@@ -91,6 +132,9 @@ pub enum Gossip {
     Heartbeat(NodeRecord),
     /// The owner removed a member: every member drops and blocks it.
     Removed(Removal),
+    /// Token revocation ids (at most `MAX_REVOKED`): every member refuses
+    /// tokens carrying one from then on.
+    Revoked(Vec<String>),
 }
 
 impl Gossip {

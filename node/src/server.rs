@@ -202,6 +202,8 @@ pub async fn run(
         connections: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_connections)),
         guests: guests.as_ref().map(|g| g.registry.clone()),
     });
+    // Calls members forward here run through this same API.
+    node.fleet.streams.set_app(&app);
     write_private(
         &endpoint_path(&data_dir),
         &serde_json::json!({

@@ -30,6 +30,9 @@ pub enum NodeError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// A bare name several members home (-32009 with the candidates).
+    #[error("{message}")]
+    Ambiguous { message: String, candidates: Vec<String> },
     #[error("{0}")]
     Forbidden(String),
     #[error("{message}")]

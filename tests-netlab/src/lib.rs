@@ -361,3 +361,38 @@ where
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+impl LabNode {
+    /// A WebSocket client of the node (from the host, over the bridge),
+    /// carrying `token`.
+    pub async fn ws(&self, token: &str) -> anyhow::Result<warren::client::Client> {
+        let target = warren::client::Target {
+            url: format!("ws://{}:{API_PORT}/v1/ws", self.ip),
+            token: Some(token.to_string()),
+        };
+        warren::client::Client::connect(&target).await
+    }
+}
+
+impl Lab {
+    /// A token signed offline by the fleet owner key (held by node `owner`),
+    /// with `--right` arguments such as `node:admin` or `agent:NAME:observe`.
+    pub fn owner_token(&self, owner: usize, rights: &[&str]) -> anyhow::Result<String> {
+        let key = self.nodes[owner].dir.join("owner.key").display().to_string();
+        let exe = self.exe.display().to_string();
+        let mut args = vec![
+            exe.as_str(),
+            "token",
+            "mint",
+            "--key-file",
+            key.as_str(),
+            "--ttl",
+            "3600",
+        ];
+        for r in rights {
+            args.extend(["--right", r]);
+        }
+        let out = sh(&args)?;
+        Ok(out.lines().next().unwrap_or_default().trim().to_string())
+    }
+}

@@ -276,3 +276,265 @@ async fn a_removed_member_is_dropped_everywhere_and_refused_from_then_on() {
         lab.node("n2").log()
     );
 }
+
+/// The error code of a failed call, and its message.
+fn rpc_code(e: &warren::client::CallError) -> (i64, String) {
+    match e.rpc() {
+        Some(r) => (r.code, format!("{} {}", r.message, r.data.clone().unwrap_or_default())),
+        None => (0, e.to_string()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_on_n3_is_created_driven_and_watched_from_n1() {
+    let lab = three_node_fleet().await;
+    all_see(&lab, &["n1", "n2", "n3"], true, Duration::from_secs(20)).await;
+    let (n1, n2, n3) = (lab.node("n1"), lab.node("n2"), lab.node("n3"));
+
+    // Placed on n3 from n1 (n1's local admin holds the owner key, so its
+    // forwarded calls carry a token the owner key signed).
+    let a = n1
+        .call(
+            "agent.create",
+            json!({ "name": "far", "harness": "fake", "node": "n3" }),
+        )
+        .await
+        .expect("create on n3");
+    assert_eq!(a["agent"]["name"], "far");
+    n3.call("agent.get", json!({ "agent": "far" }))
+        .await
+        .expect("homed on n3");
+    let mine = n1.call("agent.list", json!({})).await.expect("n1's own list");
+    assert_eq!(mine["agents"], json!([]), "far is not homed on n1");
+    let e = n1
+        .call("agent.get", json!({ "agent": "nobody" }))
+        .await
+        .expect_err("unknown");
+    assert!(e.to_string().contains("nobody"), "{e}");
+
+    // A client of n1 with the owner's token: bare names are found in the
+    // fleet, NAME@NODE names one directly.
+    let token = lab.owner_token(0, &["node:admin"]).expect("owner token");
+    let mut c = n1.ws(&token).await.expect("ws to n1");
+    let got = c.call("agent.get", json!({ "agent": "far" })).await.expect("bare name");
+    assert_eq!(got["agent"]["name"], "far");
+    c.call("agent.get", json!({ "agent": "far@n3" })).await.expect("far@n3");
+    let conv = c
+        .call("conversation.start", json!({ "agent": "far@n3" }))
+        .await
+        .expect("start on n3");
+    let id = conv["conversation"]["id"].as_str().expect("id").to_string();
+    let mut watch = n1.ws(&token).await.expect("second ws");
+    let tsub = watch
+        .call("transcript.subscribe", json!({ "conversation": id, "from_seq": 1 }))
+        .await
+        .expect("transcript.subscribe through n1");
+    let tsub = tsub["subscription"].as_str().expect("sub").to_string();
+    let term = watch
+        .call("terminal.subscribe", json!({ "conversation": id }))
+        .await
+        .expect("terminal.subscribe through n1");
+    let term = term["subscription"].as_str().expect("sub").to_string();
+    assert_ne!(tsub, term);
+    let sent = c
+        .call(
+            "conversation.sendMessage",
+            json!({ "conversation": id, "text": "hello from n1" }),
+        )
+        .await
+        .expect("sendMessage through n1");
+    assert!(
+        sent["message_id"].is_string() && sent["seq"].as_u64().is_some(),
+        "{sent}"
+    );
+    // Both streams come through n1: the reply in the transcript, the
+    // screen's bytes on the terminal.
+    let (mut reply, mut screen_bytes) = (None, 0usize);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while reply.is_none() || screen_bytes == 0 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Some(n) = watch.next_notification(left).await.expect("read") else {
+            panic!("after 20 s: reply {reply:?}, {screen_bytes} terminal bytes");
+        };
+        match n.method.as_str() {
+            "transcript.event" if n.params["event"]["text"] == "echo: hello from n1" => {
+                assert_eq!(n.params["subscription"], tsub.as_str());
+                reply = Some(n.params["event"]["speaker"].clone());
+            }
+            "terminal.data" => {
+                assert_eq!(n.params["subscription"], term.as_str());
+                screen_bytes += n.params["data"].as_str().map_or(0, str::len);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(reply, Some(json!("agent")));
+    let read = c
+        .call("transcript.read", json!({ "conversation": id }))
+        .await
+        .expect("read");
+    assert!(read.to_string().contains("hello from n1"), "{read}");
+    let paused = c
+        .call("conversation.pause", json!({ "conversation": id }))
+        .await
+        .expect("pause");
+    assert_eq!(paused["conversation"]["state"], "paused", "{paused}");
+    let cont = c
+        .call("conversation.continue", json!({ "conversation": id }))
+        .await
+        .expect("continue");
+    assert_eq!(cont["conversation"]["state"], "active", "{cont}");
+
+    // One list over the fleet, each agent naming its node.
+    n2.call("agent.create", json!({ "name": "near", "harness": "fake" }))
+        .await
+        .expect("agent on n2");
+    let all = c
+        .call("agent.list", json!({ "fleet": true }))
+        .await
+        .expect("fleet list");
+    let mut names: Vec<String> = all["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .map(|a| {
+            format!(
+                "{}@{}",
+                a["name"].as_str().unwrap_or("?"),
+                a["node"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    names.sort();
+    assert_eq!(names, ["far@n3", "near@n2"], "{all}");
+    assert_eq!(all["unreachable"], json!([]));
+
+    // A name on two members is ambiguous; an unknown node is named.
+    n3.call("agent.create", json!({ "name": "near", "harness": "fake" }))
+        .await
+        .expect("a second near");
+    let e = c
+        .call("agent.get", json!({ "agent": "near" }))
+        .await
+        .expect_err("ambiguous");
+    let (code, msg) = rpc_code(&e);
+    assert_eq!(code, -32009, "{msg}");
+    assert!(msg.contains("near@n2") && msg.contains("near@n3"), "{msg}");
+    let e = c
+        .call("agent.get", json!({ "agent": "far@nosuch" }))
+        .await
+        .expect_err("unknown node");
+    let (code, msg) = rpc_code(&e);
+    assert_eq!(code, -32004, "{msg}");
+    assert!(msg.contains("nosuch"), "{msg}");
+
+    // The home authorizes with the caller's own token: a token of n1's own
+    // root is refused by n3, an owner token narrowed to another agent too.
+    let n1_own = n1
+        .call(
+            "token.mint",
+            json!({ "rights": [{ "resource": "node", "operation": "observe" }] }),
+        )
+        .await
+        .expect("mint on n1");
+    let mut own = n1.ws(n1_own["token"].as_str().expect("token")).await.expect("ws");
+    own.call("agent.list", json!({})).await.expect("n1's token works on n1");
+    let e = own
+        .call("agent.get", json!({ "agent": "far@n3" }))
+        .await
+        .expect_err("n3 refuses");
+    assert_eq!(rpc_code(&e).0, -32001, "{e}");
+    let narrow = lab.owner_token(0, &["agent:near:observe"]).expect("narrow token");
+    let mut nc = n1.ws(&narrow).await.expect("ws");
+    let e = nc
+        .call("agent.get", json!({ "agent": "far@n3" }))
+        .await
+        .expect_err("not its agent");
+    assert_eq!(rpc_code(&e).0, -32003, "{e}");
+    // n2's local socket holds no fleet authority.
+    let e = n2
+        .call("agent.get", json!({ "agent": "far@n3" }))
+        .await
+        .expect_err("n2 local");
+    assert!(e.to_string().contains("local socket"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_for_a_partitioned_home_answer_unreachable_fast_and_revocations_reach_it_on_rejoin() {
+    let lab = three_node_fleet().await;
+    all_see(&lab, &["n1", "n2", "n3"], true, Duration::from_secs(20)).await;
+    let (n1, n2, n3) = (lab.node("n1"), lab.node("n2"), lab.node("n3"));
+    n3.call("agent.create", json!({ "name": "cut", "harness": "fake" }))
+        .await
+        .expect("agent on n3");
+    n2.call("agent.create", json!({ "name": "fine", "harness": "fake" }))
+        .await
+        .expect("agent on n2");
+    n1.call("agent.get", json!({ "agent": "cut@n3" }))
+        .await
+        .expect("reachable");
+    let token = lab.owner_token(0, &["node:admin"]).expect("token");
+    let ids = n1
+        .call("token.inspect", json!({ "token": token }))
+        .await
+        .expect("inspect")["revocation_ids"]
+        .clone();
+    let revocation_id = ids[0].as_str().expect("id").to_string();
+    for n in [n2, n3] {
+        n.ws(&token)
+            .await
+            .expect("the token works")
+            .call("node.info", json!({}))
+            .await
+            .expect("info");
+    }
+
+    n3.partition().expect("cut n3 off");
+    wait_for("n1 sees n3 unhealthy", Duration::from_secs(10), || async {
+        (health(n1).await.get("n3") == Some(&false)).then_some(())
+    })
+    .await
+    .expect("n3 unhealthy");
+    let asked = Instant::now();
+    let e = n1
+        .call("agent.get", json!({ "agent": "cut@n3" }))
+        .await
+        .expect_err("unreachable");
+    let took = asked.elapsed();
+    assert!(e.to_string().contains("n3"), "{e}");
+    assert!(took < Duration::from_secs(1), "-32012 took {took:?}");
+    eprintln!("-32012 for an agent on the partitioned n3 in {took:?}");
+    n1.call("agent.get", json!({ "agent": "fine@n2" }))
+        .await
+        .expect("n2 unaffected");
+
+    // Revoked on n1 while n3 is cut off: n2 refuses it within 5 s.
+    n1.call("token.revoke", json!({ "revocation_id": revocation_id }))
+        .await
+        .expect("revoke");
+    let revoked = Instant::now();
+    wait_for("n2 refuses the revoked token", Duration::from_secs(5), || async {
+        n2.ws(&token).await.is_err().then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", n2.log()));
+    eprintln!(
+        "n2 refused the revoked token {:?} after the revocation",
+        revoked.elapsed()
+    );
+
+    n3.heal().expect("heal");
+    all_see(&lab, &["n1", "n2", "n3"], true, Duration::from_secs(20)).await;
+    let rejoined = Instant::now();
+    wait_for(
+        "n3 refuses the revoked token after rejoining",
+        Duration::from_secs(5),
+        || async { n3.ws(&token).await.is_err().then_some(()) },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", n3.log()));
+    eprintln!("n3 refused it {:?} after it was healthy again", rejoined.elapsed());
+    n1.call("agent.get", json!({ "agent": "cut@n3" }))
+        .await
+        .expect("n3's agents answer again");
+}

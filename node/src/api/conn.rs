@@ -119,6 +119,11 @@ impl Conn {
     /// number of requests in flight), then lets new subscriptions start.
     pub async fn respond(&self, text: String) {
         let _ = self.out.send(text).await;
+        self.open_gates();
+    }
+
+    /// Lets subscriptions waiting for their answer start.
+    pub fn open_gates(&self) {
         let gates: Vec<_> = self.gates.lock().map(|mut g| g.drain(..).collect()).unwrap_or_default();
         for g in gates {
             let _ = g.send(());
@@ -135,10 +140,15 @@ impl Conn {
 
     /// Offers a notification; a full queue cuts the client off.
     fn notify(&self, method: &str, params: serde_json::Value) -> bool {
-        let text = match serde_json::to_string(&Notification::new(method, params)) {
-            Ok(t) => t,
-            Err(_) => return true,
-        };
+        match serde_json::to_string(&Notification::new(method, params)) {
+            Ok(text) => self.push(text),
+            Err(_) => true,
+        }
+    }
+
+    /// Offers a notification already serialized (a forwarded one); a full
+    /// queue cuts the client off.
+    pub fn push(&self, text: String) -> bool {
         match self.out.try_send(text) {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full(_)) => {
@@ -169,6 +179,17 @@ impl Conn {
             .map_err(|_| RpcError::new(ErrorCode::Internal, "internal error"))?;
         subs.insert(id.clone(), task.abort_handle());
         Ok(id)
+    }
+
+    /// A subscription served by `start` (given its id and the gate it
+    /// waits on until the `{subscription}` answer is queued).
+    pub fn subscribe_with(
+        self: &Arc<Self>,
+        start: impl FnOnce(String, tokio::sync::oneshot::Receiver<()>) -> tokio::task::JoinHandle<()>,
+    ) -> Result<String, RpcError> {
+        let id = self.reserve_sub()?;
+        let task = start(id.clone(), self.gate());
+        self.add_sub(task, id)
     }
 
     fn reserve_sub(&self) -> Result<String, RpcError> {

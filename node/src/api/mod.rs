@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod conn;
+pub mod route;
 pub mod unix;
 pub mod ws;
 
@@ -60,6 +61,9 @@ impl From<NodeError> for RpcError {
             NodeError::Invalid(m) => RpcError::new(ErrorCode::InvalidParams, m),
             NodeError::NotFound(m) => RpcError::new(ErrorCode::NotFound, m),
             NodeError::Conflict(m) => RpcError::new(ErrorCode::Conflict, m),
+            NodeError::Ambiguous { message, candidates } => {
+                RpcError::new(ErrorCode::Conflict, message).with_data(json!({ "candidates": candidates }))
+            }
             NodeError::Forbidden(m) => {
                 RpcError::new(ErrorCode::Forbidden, m.clone()).with_data(json!({ "failed_check": m }))
             }
@@ -167,6 +171,11 @@ pub async fn handle_text(app: &Arc<App>, conn: &Arc<Conn>, text: &str) -> Option
             RpcError::new(ErrorCode::InvalidRequest, "jsonrpc must be \"2.0\""),
         ));
     }
+    let params = match route::route(app, conn, &req).await {
+        route::Routed::Here(p) => p,
+        route::Routed::Answered(resp) => return req.id.is_some().then_some(resp),
+        route::Routed::Failed(e) => return req.id.map(|id| Response::err(Some(id), e)),
+    };
     let started = std::time::Instant::now();
     let method = req.method.clone();
     let result = match (&req.id, method.as_str()) {
@@ -182,12 +191,12 @@ pub async fn handle_text(app: &Arc<App>, conn: &Arc<Conn>, text: &str) -> Option
                     );
                 }
             });
-            let result = sink.scope(call(app, conn, &req.method, req.params)).await;
+            let result = sink.scope(call(app, conn, &req.method, params)).await;
             // Every report goes out before the answer.
             let _ = forward.await;
             result
         }
-        _ => call(app, conn, &req.method, req.params).await,
+        _ => call(app, conn, &req.method, params).await,
     };
     tracing::debug!(
         method = %method,
@@ -204,7 +213,7 @@ pub async fn handle_text(app: &Arc<App>, conn: &Arc<Conn>, text: &str) -> Option
     })
 }
 
-async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) -> Result<Value, RpcError> {
+pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) -> Result<Value, RpcError> {
     if method == m::SESSION_AUTHENTICATE {
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields)]
@@ -401,7 +410,7 @@ async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<Value>) 
         }
         m::TOKEN_REVOKE => {
             let r: console_api::TokenRevoke = params(p)?;
-            node.revoke(vec![r.revocation_id]).await?;
+            node.revoke_fleet_wide(vec![r.revocation_id]).await?;
             json!({ "revoked": true })
         }
         m::USAGE_GET => node.usage_get(params(p)?).await?,

@@ -7,6 +7,9 @@
 //! (re)connection (gossip is not replayed after a partition), and keeps the
 //! table `fleet.nodes` answers from.
 
+pub mod forward;
+pub mod route;
+pub mod serve;
 pub mod state;
 
 use std::collections::{BTreeMap, HashMap};
@@ -68,6 +71,9 @@ pub struct FleetRuntime {
     pub name: String,
     pub keypair: fabric::identity::Keypair,
     owner: Option<SigningKey>,
+    /// The owner key as a token signer (the owner's node forwards its local
+    /// admin's calls with a token it signs).
+    owner_root: Option<capabilities::RootKey>,
     fabric: OnceLock<Fabric>,
     /// Concrete addresses the fabric listens on.
     listening: Mutex<Vec<Multiaddr>>,
@@ -80,6 +86,10 @@ pub struct FleetRuntime {
     peers_file: PathBuf,
     /// What `fleet-peers.json` holds now (it is rewritten only on change).
     saved: Mutex<String>,
+    /// Forwarded subscriptions this node serves as a home.
+    pub streams: serve::Streams,
+    /// Where conversations live, as learned from forwarded answers.
+    pub routes: forward::Routes,
 }
 
 struct Seen {
@@ -94,6 +104,11 @@ struct PeerInfo {
 
 /// Redial a known member's address at most this often.
 const REDIAL_EVERY: Duration = Duration::from_secs(2);
+/// How long a hello, a sync or a join request may take.
+const HANDSHAKE_WITHIN: Duration = Duration::from_secs(5);
+/// The fabric's own bound on any request: above the longest forwarded call
+/// (each caller applies its own, shorter, bound).
+const FABRIC_REQUEST_TIMEOUT: Duration = Duration::from_secs(660);
 /// How long a join waits for the inviter to answer, in all.
 const JOIN_WITHIN: Duration = Duration::from_secs(15);
 
@@ -128,11 +143,19 @@ impl FleetRuntime {
             }
             None => None,
         };
+        let owner_root = match &owner {
+            Some(k) => Some(
+                capabilities::RootKey::from_private_hex(&hex::encode(k.to_bytes()))
+                    .context("the owner key as a token signer")?,
+            ),
+            None => None,
+        };
         Ok(FleetRuntime {
             settings,
             name,
             keypair,
             owner,
+            owner_root,
             fabric: OnceLock::new(),
             listening: Mutex::new(vec![]),
             table: Mutex::new(BTreeMap::new()),
@@ -140,6 +163,8 @@ impl FleetRuntime {
             dialed: Mutex::new(HashMap::new()),
             peers_file: data_dir.join("fleet-peers.json"),
             saved: Mutex::new(String::new()),
+            streams: Default::default(),
+            routes: Default::default(),
         })
     }
 
@@ -247,11 +272,12 @@ impl Node {
                 self.fleet.settings.listen
             ))
         })?;
-        let cfg = FabricConfig::new(
+        let mut cfg = FabricConfig::new(
             self.fleet.keypair.clone(),
             vec![listen],
             format!("warren/fleet/{fleet_id}/v1"),
         );
+        cfg.request_timeout = FABRIC_REQUEST_TIMEOUT;
         let (fabric, events) = Fabric::start(cfg).map_err(|e| NodeError::Internal(e.to_string()))?;
         if self.fleet.fabric.set(fabric).is_err() {
             return Ok(());
@@ -314,6 +340,7 @@ impl Node {
             records,
             members,
             removed: cat.fleet.removed.values().cloned().collect(),
+            revoked: cat.revoked.iter().take(fabric::wire::MAX_REVOKED).cloned().collect(),
         }
     }
 
@@ -379,6 +406,30 @@ impl Node {
         }
     }
 
+    /// A revocation on this node holds fleet-wide: every member hears it as
+    /// gossip now, and one cut off now in the view it syncs on reconnection.
+    pub async fn revoke_fleet_wide(&self, ids: Vec<String>) -> NodeResult<()> {
+        self.revoke(ids.clone()).await?;
+        if let Ok(f) = self.fleet.fabric() {
+            for chunk in ids.chunks(fabric::wire::MAX_REVOKED) {
+                if let Err(e) = f.publish(&Gossip::Revoked(chunk.to_vec())).await {
+                    tracing::warn!(error = %e, "a revocation was not gossiped (members learn it at their next sync)");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Revocations a member told us about (bounded; bad ids are refused).
+    async fn revoked_by_member(&self, ids: Vec<String>) {
+        if ids.is_empty() || ids.len() > fabric::wire::MAX_REVOKED {
+            return;
+        }
+        if let Err(e) = self.revoke(ids).await {
+            tracing::warn!(error = %e, "a member's revocations were refused");
+        }
+    }
+
     /// `fleet.remove` (local-only, on the owner's node): the member is
     /// removed fleet-wide (named by node id or name).
     pub async fn fleet_remove(&self, node: &str) -> NodeResult<Value> {
@@ -420,7 +471,10 @@ impl Node {
         let Some(me) = self.catalog.lock().await.fleet.me.clone() else {
             return;
         };
-        match fabric.request(peer, Request::Hello { cert: me }).await {
+        match fabric
+            .request_within(peer, Request::Hello { cert: me }, HANDSHAKE_WITHIN)
+            .await
+        {
             Ok(Response::Hello { cert }) => match self.check_cert(&peer, &cert).await {
                 Ok(()) => {
                     self.admit_member(peer, cert).await;
@@ -442,7 +496,7 @@ impl Node {
             return;
         };
         let view = self.fleet_view().await;
-        if let Ok(Response::Synced(theirs)) = fabric.request(peer, Request::Sync(view)).await {
+        if let Ok(Response::Synced(theirs)) = fabric.request_within(peer, Request::Sync(view), HANDSHAKE_WITHIN).await {
             self.merge_view(theirs).await;
         }
     }
@@ -466,6 +520,7 @@ impl Node {
         for r in view.removed {
             self.apply_removal(r).await;
         }
+        self.revoked_by_member(view.revoked).await;
         let removed: Vec<String> = self.catalog.lock().await.fleet.removed.keys().cloned().collect();
         for r in view.records {
             if !removed.contains(&r.node_id) {
@@ -521,14 +576,16 @@ impl Node {
                 Err(why) => refused(format!("your certificate: {why}")),
             },
             Request::Join { secret, node_id } => self.answer_join(peer, &secret, &node_id).await,
+            _ if self.fleet.member_of(&peer).is_none() => refused("prove membership first".into()),
             Request::Sync(view) => {
-                if self.fleet.member_of(&peer).is_none() {
-                    return refused("prove membership first".into());
-                }
                 let mine = self.fleet_view().await;
                 self.merge_view(view).await;
                 Response::Synced(mine)
             }
+            Request::Api { token, text, stream } => self.answer_api(peer, &token, &text, stream).await,
+            Request::Pull { stream } => self.answer_pull(peer, stream).await,
+            Request::Cancel { stream } => self.answer_cancel(peer, stream),
+            Request::Locate(what) => self.answer_locate(what).await,
         }
     }
 
@@ -637,7 +694,7 @@ impl Node {
                 secret: invite.secret.clone(),
                 node_id: self.cfg.node_id.clone(),
             };
-            match fabric.request(inviter, ask).await {
+            match fabric.request_within(inviter, ask, HANDSHAKE_WITHIN).await {
                 Ok(r) => break r,
                 Err(e) if Instant::now() > deadline => {
                     return Err(NodeError::Unreachable {
@@ -790,6 +847,9 @@ async fn run_events(node: Weak<Node>, mut events: tokio::sync::mpsc::Receiver<Fa
                 Gossip::Removed(removal) => {
                     tokio::spawn(async move { node.apply_removal(removal).await });
                 }
+                Gossip::Revoked(ids) => {
+                    tokio::spawn(async move { node.revoked_by_member(ids).await });
+                }
             },
             FabricEvent::BadGossip { from, error } => tracing::warn!(%from, %error, "garbled gossip"),
             FabricEvent::Pong { peer, .. } => {
@@ -886,6 +946,7 @@ async fn run_ticks(node: Weak<Node>) {
             }
         }
         node.save_known_peers().await;
+        node.fleet.streams.reap();
     }
 }
 

@@ -87,9 +87,13 @@ impl ResourceArgs {
 #[derive(Subcommand)]
 pub enum AgentVerb {
     Create {
+        /// `NAME`, or `NAME@NODE` to place it on a member of the fleet.
         name: String,
         #[arg(long, default_value = "fake")]
         harness: String,
+        /// The member to place it on (it stays pinned there); same as NAME@NODE.
+        #[arg(long)]
+        node: Option<String>,
         #[arg(long)]
         persona: Option<String>,
         #[arg(long)]
@@ -114,6 +118,9 @@ pub enum AgentVerb {
         data_dir: Option<PathBuf>,
     },
     List {
+        /// Every member's agents (each shown as NAME@NODE).
+        #[arg(long)]
+        fleet: bool,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -189,6 +196,9 @@ pub enum ConvVerb {
         agent: Option<String>,
         #[arg(long)]
         state: Option<String>,
+        /// Every member's conversations.
+        #[arg(long)]
+        fleet: bool,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -317,7 +327,19 @@ fn print_agent(v: &Value) {
     } else {
         ""
     };
-    println!("{}\t{}{}", s(a, "name"), s(a, "harness"), archived);
+    let at = a
+        .get("node")
+        .and_then(Value::as_str)
+        .map(|n| format!("@{n}"))
+        .unwrap_or_default();
+    println!("{}{at}\t{}{}", s(a, "name"), s(a, "harness"), archived);
+}
+
+/// Members a fleet-wide list could not ask, on stderr.
+fn print_unreachable(v: &Value) {
+    for u in items(v, "unreachable") {
+        eprintln!("node {} did not answer: {}", s(u, "node"), s(u, "reason"));
+    }
 }
 
 /// A long request's progress (e.g. a first run building a guest image), on
@@ -386,6 +408,7 @@ pub async fn agent(verb: AgentVerb, conn: Conn, out: Output) -> anyhow::Result<E
         AgentVerb::Create {
             name,
             harness,
+            node,
             persona,
             model,
             peers,
@@ -394,7 +417,13 @@ pub async fn agent(verb: AgentVerb, conn: Conn, out: Output) -> anyhow::Result<E
             resources,
             data_dir,
         } => {
+            let (name, node) = match name.rsplit_once('@') {
+                Some((n, at)) if node.is_none() => (n.to_string(), Some(at.to_string())),
+                Some(_) => anyhow::bail!("give the node once: NAME@NODE or --node NODE"),
+                None => (name, node),
+            };
             let mut p = json!({ "name": name, "harness": harness });
+            put(&mut p, "node", node);
             resources.put_into(&mut p);
             put(&mut p, "persona", persona);
             put(&mut p, "model", model);
@@ -425,12 +454,14 @@ pub async fn agent(verb: AgentVerb, conn: Conn, out: Output) -> anyhow::Result<E
                 )
             })
         }
-        AgentVerb::List { data_dir } => {
+        AgentVerb::List { fleet, data_dir } => {
             let mut c = conn.connect(data_dir).await?;
-            finish(out, c.call(m::AGENT_LIST, json!({})).await, |v| {
+            let p = if fleet { json!({ "fleet": true }) } else { json!({}) };
+            finish(out, c.call(m::AGENT_LIST, p).await, |v| {
                 for a in items(v, "agents") {
                     print_agent(a);
                 }
+                print_unreachable(v);
             })
         }
         AgentVerb::Update {
@@ -548,15 +579,24 @@ async fn conv_other(verb: ConvVerb, conn: Conn, out: Output) -> anyhow::Result<E
                 print_conv,
             )
         }
-        ConvVerb::List { agent, state, data_dir } => {
+        ConvVerb::List {
+            agent,
+            state,
+            fleet,
+            data_dir,
+        } => {
             let mut p = json!({});
             put(&mut p, "agent", agent);
             put(&mut p, "state", state);
+            if fleet {
+                p["fleet"] = json!(true);
+            }
             let mut c = conn.connect(data_dir).await?;
             finish(out, c.call(m::CONVERSATION_LIST, p).await, |v| {
                 for x in items(v, "conversations") {
                     print_conv(x);
                 }
+                print_unreachable(v);
             })
         }
         ConvVerb::Screen { conversation, data_dir } => {

@@ -1,0 +1,380 @@
+//! The calling side of routing: which member homes what a call names, and
+//! the call forwarded there with the caller's own token. Local calls never
+//! wait on the fabric: a name or id this node homes is answered here before
+//! any member is asked. A home that is not connected or not heard from
+//! within `unhealthy_after_ms` answers -32012 at once; a call in flight when
+//! its home stops answering fails within `HEALTH_EVERY` of the home turning
+//! unhealthy, saying that its outcome is unknown.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use fabric::wire::Locate;
+use fabric::{PeerId, Request, Response};
+use serde_json::Value;
+
+use super::route::{self, Target};
+use crate::service::{Node, NodeError, NodeResult};
+
+/// How often a call in flight checks that its home is still healthy.
+const HEALTH_EVERY: Duration = Duration::from_millis(200);
+/// How long members are given to say whether they home a name.
+const LOCATE_WITHIN: Duration = Duration::from_secs(2);
+/// Bound of a pull (the home waits at most 1 s before answering).
+const PULL_WITHIN: Duration = Duration::from_secs(5);
+/// Conversation homes remembered (they never move).
+const MAX_HOMES: usize = 100_000;
+/// How long a forwarding token minted for the local admin lives.
+const OWNER_TOKEN_TTL: Duration = Duration::from_secs(600);
+
+/// Where a call is answered.
+#[derive(Debug)]
+pub enum Plan {
+    /// Here, with these params (an address to this node made bare).
+    Local(Option<Value>),
+    /// At this member, with these params.
+    Remote { node_id: String, params: Option<Value> },
+}
+
+/// What the calling side remembers.
+#[derive(Default)]
+pub struct Routes {
+    /// Conversation id -> home node id.
+    homes: Mutex<HashMap<String, String>>,
+    /// A token the owner key signed for the local admin's forwarded calls.
+    owner_token: Mutex<Option<(String, Instant)>>,
+}
+
+impl Routes {
+    pub fn remember(&self, conversation: String, node_id: &str) {
+        if let Ok(mut h) = self.homes.lock() {
+            if h.len() >= MAX_HOMES {
+                h.clear();
+            }
+            h.insert(conversation, node_id.to_string());
+        }
+    }
+
+    fn home_of(&self, conversation: &str) -> Option<String> {
+        self.homes.lock().ok()?.get(conversation).cloned()
+    }
+}
+
+/// How long a forwarded call may take: launches may build a guest image.
+pub fn bound_of(method: &str) -> Duration {
+    match method {
+        "conversation.start" | "conversation.continue" | "agent.login" => Duration::from_secs(600),
+        _ => Duration::from_secs(15),
+    }
+}
+
+impl Node {
+    /// Where `method` with `params` is answered.
+    pub async fn plan(&self, method: &str, params: Option<Value>) -> NodeResult<Plan> {
+        let Some(aim) = route::aim(method, params.as_ref()) else {
+            return Ok(Plan::Local(params));
+        };
+        let in_fleet = self.fleet.fabric.get().is_some();
+        if !in_fleet && matches!(aim.target, Target::Conversation(_) | Target::Hold(_)) {
+            return Ok(Plan::Local(params));
+        }
+        let remote = |node_id: String, params| Ok(Plan::Remote { node_id, params });
+        match aim.target {
+            Target::Node(n) => match self.member_named(&n)? {
+                None => Ok(Plan::Local(route::without_field(params, aim.field))),
+                Some(id) => remote(id, params),
+            },
+            Target::Agent(address) => {
+                let (name, at) = route::split_address(&address);
+                if let Some(at) = at {
+                    let params = route::with_field(params, aim.field, name);
+                    return match self.member_named(at)? {
+                        None => Ok(Plan::Local(params)),
+                        Some(id) => remote(id, params),
+                    };
+                }
+                if !in_fleet || self.catalog.lock().await.agents.contains_key(name) {
+                    return Ok(Plan::Local(params));
+                }
+                let (found, unreachable) = self.locate(Locate::Agent(name.to_string())).await;
+                match found.as_slice() {
+                    [] => self.not_found_anywhere(params, &unreachable),
+                    [one] => remote(one.clone(), params),
+                    many => {
+                        let candidates: Vec<String> = many
+                            .iter()
+                            .map(|id| format!("{name}@{}", self.member_name(id)))
+                            .collect();
+                        Err(NodeError::Ambiguous {
+                            message: format!(
+                                "agent: {name:?} names an agent on several nodes ({}): address one as NAME@NODE",
+                                candidates.join(", ")
+                            ),
+                            candidates,
+                        })
+                    }
+                }
+            }
+            Target::Conversation(id) => {
+                if self.conversation_agent(&id).await.is_some() {
+                    return Ok(Plan::Local(params));
+                }
+                if let Some(home) = self.fleet.routes.home_of(&id) {
+                    return remote(home, params);
+                }
+                let (found, unreachable) = self.locate(Locate::Conversation(id.clone())).await;
+                match found.first() {
+                    Some(home) => {
+                        self.fleet.routes.remember(id, home);
+                        remote(home.clone(), params)
+                    }
+                    None => self.not_found_anywhere(params, &unreachable),
+                }
+            }
+            Target::Hold(id) => {
+                if self.holds.lock().is_ok_and(|h| h.contains_key(&id)) {
+                    return Ok(Plan::Local(params));
+                }
+                let (found, unreachable) = self.locate(Locate::Hold(id)).await;
+                match found.first() {
+                    Some(home) => remote(home.clone(), params),
+                    None => self.not_found_anywhere(params, &unreachable),
+                }
+            }
+        }
+    }
+
+    /// Nobody reachable homes it: answered here (a plain not-found), unless
+    /// a member that could home it cannot be asked now.
+    fn not_found_anywhere(&self, params: Option<Value>, unreachable: &[String]) -> NodeResult<Plan> {
+        if let [only] = unreachable {
+            return Err(NodeError::Unreachable {
+                node: only.clone(),
+                message: format!("it is not on any member that answered, and node {only} cannot be reached now"),
+            });
+        }
+        Ok(Plan::Local(params))
+    }
+
+    /// `None` for this node, else the member's node id; an unknown name is
+    /// a clear error.
+    fn member_named(&self, n: &str) -> NodeResult<Option<String>> {
+        if n == self.fleet.name || n == self.cfg.node_id {
+            return Ok(None);
+        }
+        let found = self.fleet.table.lock().ok().and_then(|t| {
+            t.values()
+                .find(|s| s.record.name == n || s.record.node_id == n)
+                .map(|s| s.record.node_id.clone())
+        });
+        match found {
+            Some(id) => Ok(Some(id)),
+            None if self.fleet.fabric.get().is_none() => Err(NodeError::NotFound(format!(
+                "node: {n:?} is not this node ({}) and this node is in no fleet",
+                self.fleet.name
+            ))),
+            None => {
+                tracing::warn!(node = n, "a call named a node that is not a member");
+                Err(NodeError::NotFound(format!(
+                    "node: {n:?} is not a member of this fleet (`warren fleet nodes` lists them)"
+                )))
+            }
+        }
+    }
+
+    pub(crate) fn member_name(&self, node_id: &str) -> String {
+        self.fleet
+            .table
+            .lock()
+            .ok()
+            .and_then(|t| t.get(node_id).map(|s| s.record.name.clone()))
+            .unwrap_or_else(|| node_id.to_string())
+    }
+
+    /// The member's peer, if it is connected and healthy now.
+    pub(crate) fn home_peer(&self, node_id: &str) -> NodeResult<PeerId> {
+        let unhealthy_after = Duration::from_millis(self.fleet.settings.unhealthy_after_ms);
+        let (name, peer, ago) = {
+            let t = self
+                .fleet
+                .table
+                .lock()
+                .map_err(|_| NodeError::Internal("fleet table poisoned".into()))?;
+            let Some(s) = t.get(node_id) else {
+                return Err(NodeError::NotFound(format!(
+                    "node: {node_id:?} is not a member of this fleet"
+                )));
+            };
+            (s.record.name.clone(), s.record.peer_id.clone(), s.last_seen.elapsed())
+        };
+        let peer: Option<PeerId> = peer.parse().ok();
+        let connected = peer.is_some_and(|p| self.fleet.member_of(&p).as_deref() == Some(node_id));
+        match peer {
+            Some(p) if connected && ago < unhealthy_after => Ok(p),
+            _ => Err(NodeError::Unreachable {
+                node: name.clone(),
+                message: format!(
+                    "node {name} ({node_id}) cannot be reached now: {}, last heard {:.1} s ago",
+                    if connected {
+                        "connected but silent"
+                    } else {
+                        "not connected"
+                    },
+                    ago.as_secs_f64()
+                ),
+            }),
+        }
+    }
+
+    /// Members (ids) that home `what`, and the names of those that could
+    /// not be asked.
+    async fn locate(&self, what: Locate) -> (Vec<String>, Vec<String>) {
+        let members: Vec<String> = self
+            .fleet
+            .table
+            .lock()
+            .map(|t| t.keys().cloned().collect())
+            .unwrap_or_default();
+        let Ok(fabric) = self.fleet.fabric().cloned() else {
+            return (vec![], vec![]);
+        };
+        let mut asks = tokio::task::JoinSet::new();
+        let mut unreachable = vec![];
+        for id in members {
+            match self.home_peer(&id) {
+                Ok(peer) => {
+                    let (fabric, what) = (fabric.clone(), what.clone());
+                    asks.spawn(async move {
+                        let r = fabric.request_within(peer, Request::Locate(what), LOCATE_WITHIN).await;
+                        (id, r)
+                    });
+                }
+                Err(_) => unreachable.push(self.member_name(&id)),
+            }
+        }
+        let mut found = vec![];
+        while let Some(done) = asks.join_next().await {
+            match done {
+                Ok((id, Ok(Response::Located(true)))) => found.push(id),
+                Ok((_, Ok(_))) => {}
+                Ok((id, Err(_))) => unreachable.push(self.member_name(&id)),
+                Err(_) => {}
+            }
+        }
+        found.sort();
+        (found, unreachable)
+    }
+
+    /// Forwards one JSON-RPC request text to `node_id` with `token`; the
+    /// home's answer text, and its stream when the call opened one.
+    pub async fn forward(
+        &self,
+        node_id: &str,
+        token: String,
+        text: String,
+        stream: bool,
+        bound: Duration,
+    ) -> NodeResult<(String, Option<u64>)> {
+        let peer = self.home_peer(node_id)?;
+        let fabric = self.fleet.fabric()?.clone();
+        let name = self.member_name(node_id);
+        let unknown = |why: String| NodeError::Unreachable {
+            node: name.clone(),
+            message: format!("the call forwarded to node {name} {why}: its outcome is unknown"),
+        };
+        let call = fabric.request(peer, Request::Api { token, text, stream });
+        tokio::pin!(call);
+        let deadline = Instant::now() + bound;
+        loop {
+            tokio::select! {
+                answer = &mut call => return match answer {
+                    Ok(Response::Api { text, stream }) => Ok((text, stream)),
+                    Ok(Response::Refused { reason }) => Err(NodeError::Forbidden(format!("node {name} refused the forwarded call: {reason}"))),
+                    Ok(other) => Err(NodeError::Internal(format!("node {name} answered a forwarded call with {other:?}"))),
+                    Err(e) => Err(unknown(format!("failed ({e})"))),
+                },
+                _ = tokio::time::sleep(HEALTH_EVERY) => {
+                    if self.home_peer(node_id).is_err() {
+                        return Err(unknown("stopped answering while the call was in flight".into()));
+                    }
+                    if Instant::now() > deadline {
+                        return Err(unknown(format!("got no answer within {} s", bound.as_secs())));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next notifications of a forwarded subscription.
+    pub async fn pull(&self, node_id: &str, stream: u64) -> NodeResult<(Vec<String>, Option<String>)> {
+        let peer = self.home_peer(node_id)?;
+        let fabric = self.fleet.fabric()?.clone();
+        match fabric.request_within(peer, Request::Pull { stream }, PULL_WITHIN).await {
+            Ok(Response::Notes { notes, ended }) => Ok((notes, ended)),
+            Ok(other) => Err(NodeError::Internal(format!("a pull was answered with {other:?}"))),
+            Err(e) => Err(NodeError::Unreachable {
+                node: self.member_name(node_id),
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// Tells the home a forwarded subscription is no longer wanted.
+    pub async fn cancel_remote(&self, node_id: &str, stream: u64) {
+        if let (Ok(peer), Ok(fabric)) = (self.home_peer(node_id), self.fleet.fabric().cloned()) {
+            let _ = fabric
+                .request_within(peer, Request::Cancel { stream }, PULL_WITHIN)
+                .await;
+        }
+    }
+
+    /// The token a call from the local socket is forwarded with: the local
+    /// admin's authority ends at this node, except on the owner's node,
+    /// whose admin holds the fleet owner key and so speaks for the fleet.
+    pub fn local_forwarding_token(&self, node_id: &str) -> NodeResult<String> {
+        let Some(owner) = &self.fleet.owner_root else {
+            return Err(NodeError::Forbidden(format!(
+                "it lives on node {}: a forwarded call carries the caller's own token, and the local socket's authority ends at this node; call over the WebSocket with a token the fleet trusts (one signed by the fleet owner key: `warren token mint --key-file OWNER_KEY ...`, then WARREN_URL and WARREN_TOKEN)",
+                self.member_name(node_id)
+            )));
+        };
+        let mut cached = self
+            .fleet
+            .routes
+            .owner_token
+            .lock()
+            .map_err(|_| NodeError::Internal("owner token cache poisoned".into()))?;
+        if let Some((t, at)) = cached.as_ref()
+            && at.elapsed() < OWNER_TOKEN_TTL / 2
+        {
+            return Ok(t.clone());
+        }
+        let token = owner
+            .mint(&capabilities::MintSpec {
+                rights: vec![capabilities::Right::new(
+                    capabilities::Resource::Node,
+                    capabilities::Operation::Admin,
+                )],
+                expires_at: Some(std::time::SystemTime::now() + OWNER_TOKEN_TTL),
+                methods: None,
+                facts: vec![("issued_by".into(), self.cfg.node_id.clone())],
+            })
+            .map_err(|e| NodeError::Internal(format!("could not mint a forwarding token: {e}")))?;
+        *cached = Some((token.clone(), Instant::now()));
+        Ok(token)
+    }
+
+    /// Members to ask for a fleet-wide list: (node id, name).
+    pub fn members(&self) -> Vec<(String, String)> {
+        self.fleet
+            .table
+            .lock()
+            .map(|t| {
+                t.values()
+                    .map(|s| (s.record.node_id.clone(), s.record.name.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
