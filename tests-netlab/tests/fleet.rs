@@ -196,6 +196,10 @@ async fn a_partitioned_node_is_unhealthy_then_healthy_again_without_a_restart() 
 async fn a_node_killed_and_restarted_rejoins_and_its_gossip_reaches_the_others() {
     let mut lab = three_node_fleet().await;
     all_see(&lab, &["n1", "n2", "n3"], true, Duration::from_secs(20)).await;
+    lab.node("n2")
+        .call("agent.create", json!({ "name": "kept", "harness": "fake" }))
+        .await
+        .expect("an agent on n2");
     lab.node_mut("n2").kill9();
     let n1 = lab.node("n1");
     wait_for("n2 down on n1", Duration::from_secs(10), || async {
@@ -206,6 +210,13 @@ async fn a_node_killed_and_restarted_rejoins_and_its_gossip_reaches_the_others()
     let i = lab.index("n2");
     lab.start(i, None).expect("n2 restarts");
     all_see(&lab, &["n1", "n2", "n3"], true, Duration::from_secs(20)).await;
+    // What it homed before the kill answers through the others again.
+    let kept = lab
+        .node("n1")
+        .call("agent.get", json!({ "agent": "kept@n2" }))
+        .await
+        .expect("n2's agent, through n1, after the restart");
+    assert_eq!(kept["agent"]["name"], "kept");
     // Its record changes after the restart: only its own heartbeats can say so.
     let n2 = lab.node("n2");
     n2.call("agent.create", json!({ "name": "late", "harness": "fake" }))
@@ -221,7 +232,7 @@ async fn a_node_killed_and_restarted_rejoins_and_its_gossip_reaches_the_others()
                 v["nodes"]
                     .as_array()?
                     .iter()
-                    .any(|m| m["name"] == "n2" && m["agents"] == 1)
+                    .any(|m| m["name"] == "n2" && m["agents"] == 2)
                     .then_some(())
             },
         )
@@ -537,4 +548,66 @@ async fn calls_for_a_partitioned_home_answer_unreachable_fast_and_revocations_re
     n1.call("agent.get", json!({ "agent": "cut@n3" }))
         .await
         .expect("n3's agents answer again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_of_another_fleet_on_the_same_bridge_is_refused_and_blocked() {
+    let mut lab = Lab::new(&["n1", "n2", "x"]).expect("lab");
+    lab.make_owner(0).expect("our owner key");
+    lab.make_owner(2).expect("the other fleet's owner key");
+    lab.start(0, None).expect("n1 up");
+    let code = invite(&lab.nodes[0]).await;
+    lab.start(1, Some(&code)).expect("n2 up");
+    all_see(&lab, &["n1", "n2"], true, Duration::from_secs(20)).await;
+    // x founds its own fleet and is told where n1 is (as a member's
+    // saved peers would say), so it keeps dialing n1 with its certificate.
+    let info = lab.node("n1").call("node.info", json!({})).await.expect("n1 info");
+    let n1_addr = lab.node("n1").fabric_addr();
+    let record = json!([{
+        "node_id": info["node_id"], "name": "n1", "peer_id": info["peer_id"], "endpoint": "",
+        "version": "0", "agents": 0, "live_conversations": 0,
+        "capacity": { "cpus": 1, "memory_mb": 1, "guests": 0 },
+        "addrs": [n1_addr], "sent_at": 0,
+    }]);
+    std::fs::write(lab.node("x").dir.join("fleet-peers.json"), record.to_string()).expect("peers file");
+    lab.start(2, None).expect("x up");
+    let (n1, x) = (lab.node("n1"), lab.node("x"));
+    let x_peer = x.call("node.info", json!({})).await.expect("x info")["peer_id"]
+        .as_str()
+        .expect("peer id")
+        .to_string();
+    wait_for("n1 refuses and blocks x", Duration::from_secs(15), || async {
+        n1.log()
+            .lines()
+            .any(|l| l.contains("peer refused and blocked") && l.contains(&x_peer))
+            .then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}\n--- x:\n{}", n1.log(), x.log()));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let members: Vec<String> = health(n1).await.into_keys().collect();
+    assert_eq!(members, ["n1", "n2"], "x is no member of ours");
+    let x_view = x.call("fleet.nodes", json!({})).await.expect("x nodes");
+    let x_members: Vec<&str> = x_view["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter_map(|n| n["name"].as_str())
+        .collect();
+    assert_eq!(x_members, ["x"], "x learned nothing of our fleet: {x_view}");
+    // Blocked: however often x redials, n1 refuses it only until it is
+    // blocked, and our agents stay out of its reach.
+    n1.call("agent.create", json!({ "name": "ours", "harness": "fake" }))
+        .await
+        .expect("agent");
+    let e = x
+        .call("agent.get", json!({ "agent": "ours@n1" }))
+        .await
+        .expect_err("not its fleet");
+    assert!(e.to_string().contains("n1"), "{e}");
+    let e = x
+        .call("agent.get", json!({ "agent": "ours" }))
+        .await
+        .expect_err("not found");
+    assert!(e.to_string().contains("ours"), "{e}");
 }

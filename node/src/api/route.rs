@@ -187,7 +187,7 @@ async fn fanout(app: &Arc<App>, conn: &Arc<Conn>, req: &Request, key: &'static s
     let mut items = tag(&local, &node.fleet.name);
     let mut unreachable = vec![];
     let mut asks = tokio::task::JoinSet::new();
-    for (id, name) in node.members() {
+    for (id, name) in node.members().await {
         let token = match token_for(app, conn, &id) {
             Ok(t) => t,
             Err(e) => {

@@ -81,7 +81,7 @@ impl Node {
         }
         let remote = |node_id: String, params| Ok(Plan::Remote { node_id, params });
         match aim.target {
-            Target::Node(n) => match self.member_named(&n)? {
+            Target::Node(n) => match self.member_named(&n).await? {
                 None => Ok(Plan::Local(route::without_field(params, aim.field))),
                 Some(id) => remote(id, params),
             },
@@ -89,7 +89,7 @@ impl Node {
                 let (name, at) = route::split_address(&address);
                 if let Some(at) = at {
                     let params = route::with_field(params, aim.field, name);
-                    return match self.member_named(at)? {
+                    return match self.member_named(at).await? {
                         None => Ok(Plan::Local(params)),
                         Some(id) => remote(id, params),
                     };
@@ -159,15 +159,16 @@ impl Node {
 
     /// `None` for this node, else the member's node id; an unknown name is
     /// a clear error.
-    fn member_named(&self, n: &str) -> NodeResult<Option<String>> {
+    async fn member_named(&self, n: &str) -> NodeResult<Option<String>> {
         if n == self.fleet.name || n == self.cfg.node_id {
             return Ok(None);
         }
-        let found = self.fleet.table.lock().ok().and_then(|t| {
-            t.values()
-                .find(|s| s.record.name == n || s.record.node_id == n)
-                .map(|s| s.record.node_id.clone())
-        });
+        let found = self
+            .members()
+            .await
+            .into_iter()
+            .find(|(id, name)| name == n || id == n)
+            .map(|(id, _)| id);
         match found {
             Some(id) => Ok(Some(id)),
             None if self.fleet.fabric.get().is_none() => Err(NodeError::NotFound(format!(
@@ -230,12 +231,7 @@ impl Node {
     /// Members (ids) that home `what`, and the names of those that could
     /// not be asked.
     async fn locate(&self, what: Locate) -> (Vec<String>, Vec<String>) {
-        let members: Vec<String> = self
-            .fleet
-            .table
-            .lock()
-            .map(|t| t.keys().cloned().collect())
-            .unwrap_or_default();
+        let members: Vec<String> = self.members().await.into_iter().map(|(id, _)| id).collect();
         let Ok(fabric) = self.fleet.fabric().cloned() else {
             return (vec![], vec![]);
         };
@@ -365,13 +361,16 @@ impl Node {
         Ok(token)
     }
 
-    /// Members to ask for a fleet-wide list: (node id, name).
-    pub fn members(&self) -> Vec<(String, String)> {
+    /// The other members, certified by the fleet root and not removed,
+    /// whose records this node has seen: (node id, name).
+    pub async fn members(&self) -> Vec<(String, String)> {
+        let certified: Vec<String> = self.catalog.lock().await.fleet.members.keys().cloned().collect();
         self.fleet
             .table
             .lock()
             .map(|t| {
                 t.values()
+                    .filter(|s| certified.contains(&s.record.node_id))
                     .map(|s| (s.record.node_id.clone(), s.record.name.clone()))
                     .collect()
             })

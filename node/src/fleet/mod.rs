@@ -95,6 +95,8 @@ pub struct FleetRuntime {
 struct Seen {
     record: NodeRecord,
     last_seen: Instant,
+    /// How long its last heartbeat took to arrive (by the two nodes' clocks).
+    delay_ms: Option<u64>,
 }
 
 struct PeerInfo {
@@ -521,9 +523,10 @@ impl Node {
             self.apply_removal(r).await;
         }
         self.revoked_by_member(view.revoked).await;
-        let removed: Vec<String> = self.catalog.lock().await.fleet.removed.keys().cloned().collect();
+        // Records of members only: a view cannot make a stranger a route.
+        let members: Vec<String> = self.catalog.lock().await.fleet.members.keys().cloned().collect();
         for r in view.records {
-            if !removed.contains(&r.node_id) {
+            if members.contains(&r.node_id) {
                 self.saw_record(r, false);
             }
         }
@@ -544,7 +547,15 @@ impl Node {
                         .map(|s| s.last_seen)
                         .unwrap_or_else(|| Instant::now() - Duration::from_secs(3600))
                 };
-                t.insert(r.node_id.clone(), Seen { record: r, last_seen });
+                let delay_ms = fresh.then(|| now_ms().saturating_sub(r.sent_at));
+                t.insert(
+                    r.node_id.clone(),
+                    Seen {
+                        record: r,
+                        last_seen,
+                        delay_ms,
+                    },
+                );
             } else if newer && let Some(s) = t.get_mut(&r.node_id) {
                 s.record = r;
             }
@@ -749,15 +760,17 @@ impl Node {
         let unhealthy_after = Duration::from_millis(self.fleet.settings.unhealthy_after_ms);
         let table = self.fleet.table.lock().map(|t| {
             t.iter()
-                .map(|(id, s)| (id.clone(), (s.record.clone(), s.last_seen.elapsed())))
+                .map(|(id, s)| (id.clone(), (s.record.clone(), s.last_seen.elapsed(), s.delay_ms)))
                 .collect::<BTreeMap<_, _>>()
         });
         let table = table.unwrap_or_default();
         for (id, cert) in &members {
             match table.get(id) {
-                Some((r, ago)) => {
+                Some((r, ago, delay)) => {
                     let last_seen = now_ms().saturating_sub(ago.as_millis() as u64);
-                    nodes.push(node_json(r, *ago < unhealthy_after, Some(last_seen), false));
+                    let mut n = node_json(r, *ago < unhealthy_after, Some(last_seen), false);
+                    n["gossip_delay_ms"] = json!(delay);
+                    nodes.push(n);
                 }
                 None => nodes.push(json!({
                     "node_id": id, "name": null, "peer_id": cert.peer_id, "endpoint": null,
