@@ -18,5 +18,9 @@ pub const PROTOCOL_VERSION: u32 = 1;
 /// WebSocket path of the API.
 pub const WS_PATH: &str = "/v1/ws";
 
-/// Default WebSocket subprotocol.
+/// Default WebSocket subprotocol: JSON-RPC in text frames.
 pub const SUBPROTOCOL_JSON: &str = "warren.v1.json";
+
+/// The same messages as CBOR in binary frames (`terminal.data`'s `data` as a
+/// byte string).
+pub const SUBPROTOCOL_CBOR: &str = "warren.v1.cbor";

@@ -3,6 +3,7 @@
 //! with a result or an error whose code and message say what was wrong.
 
 pub mod auth;
+pub mod cbor;
 pub mod conn;
 pub mod route;
 pub mod unix;

@@ -1,6 +1,8 @@
 //! The WebSocket transport (axum): `GET /v1/ws` upgrades, `GET /healthz`
-//! answers probes. Text frames carry JSON-RPC; each request runs as its own
-//! task (bounded per connection) so a slow call never blocks the others.
+//! answers probes. JSON-RPC travels in text frames (`warren.v1.json`, also
+//! when no subprotocol is asked for) or as CBOR in binary frames
+//! (`warren.v1.cbor`, see `cbor.rs`); each request runs as its own task
+//! (bounded per connection) so a slow call never blocks the others.
 
 use std::sync::Arc;
 
@@ -13,8 +15,17 @@ use axum::routing::get;
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::Semaphore;
 
-use super::App;
 use super::conn::{Caller, Conn};
+use super::{App, cbor};
+
+/// How a connection's messages are framed, fixed at the upgrade.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// `warren.v1.json`: JSON text frames.
+    Json,
+    /// `warren.v1.cbor`: CBOR binary frames.
+    Cbor,
+}
 
 pub fn router(app: Arc<App>) -> Router {
     Router::new()
@@ -57,16 +68,36 @@ async fn upgrade(State(app): State<Arc<App>>, headers: HeaderMap, ws: WebSocketU
     // Frames above the soft limit are answered with -32600; far above it the
     // socket itself gives up (close code 1009).
     let hard_limit = app.limits.max_frame_bytes.saturating_mul(4);
-    ws.protocols([console_api::SUBPROTOCOL_JSON])
-        .max_message_size(hard_limit)
+    // axum picks the first of these the client offers, whatever the client's
+    // own order: a client offering both gets JSON, the default.
+    let ws = ws.protocols([console_api::SUBPROTOCOL_JSON, console_api::SUBPROTOCOL_CBOR]);
+    let framing = match ws.selected_protocol() {
+        Some(p) if p.as_bytes() == console_api::SUBPROTOCOL_CBOR.as_bytes() => Framing::Cbor,
+        _ => Framing::Json,
+    };
+    ws.max_message_size(hard_limit)
         .max_frame_size(hard_limit)
         .on_upgrade(move |socket| async move {
-            serve(app, socket, caller).await;
+            serve(app, socket, caller, framing).await;
             drop(permit);
         })
 }
 
-async fn serve(app: Arc<App>, socket: WebSocket, caller: Caller) {
+/// Answers `error` (a frame that is no request) on `conn`'s queue.
+async fn reject(conn: &Conn, error: console_api::Response) {
+    if let Ok(t) = serde_json::to_string(&error) {
+        conn.respond(t).await;
+    }
+}
+
+fn invalid_request(message: &str) -> console_api::Response {
+    console_api::Response::err(
+        None,
+        console_api::RpcError::new(console_api::ErrorCode::InvalidRequest, message),
+    )
+}
+
+async fn serve(app: Arc<App>, socket: WebSocket, caller: Caller, framing: Framing) {
     let (conn, mut out_rx, mut kill_rx) =
         Conn::new("ws", caller, app.limits.outbound_queue, app.limits.max_subscriptions);
     let (mut sink, mut stream) = socket.split();
@@ -76,7 +107,19 @@ async fn serve(app: Arc<App>, socket: WebSocket, caller: Caller) {
             tokio::select! {
                 msg = out_rx.recv() => match msg {
                     Some(text) => {
-                        if sink.send(Message::Text(text.into())).await.is_err() {
+                        // The queue holds JSON text for either framing, so the
+                        // queue bound and the slow-client cut-off are the same.
+                        let frame = match framing {
+                            Framing::Json => Message::Text(text.into()),
+                            Framing::Cbor => match cbor::encode_message(&text) {
+                                Ok(bytes) => Message::Binary(bytes.into()),
+                                Err(e) => {
+                                    tracing::error!(error = %e, "a queued message could not be sent as CBOR");
+                                    continue;
+                                }
+                            },
+                        };
+                        if sink.send(frame).await.is_err() {
                             return;
                         }
                     }
@@ -97,24 +140,38 @@ async fn serve(app: Arc<App>, socket: WebSocket, caller: Caller) {
 
     let in_flight = Arc::new(Semaphore::new(app.limits.max_in_flight));
     while let Some(msg) = stream.next().await {
-        let text = match msg {
-            Ok(Message::Text(t)) => t.to_string(),
-            Ok(Message::Binary(_)) => {
-                let r = console_api::Response::err(
-                    None,
-                    console_api::RpcError::new(
-                        console_api::ErrorCode::InvalidRequest,
-                        "binary frames are not accepted on the warren.v1.json subprotocol",
-                    ),
-                );
-                if let Ok(t) = serde_json::to_string(&r) {
-                    conn.respond(t).await;
-                }
+        let text = match (framing, msg) {
+            (Framing::Json, Ok(Message::Text(t))) => t.to_string(),
+            (Framing::Json, Ok(Message::Binary(_))) => {
+                reject(
+                    &conn,
+                    invalid_request("binary frames are not accepted on the warren.v1.json subprotocol"),
+                )
+                .await;
                 continue;
             }
-            Ok(Message::Close(_)) => break,
-            Ok(_) => continue,
-            Err(e) => {
+            // Converted to the JSON text a JSON client would have sent, then
+            // answered by the same dispatcher (and authorization).
+            (Framing::Cbor, Ok(Message::Binary(b))) => match cbor::request_text(&b, app.limits.max_frame_bytes) {
+                Ok(text) => text,
+                Err(answer) => {
+                    reject(&conn, *answer).await;
+                    continue;
+                }
+            },
+            (Framing::Cbor, Ok(Message::Text(_))) => {
+                reject(
+                    &conn,
+                    invalid_request(
+                        "text frames are not accepted on the warren.v1.cbor subprotocol: send CBOR in binary frames",
+                    ),
+                )
+                .await;
+                continue;
+            }
+            (_, Ok(Message::Close(_))) => break,
+            (_, Ok(_)) => continue,
+            (_, Err(e)) => {
                 tracing::debug!(error = %e, "websocket read ended");
                 break;
             }
