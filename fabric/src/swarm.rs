@@ -84,6 +84,8 @@ pub enum FabricEvent {
     Connected {
         peer: PeerId,
         addr: Multiaddr,
+        /// This node dialed (else the peer did).
+        dialer: bool,
     },
     Disconnected {
         peer: PeerId,
@@ -360,6 +362,7 @@ async fn run(
                         (num_established.get() == 1).then(|| FabricEvent::Connected {
                             peer: peer_id,
                             addr: endpoint.get_remote_address().clone(),
+                            dialer: endpoint.is_dialer(),
                         })
                     }
                     SwarmEvent::ConnectionClosed { peer_id, num_established: 0, .. } => {

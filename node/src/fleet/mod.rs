@@ -584,7 +584,11 @@ impl Node {
                     self.admit_member(peer, cert).await;
                     Response::Hello { cert: me }
                 }
-                Err(why) => refused(format!("your certificate: {why}")),
+                Err(why) => {
+                    // The details stay here: a stranger is not told our fleet.
+                    tracing::info!(%peer, reason = %why, "a peer's certificate was refused");
+                    refused("your certificate is not valid in this fleet".into())
+                }
             },
             Request::Join { secret, node_id } => self.answer_join(peer, &secret, &node_id).await,
             _ if self.fleet.member_of(&peer).is_none() => refused("prove membership first".into()),
@@ -826,6 +830,10 @@ async fn run_events(node: Weak<Node>, mut events: tokio::sync::mpsc::Receiver<Fa
                         },
                     );
                 }
+                // Both sides greet: either handshake admits the pair, so
+                // one slow or lost hello does not get a member blocked.
+                // (A stranger thus sees this node's certificate: node id,
+                // peer id and fleet id, signed; nothing secret.)
                 tokio::spawn(async move { node.greet(peer).await });
             }
             FabricEvent::Disconnected { peer } => {
