@@ -182,6 +182,21 @@ impl LabNode {
         Ok(())
     }
 
+    /// The node's process id (`ip netns exec` execs the node in place).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// The node's resident memory (VmRSS), in KiB.
+    pub fn rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+    }
+
     /// `kill -9` of the node process (its namespace stays).
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
