@@ -503,6 +503,28 @@ async fn a_conversations_instance_token_has_its_agents_grants_and_dies_with_it()
     assert!(e.message.contains("revoked"), "{}", e.message);
 }
 
+#[test]
+fn fleet_init_makes_the_data_dir_a_first_run_has_not_made_yet() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data_dir = dir.path().join("share/warren");
+    let key_file = data_dir.join("owner.key");
+    let out = std::process::Command::new(EXE)
+        .args(["fleet", "init", "--key-file"])
+        .arg(&key_file)
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        std::fs::metadata(&key_file).expect("key").permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(
+        std::fs::metadata(&data_dir).expect("dir").permissions().mode() & 0o777,
+        0o700
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nodes_trust_the_fleet_owner_key_they_are_configured_with() {
     let dir = tempfile::tempdir().expect("tempdir");

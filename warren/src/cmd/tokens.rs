@@ -232,6 +232,16 @@ pub(super) fn fleet_init(key_file: PathBuf, out: Output) -> anyhow::Result<ExitC
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let key = capabilities::RootKey::generate();
+    // The usual place is the node's data dir, which a first `warren up` has
+    // not made yet: create it as the node would (0700).
+    if let Some(dir) = key_file.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .with_context(|| format!("creating {}", dir.display()))?;
+    }
     let mut f = std::fs::OpenOptions::new()
         .create_new(true)
         .write(true)
