@@ -390,7 +390,8 @@ async fn run(
                             None
                         }
                         request_response::Event::InboundFailure { peer, error, .. } => {
-                            tracing::debug!(%peer, %error, "an inbound fabric request failed");
+                            // A garbled or oversize frame ends here (the codec refuses it).
+                            tracing::info!(%peer, %error, "an inbound fabric request failed");
                             None
                         }
                         request_response::Event::ResponseSent { .. } => None,

@@ -235,7 +235,10 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
                 peer_id: Some(peer_id),
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 protocol_version: console_api::PROTOCOL_VERSION,
-                endpoint: app.identity.endpoint.clone(),
+                // What clients should use: the published one when set.
+                endpoint: node
+                    .published_endpoint()
+                    .unwrap_or_else(|| app.identity.endpoint.clone()),
                 runtime: node.runtime_name().to_string(),
                 started_at: app.identity.started_at,
                 root_public_key: app.identity.root_public_key.clone(),

@@ -8,9 +8,11 @@
 //! table `fleet.nodes` answers from.
 
 pub mod forward;
+mod members;
 pub mod route;
 pub mod serve;
 pub mod state;
+mod tasks;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -18,10 +20,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use ed25519_dalek::SigningKey;
-use fabric::{
-    Certificate, Fabric, FabricConfig, FabricEvent, Gossip, Invite, Multiaddr, NodeRecord, PeerId, Request, Response,
-    View,
-};
+use fabric::{Certificate, Fabric, FabricConfig, Multiaddr, NodeRecord, PeerId, View};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -106,6 +105,8 @@ struct PeerInfo {
 
 /// Redial a known member's address at most this often.
 const REDIAL_EVERY: Duration = Duration::from_secs(2);
+/// How long a peer that proved no membership stays blocked.
+const STRANGER_BLOCK: Duration = Duration::from_secs(60);
 /// How long a hello, a sync or a join request may take.
 const HANDSHAKE_WITHIN: Duration = Duration::from_secs(5);
 /// The fabric's own bound on any request: above the longest forwarded call
@@ -285,11 +286,16 @@ impl Node {
             return Ok(());
         }
         if let Some(me) = self.me_arc() {
-            tokio::spawn(run_events(Arc::downgrade(&me), events));
-            tokio::spawn(run_ticks(Arc::downgrade(&me)));
+            tokio::spawn(tasks::run_events(Arc::downgrade(&me), events));
+            tokio::spawn(tasks::run_ticks(Arc::downgrade(&me)));
         }
         tracing::info!(peer_id = %self.fleet.peer_id(), fleet = fleet_id, "fabric started");
         Ok(())
+    }
+
+    /// `[fleet] endpoint`, when set (for NAT and proxies).
+    pub fn published_endpoint(&self) -> Option<String> {
+        self.fleet.settings.endpoint.clone()
     }
 
     /// This node's record, as published.
@@ -353,185 +359,6 @@ impl Node {
         ed25519_dalek::VerifyingKey::from_bytes(&bytes).ok()
     }
 
-    /// A peer's certificate is good: it is a member from now on.
-    async fn admit_member(&self, peer: PeerId, cert: Certificate) {
-        if let Ok(mut p) = self.fleet.peers.lock()
-            && let Some(info) = p.get_mut(&peer)
-        {
-            info.member = Some(cert.node_id.clone());
-        }
-        if let Ok(f) = self.fleet.fabric() {
-            f.admit(peer).await;
-        }
-        let mut cat = self.catalog.lock().await;
-        let known = cat.fleet.members.get(&cert.node_id) == Some(&cert)
-            || cat.fleet.me.as_ref().is_some_and(|m| m.node_id == cert.node_id);
-        if !known && let Err(e) = self.commit(&mut cat, vec![Event::FleetMember { cert }]).await {
-            tracing::error!(error = %e, "could not record a fleet member");
-        }
-    }
-
-    async fn check_cert(&self, peer: &PeerId, cert: &Certificate) -> Result<(), String> {
-        let root = self.fleet_root().await.ok_or("this node is not in a fleet")?;
-        cert.verify(&root, &peer.to_string()).map_err(|e| e.to_string())?;
-        if self.catalog.lock().await.fleet.is_removed(&cert.node_id, &cert.peer_id) {
-            return Err(format!("{} was removed from the fleet", cert.node_id));
-        }
-        Ok(())
-    }
-
-    /// An owner-signed removal (from gossip, a view, or this node): record
-    /// it once, drop and block the removed peer.
-    async fn apply_removal(&self, removal: fabric::Removal) {
-        let Some(root) = self.fleet_root().await else { return };
-        if removal.verify(&root).is_err() || removal.node_id == self.cfg.node_id {
-            return;
-        }
-        {
-            let mut cat = self.catalog.lock().await;
-            if cat.fleet.removed.contains_key(&removal.node_id) {
-                return;
-            }
-            let e = Event::FleetRemoved {
-                removal: removal.clone(),
-            };
-            if let Err(e) = self.commit(&mut cat, vec![e]).await {
-                tracing::error!(error = %e, "could not record a removal");
-                return;
-            }
-        }
-        if let Ok(mut t) = self.fleet.table.lock() {
-            t.remove(&removal.node_id);
-        }
-        if let Ok(peer) = removal.peer_id.parse::<PeerId>() {
-            self.refuse_peer(peer, "the owner removed it from the fleet").await;
-        }
-    }
-
-    /// A revocation on this node holds fleet-wide: every member hears it as
-    /// gossip now, and one cut off now in the view it syncs on reconnection.
-    pub async fn revoke_fleet_wide(&self, ids: Vec<String>) -> NodeResult<()> {
-        self.revoke(ids.clone()).await?;
-        if let Ok(f) = self.fleet.fabric() {
-            for chunk in ids.chunks(fabric::wire::MAX_REVOKED) {
-                if let Err(e) = f.publish(&Gossip::Revoked(chunk.to_vec())).await {
-                    tracing::warn!(error = %e, "a revocation was not gossiped (members learn it at their next sync)");
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Revocations a member told us about (bounded; bad ids are refused).
-    async fn revoked_by_member(&self, ids: Vec<String>) {
-        if ids.is_empty() || ids.len() > fabric::wire::MAX_REVOKED {
-            return;
-        }
-        if let Err(e) = self.revoke(ids).await {
-            tracing::warn!(error = %e, "a member's revocations were refused");
-        }
-    }
-
-    /// `fleet.remove` (local-only, on the owner's node): the member is
-    /// removed fleet-wide (named by node id or name).
-    pub async fn fleet_remove(&self, node: &str) -> NodeResult<Value> {
-        let Some(owner) = self.fleet.owner.clone() else {
-            return Err(NodeError::Conflict(
-                "only the node holding the fleet owner key removes members".into(),
-            ));
-        };
-        let by_name = self.fleet.table.lock().ok().and_then(|t| {
-            t.values()
-                .find(|s| s.record.name == node)
-                .map(|s| s.record.node_id.clone())
-        });
-        let id = by_name.unwrap_or_else(|| node.to_string());
-        if id == self.cfg.node_id {
-            return Err(NodeError::Invalid(
-                "node: the owner's own node cannot be removed".into(),
-            ));
-        }
-        let cert = self.catalog.lock().await.fleet.members.get(&id).cloned();
-        let Some(cert) = cert else {
-            return Err(NodeError::NotFound(format!(
-                "node: {node:?} is not a member of this fleet"
-            )));
-        };
-        let removal = fabric::Removal::issue(&owner, &cert, now_ms());
-        self.apply_removal(removal.clone()).await;
-        if let Ok(f) = self.fleet.fabric() {
-            let _ = f.publish(&Gossip::Removed(removal)).await;
-        }
-        Ok(json!({ "removed": true, "node_id": id }))
-    }
-
-    /// Proves membership to a newly connected peer and learns its view.
-    async fn greet(&self, peer: PeerId) {
-        let Ok(fabric) = self.fleet.fabric().cloned() else {
-            return;
-        };
-        let Some(me) = self.catalog.lock().await.fleet.me.clone() else {
-            return;
-        };
-        match fabric
-            .request_within(peer, Request::Hello { cert: me }, HANDSHAKE_WITHIN)
-            .await
-        {
-            Ok(Response::Hello { cert }) => match self.check_cert(&peer, &cert).await {
-                Ok(()) => {
-                    self.admit_member(peer, cert).await;
-                    self.sync_with(peer).await;
-                }
-                Err(why) => self.refuse_peer(peer, &format!("its certificate: {why}")).await,
-            },
-            Ok(Response::Refused { reason }) => tracing::info!(%peer, %reason, "a peer refused our membership"),
-            Ok(other) => {
-                self.refuse_peer(peer, &format!("it answered hello with {other:?}"))
-                    .await
-            }
-            Err(e) => tracing::debug!(%peer, error = %e, "hello failed"),
-        }
-    }
-
-    async fn sync_with(&self, peer: PeerId) {
-        let Ok(fabric) = self.fleet.fabric().cloned() else {
-            return;
-        };
-        let view = self.fleet_view().await;
-        if let Ok(Response::Synced(theirs)) = fabric.request_within(peer, Request::Sync(view), HANDSHAKE_WITHIN).await {
-            self.merge_view(theirs).await;
-        }
-    }
-
-    /// What a member told us: records to show, members to know and dial.
-    async fn merge_view(&self, view: View) {
-        if view.check().is_err() {
-            return;
-        }
-        let Some(root) = self.fleet_root().await else { return };
-        for cert in &view.members {
-            if cert.verify(&root, &cert.peer_id).is_ok() && cert.node_id != self.cfg.node_id {
-                let mut cat = self.catalog.lock().await;
-                if !cat.fleet.members.contains_key(&cert.node_id) && !cat.fleet.removed.contains_key(&cert.node_id) {
-                    let _ = self
-                        .commit(&mut cat, vec![Event::FleetMember { cert: cert.clone() }])
-                        .await;
-                }
-            }
-        }
-        for r in view.removed {
-            self.apply_removal(r).await;
-        }
-        self.revoked_by_member(view.revoked).await;
-        // Records of members only: a view cannot make a stranger a route.
-        let members: Vec<String> = self.catalog.lock().await.fleet.members.keys().cloned().collect();
-        for r in view.records {
-            if members.contains(&r.node_id) {
-                self.saw_record(r, false);
-            }
-        }
-    }
-
     /// A member's record (heard now when `fresh`, else second-hand).
     fn saw_record(&self, r: NodeRecord, fresh: bool) {
         if r.node_id == self.cfg.node_id {
@@ -560,193 +387,6 @@ impl Node {
                 s.record = r;
             }
         }
-    }
-
-    async fn refuse_peer(&self, peer: PeerId, why: &str) {
-        tracing::warn!(%peer, reason = why, "peer refused and blocked");
-        if let Ok(f) = self.fleet.fabric() {
-            f.expel(peer).await;
-        }
-        if let Ok(mut p) = self.fleet.peers.lock() {
-            p.remove(&peer);
-        }
-    }
-
-    async fn answer(&self, peer: PeerId, request: Request) -> Response {
-        let refused = |reason: String| Response::Refused { reason };
-        match request {
-            Request::Hello { cert } => match self.check_cert(&peer, &cert).await {
-                Ok(()) => {
-                    let me = self.catalog.lock().await.fleet.me.clone();
-                    let Some(me) = me else {
-                        return refused("not a member".into());
-                    };
-                    self.admit_member(peer, cert).await;
-                    Response::Hello { cert: me }
-                }
-                Err(why) => {
-                    // The details stay here: a stranger is not told our fleet.
-                    tracing::info!(%peer, reason = %why, "a peer's certificate was refused");
-                    refused("your certificate is not valid in this fleet".into())
-                }
-            },
-            Request::Join { secret, node_id } => self.answer_join(peer, &secret, &node_id).await,
-            _ if self.fleet.member_of(&peer).is_none() => refused("prove membership first".into()),
-            Request::Sync(view) => {
-                let mine = self.fleet_view().await;
-                self.merge_view(view).await;
-                Response::Synced(mine)
-            }
-            Request::Api { token, text, stream } => self.answer_api(peer, &token, &text, stream).await,
-            Request::Pull { stream } => self.answer_pull(peer, stream).await,
-            Request::Cancel { stream } => self.answer_cancel(peer, stream),
-            Request::Locate(what) => self.answer_locate(what).await,
-        }
-    }
-
-    async fn answer_join(&self, peer: PeerId, secret: &str, node_id: &str) -> Response {
-        let refused = |reason: String| Response::Refused { reason };
-        let Some(owner) = self.fleet.owner.clone() else {
-            return refused("this node cannot admit members: it holds no owner key".into());
-        };
-        if crate::validate::node_id(node_id).is_err() {
-            return refused(format!("{node_id:?} is not a node id"));
-        }
-        let hash = Invite::secret_hash(secret);
-        let cert = {
-            let mut cat = self.catalog.lock().await;
-            if let Err(e) = fabric::invite::judge(cat.fleet.invites.get(&hash).copied(), now_ms()) {
-                return refused(e.to_string());
-            }
-            let cert = Certificate::issue(&owner, node_id, &peer.to_string(), now_ms());
-            let events = vec![
-                Event::FleetInviteUsed {
-                    secret_hash: hash,
-                    node_id: node_id.to_string(),
-                },
-                Event::FleetMember { cert: cert.clone() },
-            ];
-            if self.commit(&mut cat, events).await.is_err() {
-                return refused("the inviter could not record the join".into());
-            }
-            cert
-        };
-        tracing::info!(%peer, node = node_id, "a node joined the fleet");
-        self.admit_member(peer, cert.clone()).await;
-        Response::Joined {
-            cert,
-            view: self.fleet_view().await,
-        }
-    }
-
-    /// `fleet.invite` (local-only): a single-use join code, valid `ttl`.
-    pub async fn fleet_invite(&self, ttl: Duration) -> NodeResult<Value> {
-        if self.fleet.owner.is_none() {
-            return Err(NodeError::Conflict(
-                "this node holds no fleet owner key: create one with `warren fleet init --key-file DATA_DIR/owner.key` (or set [fleet] owner_key) and restart the node".into(),
-            ));
-        }
-        self.found_fleet().await?;
-        self.ensure_fabric().await?;
-        let fabric = self.fleet.fabric()?.clone();
-        let mut addrs = self.fleet.listening.lock().map(|a| a.clone()).unwrap_or_default();
-        if addrs.is_empty() {
-            addrs = fabric.listen_addrs().await;
-        }
-        // Addresses another host can reach first.
-        addrs.sort_by_key(|a| a.to_string().starts_with("/ip4/127."));
-        let peer = fabric.peer_id();
-        let secret = hex::encode(rand::random::<[u8; 32]>());
-        let expires_at = now_ms() + ttl.as_millis() as u64;
-        let root = self.catalog.lock().await.fleet.root.clone().unwrap_or_default();
-        {
-            let mut cat = self.catalog.lock().await;
-            let e = Event::FleetInvite {
-                secret_hash: Invite::secret_hash(&secret),
-                expires_at,
-            };
-            self.commit(&mut cat, vec![e]).await?;
-        }
-        let invite = Invite {
-            root,
-            inviter_peer_id: peer.to_string(),
-            addrs: addrs.iter().map(|a| a.to_string()).collect(),
-            secret,
-            expires_at,
-        };
-        Ok(json!({ "invite": invite.encode(), "expires_at": expires_at }))
-    }
-
-    /// `fleet.join` (local-only): joins the fleet of a join code.
-    pub async fn fleet_join(&self, code: &str) -> NodeResult<Value> {
-        let invite = Invite::decode(code).map_err(|e| NodeError::Invalid(format!("invite: {e}")))?;
-        if self.catalog.lock().await.fleet.me.is_some() {
-            return Err(NodeError::Conflict("this node is in a fleet already".into()));
-        }
-        let root_bytes: [u8; 32] = hex::decode(&invite.root)
-            .ok()
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| NodeError::Invalid("invite: its fleet root is not a key".into()))?;
-        let root = ed25519_dalek::VerifyingKey::from_bytes(&root_bytes)
-            .map_err(|_| NodeError::Invalid("invite: its fleet root is not a key".into()))?;
-        let inviter: PeerId = invite
-            .inviter_peer_id
-            .parse()
-            .map_err(|_| NodeError::Invalid("invite: the inviter's peer id is garbled".into()))?;
-        if self.fleet.fabric.get().is_none() {
-            self.start_fabric(&fabric::fleet_id(&root))?;
-        }
-        let fabric = self.fleet.fabric()?.clone();
-        let deadline = Instant::now() + JOIN_WITHIN;
-        let answer = loop {
-            for a in &invite.addrs {
-                if let Ok(addr) = a.parse::<Multiaddr>() {
-                    let _ = fabric.dial(addr).await;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            let ask = Request::Join {
-                secret: invite.secret.clone(),
-                node_id: self.cfg.node_id.clone(),
-            };
-            match fabric.request_within(inviter, ask, HANDSHAKE_WITHIN).await {
-                Ok(r) => break r,
-                Err(e) if Instant::now() > deadline => {
-                    return Err(NodeError::Unreachable {
-                        node: invite.inviter_peer_id.clone(),
-                        message: format!("the inviter did not answer within {JOIN_WITHIN:?}: {e}"),
-                    });
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(300)).await,
-            }
-        };
-        let (cert, view) = match answer {
-            Response::Joined { cert, view } => (cert, view),
-            Response::Refused { reason } => return Err(NodeError::Forbidden(format!("the inviter refused: {reason}"))),
-            other => return Err(NodeError::Internal(format!("the inviter answered {other:?}"))),
-        };
-        cert.verify(&root, &fabric.peer_id().to_string())
-            .map_err(|e| NodeError::Forbidden(format!("the inviter's certificate for us: {e}")))?;
-        {
-            let mut cat = self.catalog.lock().await;
-            let e = Event::FleetJoined {
-                root: invite.root.clone(),
-                cert: cert.clone(),
-            };
-            self.commit(&mut cat, vec![e]).await?;
-        }
-        self.trust_fleet_root(&invite.root);
-        // The inviter is a member; it told us who else is.
-        if let Ok(mut p) = self.fleet.peers.lock() {
-            p.entry(inviter).or_insert(PeerInfo {
-                since: Instant::now(),
-                member: None,
-            });
-        }
-        self.greet(inviter).await;
-        self.merge_view(view).await;
-        let members = self.catalog.lock().await.fleet.members.len() + 1;
-        Ok(json!({ "fleet_id": cert.fleet_id, "node_id": cert.node_id, "members": members }))
     }
 
     /// `fleet.nodes`: this node and every member it knows.
@@ -808,205 +448,4 @@ fn memory_mb() -> u64 {
         })
         .map(|kb| kb / 1024)
         .unwrap_or(0)
-}
-
-/// Turns fabric events into membership decisions.
-async fn run_events(node: Weak<Node>, mut events: tokio::sync::mpsc::Receiver<FabricEvent>) {
-    while let Some(ev) = events.recv().await {
-        let Some(node) = node.upgrade() else { return };
-        match ev {
-            FabricEvent::Listening(addr) => {
-                if let Ok(mut l) = node.fleet.listening.lock() {
-                    l.push(addr);
-                }
-            }
-            FabricEvent::Connected { peer, .. } => {
-                if let Ok(mut p) = node.fleet.peers.lock() {
-                    p.insert(
-                        peer,
-                        PeerInfo {
-                            since: Instant::now(),
-                            member: None,
-                        },
-                    );
-                }
-                // Both sides greet: either handshake admits the pair, so
-                // one slow or lost hello does not get a member blocked.
-                // (A stranger thus sees this node's certificate: node id,
-                // peer id and fleet id, signed; nothing secret.)
-                tokio::spawn(async move { node.greet(peer).await });
-            }
-            FabricEvent::Disconnected { peer } => {
-                if let Ok(mut p) = node.fleet.peers.lock() {
-                    p.remove(&peer);
-                }
-            }
-            FabricEvent::Request { peer, request, reply } => {
-                tokio::spawn(async move {
-                    let judged = !matches!(request, Request::Sync(_));
-                    let response = node.answer(peer, request).await;
-                    let refused = matches!(response, Response::Refused { .. });
-                    if let Ok(f) = node.fleet.fabric() {
-                        f.respond(reply, response).await;
-                    }
-                    // A member that refused a peer's hello or join drops and
-                    // blocks it (a node still joining judges nobody).
-                    let member = node.catalog.lock().await.fleet.me.is_some();
-                    if refused && judged && member && node.fleet.member_of(&peer).is_none() {
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                        node.refuse_peer(peer, "it proved no membership").await;
-                    }
-                });
-            }
-            FabricEvent::Gossip { from, gossip } => match gossip {
-                Gossip::Heartbeat(r)
-                    if r.peer_id == from.to_string() && node.fleet.member_of(&from).as_ref() == Some(&r.node_id) =>
-                {
-                    node.saw_record(r, true);
-                }
-                Gossip::Heartbeat(r) => tracing::debug!(%from, node = %r.node_id, "heartbeat of another peer ignored"),
-                Gossip::Removed(removal) => {
-                    tokio::spawn(async move { node.apply_removal(removal).await });
-                }
-                Gossip::Revoked(ids) => {
-                    tokio::spawn(async move { node.revoked_by_member(ids).await });
-                }
-            },
-            FabricEvent::BadGossip { from, error } => tracing::warn!(%from, %error, "garbled gossip"),
-            FabricEvent::Pong { peer, .. } => {
-                if let Some(id) = node.fleet.member_of(&peer)
-                    && let Ok(mut t) = node.fleet.table.lock()
-                    && let Some(s) = t.get_mut(&id)
-                {
-                    s.last_seen = Instant::now();
-                }
-            }
-        }
-    }
-}
-
-/// Heartbeats, the membership deadline, and redials of known members.
-async fn run_ticks(node: Weak<Node>) {
-    let every = match node.upgrade() {
-        Some(n) => Duration::from_millis(n.fleet.settings.heartbeat_ms.max(100)),
-        None => return,
-    };
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    loop {
-        tick.tick().await;
-        let Some(node) = node.upgrade() else { return };
-        let Ok(fabric) = node.fleet.fabric().cloned() else {
-            continue;
-        };
-        let record = node.fleet_record().await;
-        if let Err(e) = fabric.publish(&Gossip::Heartbeat(record)).await {
-            tracing::debug!(error = %e, "heartbeat not published");
-        }
-        // Peers that proved nothing in time are dropped and blocked (by a
-        // member: a node still joining judges nobody).
-        if node.catalog.lock().await.fleet.me.is_none() {
-            continue;
-        }
-        let prove = Duration::from_millis(node.fleet.settings.prove_within_ms);
-        let late: Vec<PeerId> = node
-            .fleet
-            .peers
-            .lock()
-            .map(|p| {
-                p.iter()
-                    .filter(|(_, i)| i.member.is_none() && i.since.elapsed() > prove)
-                    .map(|(id, _)| *id)
-                    .collect()
-            })
-            .unwrap_or_default();
-        for peer in late {
-            node.refuse_peer(peer, "it proved no membership in time").await;
-        }
-        // Known members that are not connected are redialed.
-        let connected: Vec<String> = node
-            .fleet
-            .peers
-            .lock()
-            .map(|p| p.values().filter_map(|i| i.member.clone()).collect())
-            .unwrap_or_default();
-        let targets: Vec<(String, String, Vec<String>)> = node
-            .fleet
-            .table
-            .lock()
-            .map(|t| {
-                t.values()
-                    .filter(|s| !connected.contains(&s.record.node_id))
-                    .map(|s| {
-                        (
-                            s.record.node_id.clone(),
-                            s.record.peer_id.clone(),
-                            s.record.addrs.clone(),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        for (_, peer_id, addrs) in &targets {
-            for a in addrs {
-                let due = node
-                    .fleet
-                    .dialed
-                    .lock()
-                    .map(|mut d| {
-                        let due = d.get(a).is_none_or(|t| t.elapsed() > REDIAL_EVERY);
-                        if due {
-                            d.insert(a.clone(), Instant::now());
-                        }
-                        due
-                    })
-                    .unwrap_or(false);
-                if due && let Ok(addr) = format!("{a}/p2p/{peer_id}").parse::<Multiaddr>() {
-                    let _ = fabric.dial(addr).await;
-                }
-            }
-        }
-        node.save_known_peers().await;
-        node.fleet.streams.reap();
-    }
-}
-
-impl Node {
-    /// Where members are goes to `fleet-peers.json` (when it changed), so a
-    /// restarted node knows whom to dial (its peers may not dial it first).
-    async fn save_known_peers(&self) {
-        let records: Vec<NodeRecord> = self
-            .fleet
-            .table
-            .lock()
-            .map(|t| t.values().map(|s| s.record.clone()).collect())
-            .unwrap_or_default();
-        let key: String = records
-            .iter()
-            .map(|r| format!("{} {} {:?}\n", r.node_id, r.peer_id, r.addrs))
-            .collect();
-        let changed = self.fleet.saved.lock().map(|mut s| {
-            let changed = *s != key;
-            *s = key;
-            changed
-        });
-        if changed.unwrap_or(true)
-            && let Ok(text) = serde_json::to_string(&records)
-        {
-            let _ = crate::util::write_private(&self.fleet.peers_file, &text);
-        }
-    }
-
-    /// Reads `fleet-peers.json` back (start-up).
-    pub fn load_known_peers(&self) {
-        let Ok(text) = std::fs::read_to_string(&self.fleet.peers_file) else {
-            return;
-        };
-        let Ok(records) = serde_json::from_str::<Vec<NodeRecord>>(&text) else {
-            return;
-        };
-        for r in records {
-            self.saw_record(r, false);
-        }
-    }
 }

@@ -162,9 +162,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A method, its params, and what it should aim at.
+    type Case = (&'static str, Value, Option<(Target, &'static str)>);
+
     #[test]
     fn calls_aim_at_what_they_name() {
-        let table: &[(&str, Value, Option<(Target, &str)>)] = &[
+        let table: &[Case] = &[
             (
                 "agent.get",
                 json!({"agent": "a@n3"}),

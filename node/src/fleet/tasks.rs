@@ -1,0 +1,210 @@
+//! The fleet's background work: fabric events turned into membership
+//! decisions, the heartbeat tick (publish, deadlines, redials, reaping
+//! forwarded subscriptions), and the saved peers file.
+
+use super::{PeerInfo, REDIAL_EVERY};
+use crate::service::Node;
+use fabric::{FabricEvent, Gossip, Multiaddr, NodeRecord, PeerId, Request, Response};
+use std::sync::Weak;
+use std::time::{Duration, Instant};
+
+/// Turns fabric events into membership decisions.
+pub(super) async fn run_events(node: Weak<Node>, mut events: tokio::sync::mpsc::Receiver<FabricEvent>) {
+    while let Some(ev) = events.recv().await {
+        let Some(node) = node.upgrade() else { return };
+        match ev {
+            FabricEvent::Listening(addr) => {
+                if let Ok(mut l) = node.fleet.listening.lock() {
+                    l.push(addr);
+                }
+            }
+            FabricEvent::Connected { peer, .. } => {
+                if let Ok(mut p) = node.fleet.peers.lock() {
+                    p.insert(
+                        peer,
+                        PeerInfo {
+                            since: Instant::now(),
+                            member: None,
+                        },
+                    );
+                }
+                // Both sides greet: either handshake admits the pair, so
+                // one slow or lost hello does not get a member blocked.
+                // (A stranger thus sees this node's certificate: node id,
+                // peer id and fleet id, signed; nothing secret.)
+                tokio::spawn(async move { node.greet(peer).await });
+            }
+            FabricEvent::Disconnected { peer } => {
+                if let Ok(mut p) = node.fleet.peers.lock() {
+                    p.remove(&peer);
+                }
+            }
+            FabricEvent::Request { peer, request, reply } => {
+                tokio::spawn(async move {
+                    let judged = !matches!(request, Request::Sync(_));
+                    let response = node.answer(peer, request).await;
+                    let refused = matches!(response, Response::Refused { .. });
+                    if let Ok(f) = node.fleet.fabric() {
+                        f.respond(reply, response).await;
+                    }
+                    // A member that refused a peer's hello or join drops and
+                    // blocks it (a node still joining judges nobody).
+                    let member = node.catalog.lock().await.fleet.me.is_some();
+                    if refused && judged && member && node.fleet.member_of(&peer).is_none() {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        node.refuse_peer(peer, "it proved no membership").await;
+                    }
+                });
+            }
+            FabricEvent::Gossip { from, gossip } => match gossip {
+                Gossip::Heartbeat(r)
+                    if r.peer_id == from.to_string() && node.fleet.member_of(&from).as_ref() == Some(&r.node_id) =>
+                {
+                    node.saw_record(r, true);
+                }
+                Gossip::Heartbeat(r) => tracing::debug!(%from, node = %r.node_id, "heartbeat of another peer ignored"),
+                Gossip::Removed(removal) => {
+                    tokio::spawn(async move { node.apply_removal(removal).await });
+                }
+                Gossip::Revoked(ids) => {
+                    tokio::spawn(async move { node.revoked_by_member(ids).await });
+                }
+            },
+            FabricEvent::BadGossip { from, error } => tracing::warn!(%from, %error, "garbled gossip"),
+            FabricEvent::Pong { peer, .. } => {
+                if let Some(id) = node.fleet.member_of(&peer)
+                    && let Ok(mut t) = node.fleet.table.lock()
+                    && let Some(s) = t.get_mut(&id)
+                {
+                    s.last_seen = Instant::now();
+                }
+            }
+        }
+    }
+}
+
+/// Heartbeats, the membership deadline, and redials of known members.
+pub(super) async fn run_ticks(node: Weak<Node>) {
+    let every = match node.upgrade() {
+        Some(n) => Duration::from_millis(n.fleet.settings.heartbeat_ms.max(100)),
+        None => return,
+    };
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tick.tick().await;
+        let Some(node) = node.upgrade() else { return };
+        let Ok(fabric) = node.fleet.fabric().cloned() else {
+            continue;
+        };
+        let record = node.fleet_record().await;
+        if let Err(e) = fabric.publish(&Gossip::Heartbeat(record)).await {
+            tracing::debug!(error = %e, "heartbeat not published");
+        }
+        // Peers that proved nothing in time are dropped and blocked (by a
+        // member: a node still joining judges nobody).
+        if node.catalog.lock().await.fleet.me.is_none() {
+            continue;
+        }
+        let prove = Duration::from_millis(node.fleet.settings.prove_within_ms);
+        let late: Vec<PeerId> = node
+            .fleet
+            .peers
+            .lock()
+            .map(|p| {
+                p.iter()
+                    .filter(|(_, i)| i.member.is_none() && i.since.elapsed() > prove)
+                    .map(|(id, _)| *id)
+                    .collect()
+            })
+            .unwrap_or_default();
+        for peer in late {
+            node.refuse_peer(peer, "it proved no membership in time").await;
+        }
+        // Known members that are not connected are redialed.
+        let connected: Vec<String> = node
+            .fleet
+            .peers
+            .lock()
+            .map(|p| p.values().filter_map(|i| i.member.clone()).collect())
+            .unwrap_or_default();
+        let targets: Vec<(String, String, Vec<String>)> = node
+            .fleet
+            .table
+            .lock()
+            .map(|t| {
+                t.values()
+                    .filter(|s| !connected.contains(&s.record.node_id))
+                    .map(|s| {
+                        (
+                            s.record.node_id.clone(),
+                            s.record.peer_id.clone(),
+                            s.record.addrs.clone(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (_, peer_id, addrs) in &targets {
+            for a in addrs {
+                let due = node
+                    .fleet
+                    .dialed
+                    .lock()
+                    .map(|mut d| {
+                        let due = d.get(a).is_none_or(|t| t.elapsed() > REDIAL_EVERY);
+                        if due {
+                            d.insert(a.clone(), Instant::now());
+                        }
+                        due
+                    })
+                    .unwrap_or(false);
+                if due && let Ok(addr) = format!("{a}/p2p/{peer_id}").parse::<Multiaddr>() {
+                    let _ = fabric.dial(addr).await;
+                }
+            }
+        }
+        node.save_known_peers().await;
+        node.fleet.streams.reap();
+    }
+}
+
+impl Node {
+    /// Where members are goes to `fleet-peers.json` (when it changed), so a
+    /// restarted node knows whom to dial (its peers may not dial it first).
+    pub(super) async fn save_known_peers(&self) {
+        let records: Vec<NodeRecord> = self
+            .fleet
+            .table
+            .lock()
+            .map(|t| t.values().map(|s| s.record.clone()).collect())
+            .unwrap_or_default();
+        let key: String = records
+            .iter()
+            .map(|r| format!("{} {} {:?}\n", r.node_id, r.peer_id, r.addrs))
+            .collect();
+        let changed = self.fleet.saved.lock().map(|mut s| {
+            let changed = *s != key;
+            *s = key;
+            changed
+        });
+        if changed.unwrap_or(true)
+            && let Ok(text) = serde_json::to_string(&records)
+        {
+            let _ = crate::util::write_private(&self.fleet.peers_file, &text);
+        }
+    }
+
+    /// Reads `fleet-peers.json` back (start-up).
+    pub fn load_known_peers(&self) {
+        let Ok(text) = std::fs::read_to_string(&self.fleet.peers_file) else {
+            return;
+        };
+        let Ok(records) = serde_json::from_str::<Vec<NodeRecord>>(&text) else {
+            return;
+        };
+        for r in records {
+            self.saw_record(r, false);
+        }
+    }
+}
