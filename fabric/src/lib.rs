@@ -6,6 +6,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 pub mod cert;
+pub mod codec;
 pub mod invite;
 pub mod swarm;
 pub mod wire;

@@ -23,7 +23,7 @@ use libp2p::{
 use tokio::sync::{mpsc, oneshot};
 
 use crate::FabricError;
-use crate::wire::{Gossip, MAX_FRAME_BYTES, Request, Response};
+use crate::wire::{Gossip, Request, Response};
 
 /// The request-response protocol.
 pub const PROTOCOL: &str = "/warren/fleet/1";
@@ -74,7 +74,7 @@ struct Behaviour {
     identify: identify::Behaviour,
     ping: ping::Behaviour,
     gossip: gossipsub::Behaviour,
-    rpc: request_response::cbor::Behaviour<Request, Response>,
+    rpc: request_response::Behaviour<crate::codec::FleetCodec>,
 }
 
 /// What the fabric tells the node.
@@ -256,11 +256,8 @@ fn build(cfg: &FabricConfig) -> Result<Swarm<Behaviour>, FabricError> {
                 ..Default::default()
             };
             gossip.with_peer_score(params, gossipsub::PeerScoreThresholds::default())?;
-            let codec = request_response::cbor::codec::Codec::default()
-                .set_request_size_maximum(MAX_FRAME_BYTES)
-                .set_response_size_maximum(MAX_FRAME_BYTES);
             let rpc = request_response::Behaviour::with_codec(
-                codec,
+                crate::codec::FleetCodec::default(),
                 [(StreamProtocol::new(PROTOCOL), ProtocolSupport::Full)],
                 request_response::Config::default()
                     .with_request_timeout(request_timeout)

@@ -169,6 +169,12 @@ async fn an_outsider_on_py_libp2p_gets_ping_and_identify_and_nothing_else() {
     })
     .await
     .unwrap_or_else(|e| panic!("{e}: {report}"));
+    // The garbled frame was refused by the codec and logged; the node serves on.
+    assert!(
+        strip_ansi(&n1.log()).contains("a fabric request could not be read"),
+        "{}",
+        n1.log()
+    );
     let nodes = n1.call("fleet.nodes", json!({})).await.expect("fleet.nodes");
     assert_eq!(nodes["nodes"].as_array().map(Vec::len), Some(1), "n1 alone: {nodes}");
     eprintln!(
