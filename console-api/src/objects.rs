@@ -352,6 +352,10 @@ pub struct EventsSubscribe {
     /// Event kinds wanted (default: all).
     #[serde(default)]
     pub kinds: Option<Vec<String>>,
+    /// Only events about this agent (`NAME` or `NAME@NODE`: an agent on
+    /// another member is followed through the fabric).
+    #[serde(default)]
+    pub agent: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

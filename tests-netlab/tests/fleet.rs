@@ -396,6 +396,27 @@ async fn an_agent_on_n3_is_created_driven_and_watched_from_n1() {
         .expect("continue");
     assert_eq!(cont["conversation"]["state"], "active", "{cont}");
 
+    // Events about far, followed from n1: a nudge sent through n1 is
+    // audited on n3 and its event comes back through the fabric.
+    let esub = watch
+        .call("events.subscribe", json!({ "agent": "far@n3", "kinds": ["event.supervision.acted"] }))
+        .await
+        .expect("events.subscribe through n1");
+    let esub = esub["subscription"].as_str().expect("sub").to_string();
+    c.call("supervision.nudge", json!({ "agent": "far@n3", "text": "keep going" }))
+        .await
+        .expect("nudge through n1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let n = watch.next_notification(left).await.expect("read").expect("an acted event from n3");
+        if n.method == "event.supervision.acted" {
+            assert_eq!(n.params["subscription"], esub.as_str());
+            assert_eq!(n.params["event"]["agent"], "far", "{}", n.params);
+            break;
+        }
+    }
+
     // One list over the fleet, each agent naming its node.
     n2.call("agent.create", json!({ "name": "near", "harness": "fake" }))
         .await

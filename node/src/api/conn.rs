@@ -302,7 +302,12 @@ impl Conn {
 
     /// `events.subscribe`: server events of the wanted kinds, as notifications
     /// named by their kind.
-    pub fn subscribe_events(self: &Arc<Self>, app: &Arc<App>, kinds: Option<Vec<String>>) -> Result<String, RpcError> {
+    pub fn subscribe_events(
+        self: &Arc<Self>,
+        app: &Arc<App>,
+        kinds: Option<Vec<String>>,
+        agent: Option<String>,
+    ) -> Result<String, RpcError> {
         if let Some(bad) = kinds
             .iter()
             .flatten()
@@ -327,6 +332,9 @@ impl Conn {
                 match rx.recv().await {
                     Ok((kind, payload)) => {
                         if kinds.as_ref().is_some_and(|k| !k.iter().any(|x| x == kind)) {
+                            continue;
+                        }
+                        if agent.as_ref().is_some_and(|a| !about_agent(&payload, a)) {
                             continue;
                         }
                         if !conn.notify(kind, json!({ "subscription": sub, "event": payload })) {
@@ -371,6 +379,12 @@ impl Conn {
         });
         self.add_sub(task, id)
     }
+}
+
+/// Whether an event's payload is about `agent` (its `agent`, or its hold's).
+fn about_agent(payload: &serde_json::Value, agent: &str) -> bool {
+    payload.get("agent").and_then(|v| v.as_str()) == Some(agent)
+        || payload.pointer("/hold/agent").and_then(|v| v.as_str()) == Some(agent)
 }
 
 /// Sends stored events of `conv` after `last[conv]`, page by page. Catch-up

@@ -319,7 +319,7 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
         }
         m::EVENTS_SUBSCRIBE => {
             let e: console_api::EventsSubscribe = params(p)?;
-            json!({ "subscription": conn.subscribe_events(app, e.kinds)? })
+            json!({ "subscription": conn.subscribe_events(app, e.kinds, e.agent)? })
         }
         m::TERMINAL_SUBSCRIBE => {
             let id = conv_ref(p)?;
