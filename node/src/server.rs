@@ -113,6 +113,12 @@ pub async fn run(
         let token = root.mint_admin(&node_id)?;
         write_private(&token_file, &format!("{token}\n"))?;
     }
+    // The admin token's ids: its holder is this node's local admin.
+    let admin_token_ids = std::fs::read_to_string(&token_file)
+        .ok()
+        .and_then(|t| capabilities::inspect_unverified(t.trim()).ok())
+        .map(|i| i.revocation_ids)
+        .unwrap_or_default();
 
     cfg.supervision
         .validate()
@@ -204,6 +210,7 @@ pub async fn run(
     });
     // Calls members forward here run through this same API.
     node.fleet.streams.set_app(&app);
+    node.fleet.routes.set_admin_token(admin_token_ids);
     write_private(
         &endpoint_path(&data_dir),
         &serde_json::json!({

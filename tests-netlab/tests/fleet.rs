@@ -399,7 +399,10 @@ async fn an_agent_on_n3_is_created_driven_and_watched_from_n1() {
     // Events about far, followed from n1: a nudge sent through n1 is
     // audited on n3 and its event comes back through the fabric.
     let esub = watch
-        .call("events.subscribe", json!({ "agent": "far@n3", "kinds": ["event.supervision.acted"] }))
+        .call(
+            "events.subscribe",
+            json!({ "agent": "far@n3", "kinds": ["event.supervision.acted"] }),
+        )
         .await
         .expect("events.subscribe through n1");
     let esub = esub["subscription"].as_str().expect("sub").to_string();
@@ -409,7 +412,11 @@ async fn an_agent_on_n3_is_created_driven_and_watched_from_n1() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let n = watch.next_notification(left).await.expect("read").expect("an acted event from n3");
+        let n = watch
+            .next_notification(left)
+            .await
+            .expect("read")
+            .expect("an acted event from n3");
         if n.method == "event.supervision.acted" {
             assert_eq!(n.params["subscription"], esub.as_str());
             assert_eq!(n.params["event"]["agent"], "far", "{}", n.params);
@@ -488,7 +495,20 @@ async fn an_agent_on_n3_is_created_driven_and_watched_from_n1() {
         .call("agent.get", json!({ "agent": "far@n3" }))
         .await
         .expect_err("n2 local");
-    assert!(e.to_string().contains("local socket"), "{e}");
+    assert!(e.to_string().contains("local admin"), "{e}");
+    // So does its admin token; n1's speaks for the fleet (n1 holds the owner key).
+    let n2_admin = std::fs::read_to_string(n2.dir.join("admin.token")).expect("n2 admin token");
+    let mut n2c = n2.ws(n2_admin.trim()).await.expect("ws n2");
+    let e = n2c
+        .call("agent.get", json!({ "agent": "far@n3" }))
+        .await
+        .expect_err("n2 admin token");
+    assert_eq!(rpc_code(&e).0, -32003, "{e}");
+    let n1_admin = std::fs::read_to_string(n1.dir.join("admin.token")).expect("n1 admin token");
+    let mut n1c = n1.ws(n1_admin.trim()).await.expect("ws n1");
+    n1c.call("agent.get", json!({ "agent": "far@n3" }))
+        .await
+        .expect("n1's admin token, forwarded");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -44,9 +44,23 @@ pub struct Routes {
     homes: Mutex<HashMap<String, String>>,
     /// A token the owner key signed for the local admin's forwarded calls.
     owner_token: Mutex<Option<(String, Instant)>>,
+    /// Revocation ids of this node's admin token (`admin.token`): its
+    /// holder is the local admin, as a caller on the Unix socket is.
+    admin_token: std::sync::OnceLock<Vec<String>>,
 }
 
 impl Routes {
+    pub fn set_admin_token(&self, ids: Vec<String>) {
+        let _ = self.admin_token.set(ids);
+    }
+
+    /// Whether a token with these ids is this node's admin token.
+    pub fn is_admin_token(&self, ids: &[String]) -> bool {
+        self.admin_token
+            .get()
+            .is_some_and(|a| !a.is_empty() && a.as_slice() == ids)
+    }
+
     pub fn remember(&self, conversation: String, node_id: &str) {
         if let Ok(mut h) = self.homes.lock() {
             if h.len() >= MAX_HOMES {
@@ -325,13 +339,14 @@ impl Node {
         }
     }
 
-    /// The token a call from the local socket is forwarded with: the local
-    /// admin's authority ends at this node, except on the owner's node,
-    /// whose admin holds the fleet owner key and so speaks for the fleet.
+    /// The token the local admin's call (the Unix socket, or `admin.token`)
+    /// is forwarded with: its authority ends at this node, except on the
+    /// owner's node, whose admin holds the fleet owner key and so speaks for
+    /// the fleet.
     pub fn local_forwarding_token(&self, node_id: &str) -> NodeResult<String> {
         let Some(owner) = &self.fleet.owner_root else {
             return Err(NodeError::Forbidden(format!(
-                "it lives on node {}: a forwarded call carries the caller's own token, and the local socket's authority ends at this node; call over the WebSocket with a token the fleet trusts (one signed by the fleet owner key: `warren token mint --key-file OWNER_KEY ...`, then WARREN_URL and WARREN_TOKEN)",
+                "node {} is another member: a forwarded call carries the caller's own token, and this node's local admin (its Unix socket, its admin.token) has no authority beyond it; call with a token the fleet trusts (one signed by the fleet owner key: `warren token mint --key-file OWNER_KEY ...`, then WARREN_URL and WARREN_TOKEN)",
                 self.member_name(node_id)
             )));
         };

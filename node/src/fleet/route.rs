@@ -215,7 +215,11 @@ mod tests {
             ("conversation.list", json!({"state": "active"}), None),
             ("node.info", json!({}), None),
             ("events.subscribe", json!({"kinds": ["event.supervision.acted"]}), None),
-            ("events.subscribe", json!({"agent": "w@n2"}), Some((Target::Agent("w@n2".into()), "agent"))),
+            (
+                "events.subscribe",
+                json!({"agent": "w@n2"}),
+                Some((Target::Agent("w@n2".into()), "agent")),
+            ),
             ("token.revoke", json!({"revocation_id": "ab"}), None),
             ("mailbox.send", json!({"to": "b@n2", "text": "x"}), None),
             ("agent.get", json!({"agent": 5}), None),
