@@ -39,7 +39,12 @@ pub const EVENTS_SUBSCRIBE: &str = "events.subscribe";
 /// notification's method name.
 pub const EVENT_SUPERVISION_ACTED: &str = "event.supervision.acted";
 pub const EVENT_SUPERVISION_NEEDS_YOU: &str = "event.supervision.needs_you";
-pub const EVENT_KINDS: &[&str] = &[EVENT_SUPERVISION_ACTED, EVENT_SUPERVISION_NEEDS_YOU];
+pub const EVENT_MONITOR_TRIPPED: &str = "event.monitor.tripped";
+pub const EVENT_KINDS: &[&str] = &[
+    EVENT_SUPERVISION_ACTED,
+    EVENT_SUPERVISION_NEEDS_YOU,
+    EVENT_MONITOR_TRIPPED,
+];
 
 pub const SUPERVISION_GET: &str = "supervision.get";
 pub const SUPERVISION_SET: &str = "supervision.set";
@@ -67,6 +72,10 @@ pub const TOKEN_REVOKE: &str = "token.revoke";
 
 /// Token use and cost as the CLIs report them (first slice: per conversation).
 pub const USAGE_GET: &str = "usage.get";
+pub const MONITOR_ATTACH: &str = "monitor.attach";
+pub const MONITOR_LIST: &str = "monitor.list";
+pub const MONITOR_DETACH: &str = "monitor.detach";
+pub const MONITOR_REARM: &str = "monitor.rearm";
 
 /// Server notifications.
 pub const NOTIFY_TRANSCRIPT_EVENT: &str = "transcript.event";
@@ -125,4 +134,8 @@ pub const ALL: &[&str] = &[
     TOKEN_INSPECT,
     TOKEN_REVOKE,
     USAGE_GET,
+    MONITOR_ATTACH,
+    MONITOR_LIST,
+    MONITOR_DETACH,
+    MONITOR_REARM,
 ];

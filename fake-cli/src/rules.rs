@@ -35,11 +35,14 @@ enum RawAction {
     Exit(bool),
 }
 
-/// A rule action as loaded: a `say` template expands the match's captures,
-/// every other action is fixed.
+/// A rule action as loaded: a `say` template expands the match's captures
+/// (`$1`, `${name}`); `shell` and `tool_bash` expand only `{{1}}` /
+/// `{{name}}` (a shell's own `$VAR` stays as it is); the rest is fixed.
 #[derive(Debug)]
 enum Step {
     Say(String),
+    Shell(String),
+    ToolBash(String),
     Fixed(Action),
 }
 
@@ -95,8 +98,8 @@ pub(crate) fn parse_rules(json: &str) -> Result<Rules, String> {
 fn step(raw: RawAction) -> Result<Option<Step>, String> {
     let action = match raw {
         RawAction::Say(template) => return Ok(Some(Step::Say(template))),
-        RawAction::Shell(cmd) => Action::Shell(cmd),
-        RawAction::ToolBash(cmd) => Action::ToolBash(cmd),
+        RawAction::Shell(cmd) => return Ok(Some(Step::Shell(cmd))),
+        RawAction::ToolBash(cmd) => return Ok(Some(Step::ToolBash(cmd))),
         RawAction::Edit(path) => Action::Edit(path),
         RawAction::Ask(spec) => {
             parse_ask(&spec).ok_or_else(|| format!("ask needs \"QUESTION | OPTION | ...\", got {spec:?}"))?
@@ -126,6 +129,8 @@ impl Rules {
                     caps.expand(template, &mut out);
                     Action::Say(out)
                 }
+                Step::Shell(t) => Action::Shell(braced(t, &caps, &rule.regex)),
+                Step::ToolBash(t) => Action::ToolBash(braced(t, &caps, &rule.regex)),
                 Step::Fixed(action) => action.clone(),
             });
             Some(actions.collect())
@@ -133,9 +138,39 @@ impl Rules {
     }
 }
 
+/// `{{1}}` / `{{name}}` in a command, replaced by that capture (empty when
+/// it did not participate).
+fn braced(template: &str, caps: &regex::Captures<'_>, regex: &Regex) -> String {
+    let mut out = template.to_string();
+    for i in 0..caps.len() {
+        let text = caps.get(i).map_or("", |m| m.as_str());
+        out = out.replace(&format!("{{{{{i}}}}}"), text);
+    }
+    for name in regex.capture_names().flatten() {
+        let text = caps.name(name).map_or("", |m| m.as_str());
+        out = out.replace(&format!("{{{{{name}}}}}"), text);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commands_take_braced_captures_and_keep_shell_variables() {
+        let rules = parse_rules(
+            r#"{"rules":[{"match":"read (?P<conv>c-\\w+) now (\\d+)","actions":[{"shell":"warren-advise {{conv}} 'n={{2}}' $HOME {{9}}"},{"tool_bash":"echo {{1}}"}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            rules.actions_for("please read c-42 now 7"),
+            Some(vec![
+                Action::Shell("warren-advise c-42 'n=7' $HOME {{9}}".into()),
+                Action::ToolBash("echo c-42".into()),
+            ])
+        );
+    }
 
     #[test]
     fn first_matching_rule_wins_with_captures() {

@@ -70,6 +70,8 @@ pub struct Catalog {
     pub instance_tokens: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// This node's fleet membership, the members it knows, its invites.
     pub fleet: crate::fleet::state::FleetState,
+    /// Monitor attachments (in their monitor agents' definitions).
+    pub monitors: crate::monitors::state::MonitorState,
     /// Seq of the last event applied.
     pub applied_seq: u64,
 }
@@ -208,6 +210,11 @@ impl Catalog {
             | Event::FleetRemoved { .. }
             | Event::FleetInvite { .. }
             | Event::FleetInviteUsed { .. } => self.fleet.apply(&e.event),
+            Event::MonitorAttached { .. }
+            | Event::MonitorDetached { .. }
+            | Event::MonitorBreaker { .. }
+            | Event::MonitorCursor { .. }
+            | Event::MonitorConversation { .. } => self.monitors.apply(ts, &e.event),
             Event::Transcript { .. } | Event::UsageRecorded { .. } => {}
         }
     }

@@ -224,6 +224,32 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cursor: Option<u64>,
     },
+    /// A monitor was attached (`spec`: the normalized `monitor.attach` params).
+    MonitorAttached {
+        attachment: String,
+        spec: monitor::AttachmentSpec,
+    },
+    MonitorDetached {
+        attachment: String,
+    },
+    /// A fact about an attachment's circuit breaker.
+    MonitorBreaker {
+        attachment: String,
+        event: monitor::BreakerEvent,
+    },
+    /// The highest seq of a target conversation that fired (deltas up to it
+    /// are never matched again, across restarts).
+    MonitorCursor {
+        attachment: String,
+        conversation: String,
+        seq: u64,
+    },
+    /// The monitor's own conversation for one target conversation.
+    MonitorConversation {
+        attachment: String,
+        target: String,
+        conversation: String,
+    },
 }
 
 /// How a CLI that stopped by itself left: its exit code (where the runtime
@@ -274,6 +300,11 @@ impl Event {
             Event::InstanceTokenIssued { .. } => "instance_token_issued",
             Event::Transcript { .. } => "transcript",
             Event::UsageRecorded { .. } => "usage_recorded",
+            Event::MonitorAttached { .. } => "monitor_attached",
+            Event::MonitorDetached { .. } => "monitor_detached",
+            Event::MonitorBreaker { .. } => "monitor_breaker",
+            Event::MonitorCursor { .. } => "monitor_cursor",
+            Event::MonitorConversation { .. } => "monitor_conversation",
         }
     }
 

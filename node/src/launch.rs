@@ -427,6 +427,20 @@ impl Node {
             None => 0,
         };
         let mut env = base_env(&home, &c.id, &agent.name, self.cfg.self_exe.parent());
+        // A monitor's granted tools lead PATH.
+        match self.prepare_monitor_tools(&agent.name, &home).await {
+            Ok(Some(dir)) => {
+                if let Some((_, path)) = env.iter_mut().find(|(k, _)| k == "PATH") {
+                    *path = format!("{}:{path}", dir.display());
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                return Err(LaunchError::internal(NodeError::Internal(format!(
+                    "the monitor's tools: {e}"
+                ))));
+            }
+        }
         let (token, token_file) = self
             .issue_and_record_instance_token(&c.id, agent, &home)
             .await

@@ -17,6 +17,7 @@ pub mod launch;
 pub mod lifecycle;
 pub mod live;
 pub mod mailbox;
+pub mod monitors;
 pub mod progress;
 pub mod runtime;
 pub mod secrets;

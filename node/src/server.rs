@@ -211,6 +211,7 @@ pub async fn run(
     // Calls members forward here run through this same API.
     node.fleet.streams.set_app(&app);
     node.fleet.routes.set_admin_token(admin_token_ids);
+    node.start_monitors().await;
     write_private(
         &endpoint_path(&data_dir),
         &serde_json::json!({

@@ -138,6 +138,8 @@ pub struct Node {
     pub(crate) events: tokio::sync::broadcast::Sender<(&'static str, Value)>,
     /// This node in its fleet (the fabric, the members it has seen).
     pub(crate) fleet: crate::fleet::FleetRuntime,
+    /// The monitor attachments this node watches, their queues and workers.
+    pub(crate) monitors: crate::monitors::MonitorsRuntime,
     /// The API's token verifier: a fleet root is trusted once a member.
     pub(crate) verifier: std::sync::OnceLock<Arc<capabilities::Verifier>>,
 }
@@ -207,6 +209,7 @@ impl Node {
             events: tokio::sync::broadcast::channel(1024).0,
             fleet,
             verifier: std::sync::OnceLock::new(),
+            monitors: Default::default(),
         });
         let _ = node.me.set(Arc::downgrade(&node));
         // The tokens of the CLIs that died with the last run die too.
@@ -443,7 +446,7 @@ impl Node {
         self.catalog.lock().await.conversations.get(id).map(|c| c.agent.clone())
     }
 
-    async fn require_live(&self, id: &str) -> NodeResult<Arc<Live>> {
+    pub(crate) async fn require_live(&self, id: &str) -> NodeResult<Arc<Live>> {
         if let Some(l) = self.live(id) {
             return Ok(l);
         }

@@ -72,9 +72,12 @@ impl Node {
         conversation: &str,
         agent: &crate::events::AgentRecord,
         home: &Path,
+        extra: Vec<capabilities::Right>,
     ) -> Result<(String, PathBuf, Vec<String>), NodeError> {
         use capabilities::{MintSpec, Operation, Resource, Right};
         let mut rights = vec![Right::new(Resource::Agent(agent.name.clone()), Operation::Observe)];
+        // A monitor's attachments: may-observe, and may-inject where it advises.
+        rights.extend(extra);
         match &agent.grants.peers {
             Some(serde_json::Value::String(s)) if s == "all" => {
                 rights.push(Right::new(Resource::AllAgents, Operation::Message));
@@ -121,7 +124,8 @@ impl Node {
         agent: &crate::events::AgentRecord,
         home: &Path,
     ) -> Result<(String, PathBuf), NodeError> {
-        let (token, path, ids) = self.issue_instance_token(conversation, agent, home)?;
+        let extra = self.monitor_rights(&agent.name).await;
+        let (token, path, ids) = self.issue_instance_token(conversation, agent, home, extra)?;
         let e = crate::events::Event::InstanceTokenIssued {
             conversation: conversation.to_string(),
             revocation_ids: ids,

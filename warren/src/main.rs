@@ -60,6 +60,11 @@ enum Command {
         #[command(subcommand)]
         verb: cmd::MailVerb,
     },
+    /// Monitor agents: watch other agents' transcripts, advise on keywords.
+    Monitor {
+        #[command(subcommand)]
+        verb: cmd::MonitorVerb,
+    },
     /// The fleet's roots of trust.
     Fleet {
         #[command(subcommand)]
@@ -156,7 +161,12 @@ fn main() -> ExitCode {
         let code = fake_cli::run(argv[2..].to_vec());
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
-    let mut cli = Cli::parse();
+    // A mounted tool (`warren-<tool>` in the conversation's tools dir) is
+    // this binary under another name: the verb it stands for.
+    let mut cli = match tool_argv(&argv) {
+        Some(argv) => Cli::parse_from(argv),
+        None => Cli::parse(),
+    };
     // Inside a conversation the node renews the instance token into
     // WARREN_TOKEN_FILE; the copy in WARREN_TOKEN goes stale (and is revoked
     // when a restarted node re-adopts the CLI), so the file wins.
@@ -181,6 +191,22 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `warren-read CONV [--after SEQ] [--limit N]` is `warren transcript read`,
+/// `warren-advise CONV TEXT` is `warren conv send` (with the conversation's
+/// instance token, the node makes it attributed advice).
+fn tool_argv(argv: &[String]) -> Option<Vec<String>> {
+    let name = std::path::Path::new(argv.first()?).file_name()?.to_str()?;
+    let verb: &[&str] = match name {
+        "warren-read" => &["transcript", "read"],
+        "warren-advise" => &["conv", "send"],
+        _ => return None,
+    };
+    let mut out = vec!["warren".to_string()];
+    out.extend(verb.iter().map(|v| v.to_string()));
+    out.extend(argv[1..].iter().cloned());
+    Some(out)
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -217,6 +243,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fleet { verb } => cmd::fleet(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Supervision { verb } => cmd::supervision(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Mail { verb } => cmd::mail(verb, cmd::Conn::new(cli.url, cli.token), out).await,
+        Command::Monitor { verb } => cmd::monitor(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Token { verb } => cmd::token(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Usage(args) => cmd::usage(args, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Transcript { verb } => cmd::transcript(verb, cmd::Conn::new(cli.url, cli.token), out).await,

@@ -301,7 +301,12 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
         m::CONVERSATION_LIST => json!({ "conversations": node.conversation_list(params(p)?).await? }),
         m::CONVERSATION_SCREEN => serde_json::to_value(node.screen(&conv_ref(p)?).await?).map_err(internal)?,
         m::CONVERSATION_SEND_MESSAGE => {
-            serde_json::to_value(node.send_message(params(p)?, conn.speaker()).await?).map_err(internal)?
+            let sent = match conn.speaks_for() {
+                // An agent's own token (a monitor advising): never a human.
+                Some(agent) => node.send_advice(params(p)?, &agent).await?,
+                None => node.send_message(params(p)?, conn.speaker()).await?,
+            };
+            serde_json::to_value(sent).map_err(internal)?
         }
         m::CONVERSATION_SEND_KEYS => {
             node.send_keys(params(p)?).await?;
@@ -418,6 +423,32 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
             json!({ "revoked": true })
         }
         m::USAGE_GET => node.usage_get(params(p)?).await?,
+        m::MONITOR_ATTACH => node.monitor_attach(params(p)?).await?,
+        m::MONITOR_LIST => {
+            #[derive(serde::Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct P {
+                #[serde(default)]
+                monitor: Option<String>,
+                #[serde(default)]
+                target: Option<String>,
+            }
+            let l: P = params(p)?;
+            node.monitor_list(l.monitor.as_deref(), l.target.as_deref()).await?
+        }
+        m::MONITOR_DETACH | m::MONITOR_REARM => {
+            #[derive(serde::Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct P {
+                attachment: String,
+            }
+            let a: P = params(p)?;
+            if method == m::MONITOR_DETACH {
+                node.monitor_detach(&a.attachment).await?
+            } else {
+                node.monitor_rearm(&a.attachment).await?
+            }
+        }
         m::SUBSCRIPTION_CANCEL => {
             let s: console_api::SubscriptionRef = params(p)?;
             conn.cancel(&s.subscription)?;

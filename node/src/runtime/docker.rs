@@ -244,7 +244,18 @@ impl DockerRuntime {
             .filter(|(k, _)| k != "PATH" && k != "WARREN_URL")
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        env.push(format!("PATH={GUEST_PATH}"));
+        // The host's PATH means nothing in the guest, but a conversation's
+        // tools dir (under its home, mounted at the same path) leads it.
+        let tools = spec
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .and_then(|(_, p)| p.split(':').next())
+            .filter(|first| first.ends_with("/.warren/tools"));
+        match tools {
+            Some(dir) => env.push(format!("PATH={dir}:{GUEST_PATH}")),
+            None => env.push(format!("PATH={GUEST_PATH}")),
+        }
         env.push(format!("WARREN_URL={}{}", self.base_url, console_api::WS_PATH));
         env.push(format!("{}={}/guest", guest::bootstrap::NODE_URL, self.base_url));
         env.push(format!("{}={}", guest::bootstrap::NODE_KEY, self.registry.public_hex()));

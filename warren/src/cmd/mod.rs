@@ -16,6 +16,7 @@ use crate::client::{self, CallError, Client, Target};
 mod fleet;
 pub mod hook;
 mod mail;
+mod monitor;
 mod secrets;
 mod supervision;
 mod tokens;
@@ -23,6 +24,7 @@ mod usage;
 
 pub use fleet::{FleetVerb, fleet};
 pub use mail::{MailVerb, mail};
+pub use monitor::{MonitorVerb, monitor};
 pub use supervision::{SupervisionVerb, supervision};
 pub use tokens::{TokenVerb, token};
 pub use usage::{UsageArgs, usage};
@@ -391,7 +393,7 @@ pub async fn node(verb: NodeVerb, conn: Conn, out: Output) -> anyhow::Result<Exi
     })
 }
 
-fn read_rules(path: &Option<PathBuf>) -> anyhow::Result<Option<Value>> {
+pub(crate) fn read_rules(path: &Option<PathBuf>) -> anyhow::Result<Option<Value>> {
     match path {
         None => Ok(None),
         Some(p) => {

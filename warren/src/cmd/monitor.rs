@@ -1,0 +1,197 @@
+//! `warren monitor`: monitor agents. `attach` is the one form: it creates the
+//! monitor agent from the built-in advisor persona when it does not exist,
+//! then attaches it with every default filled in.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use console_api::methods as m;
+use serde_json::{Value, json};
+
+use super::{Conn, Output, finish, items, put, read_rules, s};
+
+#[derive(Subcommand)]
+pub enum MonitorVerb {
+    /// Watch an agent (every conversation it starts) or one conversation.
+    Attach {
+        /// The agent to watch (`NAME`; `NAME@NODE` names this node's own).
+        #[arg(long, conflicts_with = "conversation", required_unless_present = "conversation")]
+        target: Option<String>,
+        /// One conversation to watch instead of an agent.
+        #[arg(long)]
+        conversation: Option<String>,
+        /// Comma-separated keywords.
+        #[arg(long, value_delimiter = ',', required = true)]
+        keywords: Vec<String>,
+        /// Keywords match only delimited (whole words).
+        #[arg(long)]
+        word: bool,
+        #[arg(long)]
+        case_sensitive: bool,
+        /// Only these speakers' lines are matched (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        speakers: Vec<String>,
+        /// The monitor reads but never advises.
+        #[arg(long)]
+        watch_only: bool,
+        /// The monitor agent (default: `monitor-TARGET`); created when missing.
+        #[arg(long)]
+        monitor: Option<String>,
+        /// The monitor's harness when it is created.
+        #[arg(long, default_value = "claude")]
+        harness: String,
+        #[arg(long)]
+        model: Option<String>,
+        /// Fake-CLI rules for a created `fake` monitor (tests).
+        #[arg(long)]
+        rules_file: Option<PathBuf>,
+        /// Wake->advise cycles without a human message before the breaker trips.
+        #[arg(long)]
+        max_cycles: Option<u64>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    List {
+        #[arg(long)]
+        monitor: Option<String>,
+        #[arg(long)]
+        target: Option<String>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    Detach {
+        attachment: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Reset a tripped breaker (a human's decision).
+    Rearm {
+        attachment: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+fn print_attachment(a: &Value) {
+    let target = a["target"]["agent"]
+        .as_str()
+        .or(a["target"]["conversation"].as_str())
+        .unwrap_or("-");
+    let keywords: Vec<&str> = items(&a["trigger"], "keywords")
+        .filter_map(|k| k["text"].as_str())
+        .collect();
+    println!(
+        "{}\t{} -> {}\t{}\t{}\tcycles {}\t[{}]",
+        s(a, "id"),
+        s(a, "monitor"),
+        target,
+        if a["inject"] == false { "watch-only" } else { "advising" },
+        s(a, "state"),
+        a["cycles"],
+        keywords.join(", ")
+    );
+}
+
+fn default_monitor_name(target: &str) -> String {
+    let bare = target.split('@').next().unwrap_or(target);
+    let mut name = format!("monitor-{bare}");
+    name.truncate(63);
+    name.trim_end_matches('-').to_string()
+}
+
+pub async fn monitor(verb: MonitorVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
+    match verb {
+        MonitorVerb::Attach {
+            target,
+            conversation,
+            keywords,
+            word,
+            case_sensitive,
+            speakers,
+            watch_only,
+            monitor,
+            harness,
+            model,
+            rules_file,
+            max_cycles,
+            data_dir,
+        } => {
+            let mut c = conn.connect(data_dir).await?;
+            let watched = target.clone().or(conversation.clone()).unwrap_or_default();
+            let name = monitor.unwrap_or_else(|| default_monitor_name(&watched));
+            if c.call(m::AGENT_GET, json!({ "agent": name })).await.is_err() {
+                let mut p = json!({
+                    "name": name,
+                    "harness": harness,
+                    "persona": node::monitors::ADVISOR_PERSONA,
+                });
+                put(&mut p, "model", model);
+                if let Some(rules) = read_rules(&rules_file)? {
+                    p["rules"] = rules;
+                }
+                if let Err(e) = c.call(m::AGENT_CREATE, p).await {
+                    return finish(out, Err(e), |_| {});
+                }
+                eprintln!("created monitor agent {name} ({harness}, the advisor persona)");
+            }
+            let mode = if word { "word" } else { "substring" };
+            let mut trigger = json!({
+                "keywords": keywords.iter().map(|k| json!({ "text": k, "mode": mode })).collect::<Vec<_>>(),
+                "case_sensitive": case_sensitive,
+            });
+            if !speakers.is_empty() {
+                trigger["speakers"] = json!(speakers);
+            }
+            let target = match (target, conversation) {
+                (Some(a), _) => json!({ "agent": a }),
+                (None, Some(conv)) => json!({ "conversation": conv }),
+                (None, None) => anyhow::bail!("give --target AGENT or --conversation ID"),
+            };
+            let mut p = json!({ "monitor": name, "target": target, "trigger": trigger, "inject": !watch_only });
+            if let Some(n) = max_cycles {
+                p["breaker"] = json!({ "max_cycles": n });
+            }
+            finish(out, c.call(m::MONITOR_ATTACH, p).await, |v| {
+                print_attachment(&v["attachment"])
+            })
+        }
+        MonitorVerb::List {
+            monitor,
+            target,
+            data_dir,
+        } => {
+            let mut p = json!({});
+            put(&mut p, "monitor", monitor);
+            put(&mut p, "target", target);
+            let mut c = conn.connect(data_dir).await?;
+            finish(out, c.call(m::MONITOR_LIST, p).await, |v| {
+                for a in items(v, "attachments") {
+                    print_attachment(a);
+                }
+            })
+        }
+        MonitorVerb::Detach { attachment, data_dir } => {
+            let mut c = conn.connect(data_dir).await?;
+            finish(
+                out,
+                c.call(m::MONITOR_DETACH, json!({ "attachment": attachment })).await,
+                |_| println!("detached {attachment}"),
+            )
+        }
+        MonitorVerb::Rearm { attachment, data_dir } => {
+            let mut c = conn.connect(data_dir).await?;
+            finish(
+                out,
+                c.call(m::MONITOR_REARM, json!({ "attachment": attachment })).await,
+                |v| {
+                    if v["rearmed"] == true {
+                        println!("re-armed {attachment}")
+                    } else {
+                        println!("{attachment} was armed already")
+                    }
+                },
+            )
+        }
+    }
+}
