@@ -12,6 +12,8 @@ use base64::Engine;
 use console_api::methods as m;
 use serde_json::{Value, json};
 
+mod monitors;
+
 use crate::client::{Client, Target};
 use node::events::{Durability, Event};
 use node::store::Store;
@@ -19,7 +21,7 @@ use node::store::Store;
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// Which benchmark: store | latency | rss | startup | auth | supervision |
-    /// docker | all (`all` skips docker, which needs a Docker engine)
+    /// monitor | docker | all (`all` skips docker, which needs a Docker engine)
     #[arg(default_value = "all")]
     which: String,
     /// Scratch directory (default: a new temp dir, removed afterwards).
@@ -100,6 +102,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "startup",
         "auth",
         "supervision",
+        "monitor",
         "docker",
     ];
     if !known.contains(&args.which.as_str()) {
@@ -122,6 +125,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if all || args.which == "supervision" {
         bench_supervision(&args).await?;
+    }
+    if all || args.which == "monitor" {
+        monitors::bench_monitor(&args).await?;
     }
     if args.which == "docker" {
         bench_docker(&args).await?;
