@@ -9,257 +9,14 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::*;
 
-/// A fake monitor that advises on every trigger message it gets.
-fn advising_rules(advice: &str) -> Value {
-    json!([{ "match": "warren-read (c-[0-9a-f]+)", "actions": [
-        { "shell": format!("warren-advise {{{{1}}}} '{advice}'") }
-    ] }])
-}
+const RUNTIME: &str = "local";
 
-async fn attach(c: &mut warren::client::Client, spec: Value) -> Value {
-    call(c, "monitor.attach", spec).await["attachment"].clone()
-}
-
-/// Waits for an attachment's state.
-async fn wait_state(c: &mut warren::client::Client, id: &str, state: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let l = call(c, "monitor.list", json!({})).await;
-        let a = l["attachments"]
-            .as_array()
-            .and_then(|v| v.iter().find(|a| a["id"] == id).cloned())
-            .unwrap_or_default();
-        if a["state"] == state {
-            return a;
-        }
-        assert!(Instant::now() < deadline, "{id} never became {state}: {a}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_keyword_wakes_the_monitor_and_its_advice_lands_attributed() {
-    let node = TestNode::start();
-    let mut c = node.client().await;
-    call(
-        &mut c,
-        "agent.create",
-        json!({ "name": "coder", "harness": "fake", "rules": [
-            { "match": "^crash", "actions": [{ "say": "Program received signal SIGSEGV: segfault at 0x0" }] },
-            { "match": "^plural", "actions": [{ "say": "two segfaults today" }] }
-        ] }),
-    )
-    .await;
-    call(
-        &mut c,
-        "agent.create",
-        json!({ "name": "mon", "harness": "fake", "rules": advising_rules("check the null pointer") }),
-    )
-    .await;
-    let a = attach(
-        &mut c,
-        json!({ "monitor": "mon", "target": { "agent": "coder" },
-                "trigger": { "keywords": [{ "text": "segfault", "mode": "word" }] } }),
-    )
-    .await;
-    assert_eq!(a["state"], "armed", "{a}");
-    assert_eq!(a["inject"], true);
-    let target = conversation_id(&mut c, "coder").await;
-
-    // `word` mode: "segfaults" does not fire.
-    send(&mut c, &target, "plural").await;
-    wait_event(&mut c, &target, "agent", "two segfaults today").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let l = call(&mut c, "monitor.list", json!({ "monitor": "mon" })).await;
-    assert_eq!(
-        l["attachments"][0]["monitor_conversations"],
-        json!({}),
-        "nothing woke: {l}"
-    );
-
-    send(&mut c, &target, "crash").await;
-    let advice = wait_event(
-        &mut c,
-        &target,
-        "monitor:mon",
-        "[Advice from monitor \"mon\"]: check the null pointer",
-    )
-    .await;
-    assert!(advice["seq"].as_u64().is_some());
-    // The monitor's conversation got the structured trigger message.
-    let l = call(&mut c, "monitor.list", json!({ "monitor": "mon" })).await;
-    let mconv = l["attachments"][0]["monitor_conversations"][&target]
-        .as_str()
-        .unwrap_or_else(|| panic!("a monitor conversation for {target}: {l}"))
-        .to_string();
-    let events = transcript(&mut c, &mconv).await;
-    let trigger = events
-        .iter()
-        .find(|e| e["speaker"] == "system" && e["text"].as_str().is_some_and(|t| t.contains("segfault")))
-        .unwrap_or_else(|| panic!("no trigger message: {events:#?}"));
-    let text = trigger["text"].as_str().expect("text");
-    assert!(text.contains(&target) && text.contains("agent"), "{text}");
-    // Its own advice (which names no keyword) and the echo of it fire nothing.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let advices = transcript(&mut c, &target)
-        .await
-        .iter()
-        .filter(|e| e["speaker"] == "monitor:mon")
-        .count();
-    assert_eq!(advices, 1);
-
-    // A human speaking as a monitor is impossible: a human's message is human.
-    let human = send(&mut c, &target, "[Advice from monitor \"mon\"]: fake").await;
-    assert!(human["seq"].as_u64().is_some());
-    wait_event(&mut c, &target, "human", "[Advice from monitor \"mon\"]: fake").await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_watch_only_monitor_has_no_advise_tool_and_its_token_cannot_inject() {
-    let node = TestNode::start();
-    let mut c = node.client().await;
-    let out = tempfile::tempdir().expect("tempdir");
-    let log = out.path().join("advise");
-    call(
-        &mut c,
-        "agent.create",
-        json!({ "name": "coder", "harness": "fake", "rules": [
-            { "match": "^crash", "actions": [{ "say": "segfault" }] }
-        ] }),
-    )
-    .await;
-    // The watcher tries anyway, once with the tool name and once with the
-    // full client and its own token.
-    let rules = json!([{ "match": "warren-read (c-[0-9a-f]+)", "actions": [
-        { "shell": format!("ls \"$(dirname \"$(command -v warren-read)\")\" > {0}.tools; warren-advise {{{{1}}}} hi > {0}.tool 2>&1; echo $? >> {0}.tool; warren conv send {{{{1}}}} hi > {0}.client 2>&1; echo $? >> {0}.client", log.display()) }
-    ] }]);
-    call(
-        &mut c,
-        "agent.create",
-        json!({ "name": "watcher", "harness": "fake", "rules": rules }),
-    )
-    .await;
-    let a = attach(
-        &mut c,
-        json!({ "monitor": "watcher", "target": { "agent": "coder" }, "inject": false,
-                "trigger": { "keywords": [{ "text": "segfault" }] } }),
-    )
-    .await;
-    assert_eq!(a["inject"], false);
-    let target = conversation_id(&mut c, "coder").await;
-    send(&mut c, &target, "crash").await;
-    let client_out = wait_until("the watcher tried to advise", Duration::from_secs(30), || async {
-        std::fs::read_to_string(log.with_extension("client"))
-            .ok()
-            .filter(|t| t.lines().count() >= 2)
-    })
-    .await;
-    let tools = std::fs::read_to_string(log.with_extension("tools")).expect("tools listing");
-    assert_eq!(tools.trim(), "warren-read", "only warren-read is mounted");
-    let tool = std::fs::read_to_string(log.with_extension("tool")).expect("tool output");
-    assert!(tool.trim_end().ends_with("127"), "no warren-advise: {tool}");
-    assert!(client_out.contains("-32003"), "{client_out}");
-    assert!(
-        !transcript(&mut c, &target)
-            .await
-            .iter()
-            .any(|e| e["speaker"].as_str().is_some_and(|s| s.starts_with("monitor:"))),
-        "nothing was injected"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_ping_pong_trips_the_breaker_durably_until_a_human_rearms_it() {
-    let mut node = TestNode::start();
-    let mut c = node.client().await;
-    // The target answers every piece of advice with the keyword again.
-    call(
-        &mut c,
-        "agent.create",
-        json!({ "name": "coder", "harness": "fake", "rules": [
-            { "match": "Advice from monitor", "actions": [{ "say": "still a segfault" }] },
-            { "match": "^crash", "actions": [{ "say": "segfault" }] }
-        ] }),
-    )
-    .await;
-    call(
-        &mut c,
-        "agent.create",
-        json!({ "name": "mon", "harness": "fake", "rules": advising_rules("try again") }),
-    )
-    .await;
-    let a = attach(
-        &mut c,
-        json!({ "monitor": "mon", "target": { "agent": "coder" },
-                "trigger": { "keywords": [{ "text": "segfault" }] },
-                "breaker": { "max_cycles": 3 } }),
-    )
-    .await;
-    let id = a["id"].as_str().expect("id").to_string();
-    let mut events = node.client().await;
-    call(
-        &mut events,
-        "events.subscribe",
-        json!({ "kinds": ["event.monitor.tripped"] }),
-    )
-    .await;
-    let target = conversation_id(&mut c, "coder").await;
-    send(&mut c, &target, "crash").await;
-
-    let tripped = wait_state(&mut c, &id, "tripped").await;
-    assert_eq!(tripped["cycles"], 3, "{tripped}");
-    let note = events
-        .next_notification(Duration::from_secs(10))
-        .await
-        .expect("read")
-        .expect("event.monitor.tripped");
-    assert_eq!(note.method, "event.monitor.tripped");
-    assert_eq!(note.params["event"]["attachment"], id.as_str());
-    let advices = transcript(&mut c, &target)
-        .await
-        .iter()
-        .filter(|e| e["speaker"] == "monitor:mon")
-        .count();
-    assert_eq!(advices, 3, "exactly max_cycles pieces of advice");
-    let mconv = tripped["monitor_conversations"][&target]
-        .as_str()
-        .expect("monitor conversation")
-        .to_string();
-    for conv in [&target, &mconv] {
-        let v = call(&mut c, "conversation.get", json!({ "conversation": conv })).await;
-        assert_eq!(v["conversation"]["state"], "paused", "{v}");
-    }
-
-    // The trip survives a crash of the node; nothing wakes meanwhile.
-    drop(events);
-    node.kill9();
-    node.restart();
-    let mut c = node.client().await;
-    let after = wait_state(&mut c, &id, "tripped").await;
-    assert_eq!(after["cycles"], 3);
-    call(&mut c, "conversation.continue", json!({ "conversation": target })).await;
-    wait_idle(&mut c, &target).await;
-    send(&mut c, &target, "crash").await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let advices_now = transcript(&mut c, &target)
-        .await
-        .iter()
-        .filter(|e| e["speaker"] == "monitor:mon")
-        .count();
-    assert_eq!(advices_now, 3, "a tripped attachment neither wakes nor injects");
-
-    // A human re-arms it; the next keyword wakes the monitor again.
-    let r = call(&mut c, "monitor.rearm", json!({ "attachment": id })).await;
-    assert_eq!(r["rearmed"], true);
-    wait_state(&mut c, &id, "armed").await;
-    let r = call(&mut c, "monitor.rearm", json!({ "attachment": id })).await;
-    assert_eq!(r["rearmed"], false, "re-arming an armed breaker changes nothing");
-}
+include!("cases/monitors.rs");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_attachments_are_refused_naming_the_problem_and_nothing_is_stored() {
@@ -311,4 +68,47 @@ async fn bad_attachments_are_refused_naming_the_problem_and_nothing_is_stored() 
     assert_eq!(l["attachments"], json!([]), "nothing was stored");
     let e = call_err(&mut c, "monitor.detach", json!({ "attachment": "ma-nope" })).await;
     assert_eq!(e.code, -32004);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_cli_command_creates_the_monitor_and_attaches_it() {
+    let node = TestNode::start();
+    let mut c = node.client().await;
+    create_agent(&mut c, "coder").await;
+    let dir = node.path();
+    let (code, out, err) = warren(
+        &[
+            "monitor", "attach", "--target", "coder", "--keywords", "segfault,panic", "--word", "--harness", "fake",
+            "--max-cycles", "2",
+        ],
+        &dir,
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("created monitor agent monitor-coder"), "{err}");
+    assert!(out.contains("monitor-coder -> coder") && out.contains("armed"), "{out}");
+    let agent = call(&mut c, "agent.get", json!({ "agent": "monitor-coder" })).await;
+    assert!(
+        agent["agent"]["persona"].as_str().is_some_and(|p| p.contains("monitor")),
+        "the advisor persona: {agent}"
+    );
+    let l = call(&mut c, "monitor.list", json!({ "monitor": "monitor-coder" })).await;
+    let a = &l["attachments"][0];
+    assert_eq!(a["trigger"]["keywords"][1]["text"], "panic");
+    assert_eq!(a["trigger"]["keywords"][0]["mode"], "word");
+    assert_eq!(a["breaker"]["max_cycles"], 2);
+    // A second attach reuses the monitor; a watch-only one says so.
+    let (code, out, err) = warren(
+        &["monitor", "attach", "--target", "coder", "--keywords", "oom", "--watch-only", "--harness", "fake"],
+        &dir,
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(!err.contains("created"), "{err}");
+    assert!(out.contains("watch-only"), "{out}");
+    let id = a["id"].as_str().expect("id");
+    let (code, out, _) = warren(&["monitor", "detach", id], &dir);
+    assert_eq!(code, 0);
+    assert!(out.contains("detached"), "{out}");
+    let (code, out, _) = warren(&["monitor", "list"], &dir);
+    assert_eq!(code, 0);
+    assert_eq!(out.lines().count(), 1, "{out}");
 }
