@@ -78,8 +78,17 @@ async fn one_cli_command_creates_the_monitor_and_attaches_it() {
     let dir = node.path();
     let (code, out, err) = warren(
         &[
-            "monitor", "attach", "--target", "coder", "--keywords", "segfault,panic", "--word", "--harness", "fake",
-            "--max-cycles", "2",
+            "monitor",
+            "attach",
+            "--target",
+            "coder",
+            "--keywords",
+            "segfault,panic",
+            "--word",
+            "--harness",
+            "fake",
+            "--max-cycles",
+            "2",
         ],
         &dir,
     );
@@ -88,7 +97,9 @@ async fn one_cli_command_creates_the_monitor_and_attaches_it() {
     assert!(out.contains("monitor-coder -> coder") && out.contains("armed"), "{out}");
     let agent = call(&mut c, "agent.get", json!({ "agent": "monitor-coder" })).await;
     assert!(
-        agent["agent"]["persona"].as_str().is_some_and(|p| p.contains("monitor")),
+        agent["agent"]["persona"]
+            .as_str()
+            .is_some_and(|p| p.contains("monitor")),
         "the advisor persona: {agent}"
     );
     let l = call(&mut c, "monitor.list", json!({ "monitor": "monitor-coder" })).await;
@@ -98,7 +109,17 @@ async fn one_cli_command_creates_the_monitor_and_attaches_it() {
     assert_eq!(a["breaker"]["max_cycles"], 2);
     // A second attach reuses the monitor; a watch-only one says so.
     let (code, out, err) = warren(
-        &["monitor", "attach", "--target", "coder", "--keywords", "oom", "--watch-only", "--harness", "fake"],
+        &[
+            "monitor",
+            "attach",
+            "--target",
+            "coder",
+            "--keywords",
+            "oom",
+            "--watch-only",
+            "--harness",
+            "fake",
+        ],
         &dir,
     );
     assert_eq!(code, 0, "{out}{err}");
@@ -111,4 +132,53 @@ async fn one_cli_command_creates_the_monitor_and_attaches_it() {
     let (code, out, _) = warren(&["monitor", "list"], &dir);
     assert_eq!(code, 0);
     assert_eq!(out.lines().count(), 1, "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn archiving_the_target_conversation_archives_its_monitor_conversation() {
+    let node = TestNode::start();
+    let mut c = node.client().await;
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "coder", "harness": "fake", "rules": [
+            { "match": "^crash", "actions": [{ "say": "segfault" }] }
+        ] }),
+    )
+    .await;
+    create_agent(&mut c, "mon").await;
+    let a = attach(
+        &mut c,
+        json!({ "monitor": "mon", "target": { "agent": "coder" }, "inject": false,
+                "trigger": { "keywords": [{ "text": "segfault" }] } }),
+    )
+    .await;
+    let id = a["id"].as_str().expect("id").to_string();
+    let target = conversation_id(&mut c, "coder").await;
+    send(&mut c, &target, "crash").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mconv = loop {
+        let l = call(&mut c, "monitor.list", json!({})).await;
+        let mine = l["attachments"]
+            .as_array()
+            .and_then(|v| v.iter().find(|a| a["id"] == id.as_str()));
+        if let Some(m) = mine.and_then(|a| a["monitor_conversations"][&target].as_str()) {
+            break m.to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "the monitor never woke: {l}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    call(&mut c, "conversation.terminate", json!({ "conversation": target })).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let v = call(&mut c, "conversation.get", json!({ "conversation": mconv })).await;
+        if v["conversation"]["state"] == "archived" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the monitor conversation stayed: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -570,6 +570,41 @@ impl Node {
     }
 }
 
+impl Node {
+    /// A target conversation was archived: its monitor conversations are
+    /// archived too, and hits still waiting for it are dropped.
+    async fn target_archived(&self, target: &str) {
+        let mine: Vec<(String, String, String)> = {
+            let cat = self.catalog.lock().await;
+            cat.monitors
+                .attachments
+                .iter()
+                .filter_map(|(id, a)| Some((id.clone(), a.spec.monitor.clone(), a.conversations.get(target)?.clone())))
+                .collect()
+        };
+        for (_, monitor, conversation) in mine {
+            let next = self
+                .monitors
+                .queues
+                .lock()
+                .ok()
+                .map(|mut q| q.entry(monitor.clone()).or_default().drop_conversation(target))
+                .unwrap_or(Action::None);
+            self.follow(&monitor, next);
+            let archived = self
+                .catalog
+                .lock()
+                .await
+                .conversations
+                .get(&conversation)
+                .is_none_or(|c| c.state == api::ConversationState::Archived);
+            if !archived && let Err(e) = self.conversation_terminate(&conversation).await {
+                tracing::warn!(%conversation, error = %e, "could not archive a monitor conversation");
+            }
+        }
+    }
+}
+
 /// Every committed transcript event, once, to the watches.
 async fn run_watch(node: Weak<Node>) {
     let mut rx = match node.upgrade() {
@@ -582,6 +617,10 @@ async fn run_watch(node: Weak<Node>) {
                 let Some(n) = node.upgrade() else { return };
                 if let Some(ev) = crate::transcript::as_transcript(&e) {
                     n.on_delta(&ev).await;
+                } else if let Event::ConversationArchived { id, .. } = &e.event {
+                    // Off the loop: archiving waits for the CLI to stop.
+                    let (n, id) = (n.clone(), id.clone());
+                    tokio::spawn(async move { n.target_archived(&id).await });
                 }
             }
             Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
