@@ -24,6 +24,9 @@ pub(crate) enum Reply {
     Create { path: String },
 }
 
+/// What the fake model advises when it gets a monitor's trigger message.
+pub const MONITOR_ADVICE: &str = "the fake model advises: look at the first hit";
+
 /// What a `create: PATH` reply puts in the new file.
 pub(crate) const CREATED_CONTENT: &str = "created by the fake model\n";
 
@@ -154,6 +157,20 @@ fn text_reply(text: &str) -> Reply {
             options: parts,
         };
     }
+    // A monitor's trigger message: the fake model advises once, with the
+    // conversation it names (`advise with `warren-advise CONV TEXT``).
+    if let Some(conv) = text
+        .split("`warren-advise ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .filter(|c| c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-'))
+    {
+        let command = format!("warren-advise {conv} '{MONITOR_ADVICE}'");
+        return Reply::Bash {
+            description: truncate_chars(&format!("Advise {conv}"), DESCRIPTION_LIMIT),
+            command,
+        };
+    }
     if let Some(path) = line_after(text, "create:").map(str::trim).filter(|p| !p.is_empty()) {
         return Reply::Create { path: path.to_owned() };
     }
@@ -186,6 +203,20 @@ mod tests {
 
     fn text(s: &str) -> Reply {
         Reply::Text(s.to_owned())
+    }
+
+    #[test]
+    fn a_trigger_message_gets_advice_for_the_conversation_it_names() {
+        let trigger = "Keywords: segfault (1)\nRead more with `warren-read c-1f --after 3`; advise with `warren-advise c-1f TEXT`, or stay silent.";
+        let Reply::Bash { command, .. } = decide(&request(json!([user(json!(trigger))]))) else {
+            panic!("a Bash request");
+        };
+        assert_eq!(command, format!("warren-advise c-1f '{MONITOR_ADVICE}'"));
+        let watch_only = "Read more with `warren-read c-1f --after 3`. This attachment is watch-only";
+        assert!(matches!(
+            decide(&request(json!([user(json!(watch_only))]))),
+            Reply::Text(_)
+        ));
     }
 
     #[test]

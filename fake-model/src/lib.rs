@@ -28,6 +28,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
+pub use decide::MONITOR_ADVICE;
 use decide::decide;
 pub use openai::parse_chunks;
 pub use sse::parse_events;

@@ -353,9 +353,20 @@ impl Node {
         // plans with them (Claude Code approves the key it will be given).
         let secrets = self.agent_secrets(&agent.name).map_err(LaunchError::internal)?;
         settings.env.extend(secrets.clone());
+        // A monitor's granted tools (made before the plan: the CLI is told).
+        let (tools_dir, tools) = match self.prepare_monitor_tools(&agent.name, &home).await {
+            Ok(Some((dir, names))) => (Some(dir), names),
+            Ok(None) => (None, vec![]),
+            Err(e) => {
+                return Err(LaunchError::internal(NodeError::Internal(format!(
+                    "the monitor's tools: {e}"
+                ))));
+            }
+        };
         let plan_for = |resume: bool| -> Result<LaunchPlan, LaunchError> {
             adapter
                 .plan(&LaunchContext {
+                    tools: &tools,
                     agent,
                     home: &home,
                     workspace: &workspace,
@@ -428,18 +439,10 @@ impl Node {
         };
         let mut env = base_env(&home, &c.id, &agent.name, self.cfg.self_exe.parent());
         // A monitor's granted tools lead PATH.
-        match self.prepare_monitor_tools(&agent.name, &home).await {
-            Ok(Some(dir)) => {
-                if let Some((_, path)) = env.iter_mut().find(|(k, _)| k == "PATH") {
-                    *path = format!("{}:{path}", dir.display());
-                }
-            }
-            Ok(None) => {}
-            Err(e) => {
-                return Err(LaunchError::internal(NodeError::Internal(format!(
-                    "the monitor's tools: {e}"
-                ))));
-            }
+        if let Some(dir) = &tools_dir
+            && let Some((_, path)) = env.iter_mut().find(|(k, _)| k == "PATH")
+        {
+            *path = format!("{}:{path}", dir.display());
         }
         let (token, token_file) = self
             .issue_and_record_instance_token(&c.id, agent, &home)

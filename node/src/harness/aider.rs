@@ -748,6 +748,7 @@ echo hi > ran.txt
         let plan_of = |resume| {
             AiderHarness
                 .plan(&LaunchContext {
+                    tools: &[],
                     agent: &agent,
                     home: home.path(),
                     workspace: Path::new("/w"),

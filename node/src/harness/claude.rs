@@ -101,6 +101,17 @@ pub fn hook_settings(hook_command: &str) -> Value {
     })
 }
 
+/// The owned settings: the hooks, and an allow rule per mounted warren tool
+/// (they run without a permission dialog; nothing else is pre-allowed).
+pub fn owned_settings(hook_command: &str, tools: &[String]) -> Value {
+    let mut s = hook_settings(hook_command);
+    if !tools.is_empty() {
+        let allow: Vec<String> = tools.iter().map(|t| format!("Bash({t}:*)")).collect();
+        s["permissions"] = json!({ "allow": allow });
+    }
+    s
+}
+
 impl Harness for ClaudeHarness {
     fn program(&self, settings: &HarnessSettings, _self_exe: &Path) -> PathBuf {
         settings.program.clone().unwrap_or_else(|| PathBuf::from("claude"))
@@ -154,7 +165,7 @@ impl Harness for ClaudeHarness {
                 (PathBuf::from(CONFIG_DIR).join(".claude.json"), to_bytes(&config)?),
                 (
                     PathBuf::from(HOOKS_FILE),
-                    to_bytes(&hook_settings("warren hook claude"))?,
+                    to_bytes(&owned_settings("warren hook claude", ctx.tools))?,
                 ),
             ],
             transcript_file: Some(

@@ -39,6 +39,9 @@ pub struct LaunchContext<'a> {
     pub self_exe: &'a Path,
     /// `[harnesses.NAME]` from warren.toml.
     pub settings: &'a HarnessSettings,
+    /// The warren tools mounted for this conversation (`warren-read`, ...):
+    /// the CLI may run them without asking.
+    pub tools: &'a [String],
 }
 
 /// Per-harness settings (`[harnesses.claude]` in warren.toml): the CLI's

@@ -11,9 +11,14 @@ use crate::service::Node;
 const GUEST_WARREN: &str = "/usr/local/bin/warren";
 
 impl Node {
-    /// Makes the tools dir of a launch of `agent`'s CLI; `None` when the
-    /// agent is no monitor (then nothing is made, and a stale dir goes).
-    pub(crate) async fn prepare_monitor_tools(&self, agent: &str, home: &Path) -> std::io::Result<Option<PathBuf>> {
+    /// Makes the tools dir of a launch of `agent`'s CLI, and names its
+    /// tools; `None` when the agent is no monitor (then nothing is made, and
+    /// a stale dir goes).
+    pub(crate) async fn prepare_monitor_tools(
+        &self,
+        agent: &str,
+        home: &Path,
+    ) -> std::io::Result<Option<(PathBuf, Vec<String>)>> {
         let (watching, advising) = {
             let cat = self.catalog.lock().await;
             let mut of = cat.monitors.of_monitor(agent).peekable();
@@ -41,9 +46,9 @@ impl Node {
         if advising {
             tools.push("warren-advise");
         }
-        for t in tools {
+        for t in &tools {
             std::os::unix::fs::symlink(&exe, dir.join(t))?;
         }
-        Ok(Some(dir))
+        Ok(Some((dir, tools.iter().map(|t| t.to_string()).collect())))
     }
 }

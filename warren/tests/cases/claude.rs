@@ -506,3 +506,69 @@ async fn real_claude_login_runs_the_cli_s_own_login_flow() {
     assert_eq!(code, 1);
     assert!(err.contains("has no login of its own") && err.contains("agent secret set"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_claude_as_a_monitor_advises_with_no_human_approving() {
+    let listen = if RUNTIME == "docker" { "0.0.0.0:0" } else { "127.0.0.1:0" };
+    let model = fake_model::FakeModel::start(listen.parse().expect("addr"))
+        .await
+        .expect("fake model");
+    // `cc` (Claude Code, supervised) becomes the monitor of a fake coder.
+    let (node, _) = claude_node(&model).await;
+    let mut c = node.client().await;
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "coder", "harness": "fake", "rules": [
+            { "match": "^crash", "actions": [{ "say": "Program received signal SIGSEGV: segfault" }] }
+        ] }),
+    )
+    .await;
+    call(
+        &mut c,
+        "monitor.attach",
+        json!({ "monitor": "cc", "target": { "agent": "coder" },
+                "trigger": { "keywords": [{ "text": "segfault", "mode": "word" }] } }),
+    )
+    .await;
+    let target = conversation_id(&mut c, "coder").await;
+    send(&mut c, &target, "crash").await;
+    let advice = format!("[Advice from monitor \"cc\"]: {}", fake_model::MONITOR_ADVICE);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let events = transcript(&mut c, &target).await;
+        if events.iter().any(|e| e["speaker"] == "monitor:cc" && e["text"] == advice.as_str()) {
+            break;
+        }
+        let holds = call(&mut c, "supervision.holds", json!({})).await;
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no advice from the Claude Code monitor within 120 s; holds: {holds}; target: {events:#?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    // Claude Code itself ran the tool, in the monitor's own conversation.
+    let l = call(&mut c, "monitor.list", json!({ "monitor": "cc" })).await;
+    let mconv = l["attachments"][0]["monitor_conversations"][&target]
+        .as_str()
+        .expect("the monitor's conversation")
+        .to_string();
+    let mine = transcript(&mut c, &mconv).await;
+    assert!(
+        mine.iter()
+            .any(|e| e["speaker"] == "tool" && e["text"].as_str().is_some_and(|t| t.contains("delivered"))),
+        "warren-advise's output in the monitor's transcript: {mine:#?}"
+    );
+    // Nobody approved anything: no hold, no approval in the audit.
+    let holds = call(&mut c, "supervision.holds", json!({})).await;
+    assert_eq!(holds["holds"], json!([]), "{holds}");
+    let audit = call(&mut c, "supervision.audit", json!({ "agent": "cc" })).await;
+    assert!(
+        !audit["entries"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|e| e["subject"].as_str().is_some_and(|s| s.contains("warren-advise"))),
+        "the tool ran without a dialog: {audit}"
+    );
+}
