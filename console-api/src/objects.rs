@@ -184,6 +184,10 @@ pub struct ConversationList {
 pub struct SendMessage {
     pub conversation: String,
     pub text: String,
+    /// Set by the member forwarding its monitor's advice (never by a
+    /// client): the home prefixes the text and attributes it `monitor:NAME`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advice_from: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -652,3 +652,142 @@ async fn a_member_of_another_fleet_on_the_same_bridge_is_refused_and_blocked() {
         .expect_err("not found");
     assert!(e.to_string().contains("ours"), "{e}");
 }
+
+/// Transcript events of `conversation` on `node` with this speaker whose
+/// text contains `needle`.
+async fn count_events(node: &LabNode, conversation: &str, speaker: &str, needle: &str) -> usize {
+    let Ok(v) = node
+        .call(
+            "transcript.read",
+            json!({ "conversation": conversation, "limit": 1000 }),
+        )
+        .await
+    else {
+        return 0;
+    };
+    v["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["speaker"] == speaker && e["text"].as_str().is_some_and(|t| t.contains(needle)))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_monitor_on_n1_advises_an_agent_on_n2_and_resumes_after_a_partition() {
+    let lab = three_node_fleet().await;
+    all_see(&lab, &["n1", "n2", "n3"], true, Duration::from_secs(20)).await;
+    let (n1, n2) = (lab.node("n1"), lab.node("n2"));
+    n2.call(
+        "agent.create",
+        json!({ "name": "coder", "harness": "fake", "rules": [
+            { "match": "^crash (\\d+)", "actions": [{ "say": "segfault number $1" }] }
+        ] }),
+    )
+    .await
+    .expect("coder on n2");
+    n1.call(
+        "agent.create",
+        json!({ "name": "mon", "harness": "fake", "rules": [
+            { "match": "warren-read (c-[0-9a-f]+)", "actions": [{ "shell": "warren-advise {{1}} 'look at the pointer'" }] }
+        ] }),
+    )
+    .await
+    .expect("mon on n1");
+    // A target the caller may not observe is refused, naming it.
+    let e = n1
+        .call(
+            "monitor.attach",
+            json!({ "monitor": "mon", "target": { "agent": "ghost@n2" }, "trigger": { "keywords": [{ "text": "x" }] } }),
+        )
+        .await
+        .expect_err("no such agent on n2");
+    assert!(e.to_string().contains("ghost"), "{e}");
+    let a = n1
+        .call(
+            "monitor.attach",
+            json!({ "monitor": "mon", "target": { "agent": "coder@n2" },
+                    "trigger": { "keywords": [{ "text": "segfault" }] } }),
+        )
+        .await
+        .expect("attach across the fleet");
+    let attachment = a["attachment"]["id"].as_str().expect("id").to_string();
+    let conv = n2
+        .call("conversation.start", json!({ "agent": "coder" }))
+        .await
+        .expect("start")["conversation"]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let idle = || async {
+        let v = n2
+            .call("conversation.get", json!({ "conversation": conv }))
+            .await
+            .ok()?;
+        (v["conversation"]["status"] == "IDLE").then_some(())
+    };
+    wait_for("coder idle", Duration::from_secs(20), idle)
+        .await
+        .expect("idle");
+    let advice = "[Advice from monitor \"mon\"]: look at the pointer";
+    n2.call(
+        "conversation.sendMessage",
+        json!({ "conversation": conv, "text": "crash 1" }),
+    )
+    .await
+    .expect("send");
+    wait_for("the first advice on n2", Duration::from_secs(30), || async {
+        (count_events(n2, &conv, "monitor:mon", advice).await == 1).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n--- n1:\n{}", n1.log()));
+
+    // n2 cut off: the keyword fires there meanwhile; healed, the monitor
+    // resumes from its cursor and advises once more, never twice.
+    n2.partition().expect("cut n2 off");
+    wait_for("n1 sees n2 unhealthy", Duration::from_secs(10), || async {
+        (health(n1).await.get("n2") == Some(&false)).then_some(())
+    })
+    .await
+    .expect("n2 unhealthy");
+    wait_for("coder idle", Duration::from_secs(20), idle)
+        .await
+        .expect("idle");
+    n2.call(
+        "conversation.sendMessage",
+        json!({ "conversation": conv, "text": "crash 2" }),
+    )
+    .await
+    .expect("send while cut off");
+    wait_for("segfault 2 on n2", Duration::from_secs(10), || async {
+        (count_events(n2, &conv, "agent", "segfault number 2").await == 1).then_some(())
+    })
+    .await
+    .expect("n2 answered");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    n2.heal().expect("heal");
+    wait_for("the second advice on n2", Duration::from_secs(60), || async {
+        (count_events(n2, &conv, "monitor:mon", advice).await == 2).then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n--- n1:\n{}", n1.log()));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        count_events(n2, &conv, "monitor:mon", advice).await,
+        2,
+        "no double advice"
+    );
+    let l = n1.call("monitor.list", json!({})).await.expect("list");
+    let mine = l["attachments"]
+        .as_array()
+        .and_then(|v| v.iter().find(|x| x["id"] == attachment.as_str()).cloned())
+        .expect("the attachment");
+    let mconv = mine["monitor_conversations"][&conv]
+        .as_str()
+        .expect("monitor conversation");
+    assert_eq!(
+        count_events(n1, mconv, "system", "segfault").await,
+        2,
+        "one trigger message per segfault: no miss, no double"
+    );
+}

@@ -304,7 +304,21 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
             let sent = match conn.speaks_for() {
                 // An agent's own token (a monitor advising): never a human.
                 Some(agent) => node.send_advice(params(p)?, &agent).await?,
-                None => node.send_message(params(p)?, conn.speaker()).await?,
+                None => {
+                    let msg: console_api::SendMessage = params(p)?;
+                    match msg.advice_from.clone() {
+                        // A member forwards its monitor's advice: the home
+                        // prefixes and attributes it (only then).
+                        Some(monitor) if conn.transport() == "fabric" => node.send_remote_advice(msg, &monitor).await?,
+                        Some(_) => {
+                            return Err(RpcError::new(
+                                ErrorCode::InvalidParams,
+                                "advice_from: only a member forwarding its monitor's advice sets it",
+                            ));
+                        }
+                        None => node.send_message(msg, conn.speaker()).await?,
+                    }
+                }
             };
             serde_json::to_value(sent).map_err(internal)?
         }
@@ -423,7 +437,18 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
             json!({ "revoked": true })
         }
         m::USAGE_GET => node.usage_get(params(p)?).await?,
-        m::MONITOR_ATTACH => node.monitor_attach(params(p)?).await?,
+        m::MONITOR_ATTACH => {
+            let spec: monitor::AttachmentSpec = params(p)?;
+            // A target on another member: the caller's forwarding token.
+            let delegate = match spec.target.agent.as_deref() {
+                Some(a) => match node.remote_home(a).await {
+                    Ok(Some((home, _))) => Some(route::token_for(app, conn, &home).await?),
+                    _ => None,
+                },
+                None => None,
+            };
+            node.monitor_attach(spec, delegate).await?
+        }
         m::MONITOR_LIST => {
             #[derive(serde::Deserialize)]
             #[serde(deny_unknown_fields)]

@@ -41,8 +41,16 @@ pub async fn route(app: &Arc<App>, conn: &Arc<Conn>, req: &Request) -> Routed {
     }
 }
 
-/// The caller's own token, to be checked by the home.
-fn token_for(app: &Arc<App>, conn: &Arc<Conn>, node_id: &str) -> Result<String, RpcError> {
+/// The caller's own token, to be checked by the home; a monitor
+/// conversation's instance token (trusted here only) is forwarded as the
+/// delegation its attachment holds for that member.
+pub(crate) async fn token_for(app: &Arc<App>, conn: &Arc<Conn>, node_id: &str) -> Result<String, RpcError> {
+    if let Caller::Token(v) = conn.caller()
+        && let Some(agent) = &v.agent
+        && let Some(t) = app.node.monitor_delegation_for(agent, node_id).await
+    {
+        return Ok(t);
+    }
     match conn.caller() {
         // The admin token's holder is the local admin (the CLI uses it).
         Caller::Token(v) if app.node.fleet.routes.is_admin_token(&v.revocation_ids) => {
@@ -66,9 +74,19 @@ fn request_text(req: &Request, params: Option<Value>) -> String {
 
 async fn forward(app: &Arc<App>, conn: &Arc<Conn>, req: &Request, node_id: &str, params: Option<Value>) -> Routed {
     let node = &app.node;
-    let token = match token_for(app, conn, node_id) {
+    let token = match token_for(app, conn, node_id).await {
         Ok(t) => t,
         Err(e) => return Routed::Failed(e),
+    };
+    // A monitor's advice: its breaker decides here, the home attributes it.
+    let params = match conn.speaks_for() {
+        Some(monitor) if req.method == console_api::methods::CONVERSATION_SEND_MESSAGE => {
+            match node.remote_advice(&monitor, node_id, params).await {
+                Ok(p) => Some(p),
+                Err(e) => return Routed::Failed(e.into()),
+            }
+        }
+        _ => params,
     };
     let stream = route::STREAMS.contains(&req.method.as_str());
     let started = Instant::now();
@@ -192,7 +210,7 @@ async fn fanout(app: &Arc<App>, conn: &Arc<Conn>, req: &Request, key: &'static s
     let mut unreachable = vec![];
     let mut asks = tokio::task::JoinSet::new();
     for (id, name) in node.members().await {
-        let token = match token_for(app, conn, &id) {
+        let token = match token_for(app, conn, &id).await {
             Ok(t) => t,
             Err(e) => {
                 unreachable.push(json!({ "node": name, "reason": e.message }));

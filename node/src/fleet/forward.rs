@@ -173,7 +173,7 @@ impl Node {
 
     /// `None` for this node, else the member's node id; an unknown name is
     /// a clear error.
-    async fn member_named(&self, n: &str) -> NodeResult<Option<String>> {
+    pub(crate) async fn member_named(&self, n: &str) -> NodeResult<Option<String>> {
         if n == self.fleet.name || n == self.cfg.node_id {
             return Ok(None);
         }

@@ -13,6 +13,20 @@ use crate::service::{Node, NodeError, NodeResult};
 use crate::util::now_ms;
 
 impl Node {
+    /// Advice a member forwards from its monitor: prefixed and attributed
+    /// here, the home; the breaker decided on the monitor's node.
+    pub async fn send_remote_advice(&self, p: api::SendMessage, monitor: &str) -> NodeResult<api::SendMessageResult> {
+        crate::validate::agent_name(monitor).map_err(|e| NodeError::Invalid(format!("advice_from: {e}")))?;
+        let text = monitor::advise(monitor, &p.text).map_err(|e| NodeError::Invalid(e.to_string()))?;
+        let live = self.require_live(&p.conversation).await?;
+        let d = live.send_message(text, format!("monitor:{monitor}")).await?;
+        Ok(api::SendMessageResult {
+            message_id: d.message_id,
+            delivered_at: d.delivered_at,
+            seq: d.seq,
+        })
+    }
+
     /// `conversation.sendMessage` by the conversation of agent `speaker`
     /// (an instance token): advice, when `speaker` is a monitor advising
     /// the target.

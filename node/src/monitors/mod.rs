@@ -13,6 +13,7 @@
 //! durable, and waits for a human's `monitor.rearm`.
 
 mod advice;
+mod remote;
 pub mod state;
 mod tools;
 
@@ -70,6 +71,10 @@ impl Node {
         for (id, entry) in entries {
             if let Err(e) = self.install_watch(&id, &entry) {
                 tracing::error!(attachment = %id, error = %e, "a stored attachment would not load");
+                continue;
+            }
+            if entry.spec.target.agent.as_deref().is_some_and(|a| a.contains('@')) {
+                self.start_remote_watch(id);
             }
         }
         tokio::spawn(run_watch(Arc::downgrade(self)));
@@ -92,9 +97,40 @@ impl Node {
     }
 
     /// `monitor.attach`: validated, stored in the monitor's definition, armed.
-    pub async fn monitor_attach(&self, spec: monitor::AttachmentSpec) -> NodeResult<Value> {
+    /// `delegate`: the caller's token as a call to another member would be
+    /// forwarded with (for a target there).
+    pub async fn monitor_attach(&self, spec: monitor::AttachmentSpec, delegate: Option<String>) -> NodeResult<Value> {
         let attachment = monitor::validate(&spec).map_err(|e| NodeError::Invalid(e.to_string()))?;
         let mut spec = attachment.spec();
+        // A target on another member: the caller's token, narrowed to the
+        // attachment, must be good there (so the target exists and the
+        // caller may observe it).
+        let remote = match attachment.target() {
+            Target::Agent(a) => self.remote_home(a).await.map_err(|e| match e {
+                NodeError::NotFound(m) => NodeError::NotFound(format!("target.agent: {m}")),
+                other => other,
+            })?,
+            Target::Conversation(_) => None,
+        };
+        let delegation = match &remote {
+            Some((home, name)) => {
+                let token = delegate.ok_or_else(|| {
+                    NodeError::Forbidden(
+                        "target.agent: watching an agent on another member needs a token the fleet trusts".into(),
+                    )
+                })?;
+                let d = Node::delegate(&token, name, attachment.inject())?;
+                self.call_member(home, &d, "agent.get", json!({ "agent": name }))
+                    .await
+                    .map_err(|e| match e {
+                        NodeError::Forbidden(m) => NodeError::Forbidden(format!("target.agent: {m}")),
+                        NodeError::NotFound(m) => NodeError::NotFound(format!("target.agent: {m}")),
+                        other => other,
+                    })?;
+                Some(d)
+            }
+            None => None,
+        };
         {
             let cat = self.catalog.lock().await;
             match cat.agents.get(attachment.monitor()) {
@@ -113,13 +149,9 @@ impl Node {
                 }
             }
             match attachment.target() {
+                Target::Agent(_) if remote.is_some() => {}
                 Target::Agent(a) => {
-                    let (name, at) = crate::fleet::route::split_address(a);
-                    if at.is_some_and(|n| n != self.fleet.name && n != self.cfg.node_id) {
-                        return Err(NodeError::Invalid(format!(
-                            "target.agent: {a:?} is on another node: monitors watch agents of their own node in this version"
-                        )));
-                    }
+                    let (name, _) = crate::fleet::route::split_address(a);
                     if name == attachment.monitor() {
                         return Err(NodeError::Invalid("target.agent: a monitor cannot watch itself".into()));
                     }
@@ -141,6 +173,9 @@ impl Node {
             }
         }
         let id = new_id("ma-");
+        if let Some(d) = &delegation {
+            self.store_delegation(&id, d)?;
+        }
         let e = Event::MonitorAttached {
             attachment: id.clone(),
             spec: spec.clone(),
@@ -159,6 +194,11 @@ impl Node {
             .cloned()
             .ok_or_else(|| NodeError::Internal("the attachment was not recorded".into()))?;
         self.install_watch(&id, &entry)?;
+        if remote.is_some()
+            && let Some(me) = self.me.get().and_then(Weak::upgrade)
+        {
+            me.start_remote_watch(id.clone());
+        }
         Ok(json!({ "attachment": self.attachment_json(&id, &entry) }))
     }
 
@@ -332,6 +372,12 @@ impl Node {
                 }
             }
         }
+        self.fired(ev, fired, now).await;
+    }
+
+    /// Stores what the evaluations decided and feeds hits to the monitors'
+    /// wake queues.
+    async fn fired(&self, ev: &api::TranscriptEvent, fired: Vec<(String, String, monitor::Evaluation)>, now: u64) {
         for (id, monitor, e) in fired {
             let hit = !e.hits.is_empty();
             let mut events: Vec<Event> = e

@@ -1,0 +1,340 @@
+//! A monitor on this node watching `AGENT@OTHER`: the same watches, fed
+//! through the public API of the target's home, as any client would (the
+//! fabric forwards it). At attach time the caller's own token (the one a
+//! call to that member is forwarded with) is narrowed offline to the target
+//! agent, `observe` (and `inject` when advising), and the few methods a
+//! monitor needs; this node keeps that delegation (a 0600 file, never in the
+//! log) and uses it for the subscription and for the monitor conversation's
+//! `warren-read` / `warren-advise` calls to that member, so the monitor holds
+//! no more than the attachment granted, even while dormant.
+//!
+//! Each round subscribes first (the home queues live events), then catches
+//! up every conversation of the target from the cursor with
+//! `transcript.read`, then pulls; a delta already evaluated is skipped, so a
+//! partition or a home restart misses nothing and matches nothing twice.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use console_api as api;
+use serde_json::{Value, json};
+
+use crate::service::{Node, NodeError, NodeResult};
+use crate::util::now_ms;
+
+/// What a delegation allows beyond its agent and operations.
+const METHODS: &[&str] = &[
+    "agent.get",
+    "conversation.get",
+    "conversation.list",
+    "transcript.read",
+    "transcript.subscribe",
+    "conversation.sendMessage",
+];
+/// A pull that keeps failing this long ends the round (then: resubscribe).
+const ROUND_GIVES_UP: Duration = Duration::from_secs(20);
+/// Catch-up pages.
+const PAGE: u64 = 500;
+
+impl Node {
+    /// The member (id) and bare name of a `NAME@NODE` target on another
+    /// member; `None` for an agent of this node.
+    pub(crate) async fn remote_home(&self, target: &str) -> NodeResult<Option<(String, String)>> {
+        let (name, at) = crate::fleet::route::split_address(target);
+        let Some(at) = at else { return Ok(None) };
+        Ok(self.member_named(at).await?.map(|id| (id, name.to_string())))
+    }
+
+    fn delegation_path(&self, attachment: &str) -> PathBuf {
+        self.cfg.data_dir.join("monitors").join(format!("{attachment}.token"))
+    }
+
+    /// Narrows `token` to what an attachment on `agent` needs.
+    pub(crate) fn delegate(token: &str, agent: &str, inject: bool) -> NodeResult<String> {
+        let mut operations = vec![capabilities::Operation::Observe];
+        if inject {
+            operations.push(capabilities::Operation::Inject);
+        }
+        capabilities::attenuate(
+            token,
+            &capabilities::Restriction {
+                agents: vec![agent.to_string()],
+                operations,
+                methods: METHODS.iter().map(|m| m.to_string()).collect(),
+                ..Default::default()
+            },
+        )
+        .map_err(|e| NodeError::Invalid(format!("the caller's token cannot be delegated: {e}")))
+    }
+
+    pub(crate) fn store_delegation(&self, attachment: &str, token: &str) -> NodeResult<()> {
+        let path = self.delegation_path(attachment);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| NodeError::Internal(format!("{}: {e}", dir.display())))?;
+        }
+        crate::util::write_private(&path, token).map_err(|e| NodeError::Internal(format!("{}: {e}", path.display())))
+    }
+
+    fn delegation(&self, attachment: &str) -> Option<String> {
+        std::fs::read_to_string(self.delegation_path(attachment))
+            .ok()
+            .map(|t| t.trim().to_string())
+    }
+
+    /// The delegation a monitor's call to member `node_id` is forwarded
+    /// with (its instance token is trusted by this node only).
+    pub async fn monitor_delegation_for(&self, monitor: &str, node_id: &str) -> Option<String> {
+        let ids: Vec<(String, String)> = {
+            let cat = self.catalog.lock().await;
+            cat.monitors
+                .of_monitor(monitor)
+                .filter_map(|(id, a)| Some((id.clone(), a.spec.target.agent.clone()?)))
+                .collect()
+        };
+        for (id, target) in ids {
+            if let Ok(Some((home, _))) = self.remote_home(&target).await
+                && home == node_id
+            {
+                return self.delegation(&id);
+            }
+        }
+        None
+    }
+
+    /// A JSON-RPC call at member `home` with `token`: its result, or its
+    /// error as the node's own.
+    pub(crate) async fn call_member(&self, home: &str, token: &str, method: &str, params: Value) -> NodeResult<Value> {
+        let text = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }).to_string();
+        let (answer, _) = self
+            .forward(home, token.to_string(), text, false, Duration::from_secs(15))
+            .await?;
+        let r: api::Response =
+            serde_json::from_str(&answer).map_err(|e| NodeError::Internal(format!("{method}: {e}")))?;
+        match (r.result, r.error) {
+            (Some(v), _) => Ok(v),
+            (None, Some(e)) => Err(match e.code {
+                -32004 => NodeError::NotFound(e.message),
+                -32001 | -32003 => NodeError::Forbidden(e.message),
+                -32602 => NodeError::Invalid(e.message),
+                _ => NodeError::Conflict(e.message),
+            }),
+            (None, None) => Err(NodeError::Internal(format!("{method}: an empty answer"))),
+        }
+    }
+
+    /// `sendMessage` by a monitor's conversation into a conversation homed
+    /// on `home`: the breaker decides here (it is this node's), the home
+    /// prefixes and attributes (`advice_from`, honoured only on calls a
+    /// member forwards). The params to forward.
+    pub(crate) async fn remote_advice(&self, monitor: &str, home: &str, params: Option<Value>) -> NodeResult<Value> {
+        let p: api::SendMessage = crate::api::params(params).map_err(|e| NodeError::Invalid(e.message))?;
+        monitor::validate_advice(&p.text).map_err(|e| NodeError::Invalid(e.to_string()))?;
+        let mut chosen = None;
+        let candidates: Vec<(String, String)> = {
+            let cat = self.catalog.lock().await;
+            cat.monitors
+                .of_monitor(monitor)
+                .filter(|(_, a)| a.spec.inject.unwrap_or(true))
+                .filter_map(|(id, a)| Some((id.clone(), a.spec.target.agent.clone()?)))
+                .collect()
+        };
+        for (id, target) in candidates {
+            if matches!(self.remote_home(&target).await, Ok(Some((h, _))) if h == home) {
+                chosen = Some(id);
+                break;
+            }
+        }
+        let Some(attachment) = chosen else {
+            return Err(NodeError::Forbidden(format!(
+                "agent {monitor:?} advises no attachment on that member"
+            )));
+        };
+        let allowed = self
+            .monitors
+            .watches
+            .lock()
+            .map_err(|_| NodeError::Internal("monitor state poisoned".into()))?
+            .get_mut(&attachment)
+            .map(|w| w.breaker_mut().on_inject(now_ms()));
+        let events = match allowed {
+            Some(Ok(events)) => events,
+            _ => {
+                return Err(NodeError::Conflict(format!(
+                    "attachment {attachment}: its breaker is tripped; nothing is injected until a human re-arms it"
+                )));
+            }
+        };
+        let trips = events
+            .iter()
+            .any(|e| matches!(e, monitor::BreakerEvent::Tripped { .. }));
+        self.record_breaker(&attachment, events).await?;
+        if trips {
+            // Delivered, then stopped: this node pauses its side (the
+            // delegation holds no `control` on the target).
+            let me = self.me.get().and_then(Weak::upgrade);
+            let (a, c) = (attachment.clone(), p.conversation.clone());
+            if let Some(me) = me {
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    me.trip(&a, &c).await;
+                });
+            }
+        }
+        Ok(json!({ "conversation": p.conversation, "text": p.text, "advice_from": monitor }))
+    }
+
+    pub(crate) fn start_remote_watch(self: &Arc<Self>, attachment: String) {
+        tokio::spawn(run_remote(Arc::downgrade(self), attachment));
+    }
+
+    /// One attachment's watch, fed a delta of its remote target.
+    async fn on_remote_delta(&self, attachment: &str, ev: &api::TranscriptEvent) {
+        let now = now_ms();
+        let delta = monitor::Delta {
+            conversation: &ev.conversation,
+            seq: ev.seq,
+            speaker: &ev.speaker,
+            text: &ev.text,
+        };
+        let fired = self.monitors.watches.lock().ok().and_then(|mut w| {
+            let watch = w.get_mut(attachment)?;
+            let monitor = watch.attachment().monitor().to_string();
+            let e = watch.evaluate(&delta, now);
+            (!e.hits.is_empty() || !e.events.is_empty()).then(|| (attachment.to_string(), monitor, e))
+        });
+        if let Some(f) = fired {
+            self.fired(ev, vec![f], now).await;
+        }
+    }
+
+    fn remote_cursor(&self, attachment: &str, conversation: &str) -> u64 {
+        self.monitors
+            .watches
+            .lock()
+            .ok()
+            .and_then(|w| w.get(attachment)?.cursor().last(conversation))
+            .unwrap_or(0)
+    }
+
+    /// Subscribe, catch up, pull: until the subscription ends or its home
+    /// stays unreachable.
+    async fn remote_round(&self, attachment: &str, home: &str, agent: &str, token: &str, since: u64) -> NodeResult<()> {
+        let sub = json!({ "jsonrpc": "2.0", "id": 1, "method": "transcript.subscribe", "params": { "agent": agent } });
+        let (answer, stream) = self
+            .forward(home, token.to_string(), sub.to_string(), true, Duration::from_secs(15))
+            .await?;
+        let Some(stream) = stream else {
+            return Err(NodeError::Conflict(format!(
+                "the target's home refused the subscription: {answer}"
+            )));
+        };
+        let result = self
+            .catch_up_and_pull(attachment, home, agent, token, since, stream)
+            .await;
+        self.cancel_remote(home, stream).await;
+        result
+    }
+
+    async fn catch_up_and_pull(
+        &self,
+        attachment: &str,
+        home: &str,
+        agent: &str,
+        token: &str,
+        since: u64,
+        stream: u64,
+    ) -> NodeResult<()> {
+        let list = self
+            .call_member(home, token, "conversation.list", json!({ "agent": agent }))
+            .await?;
+        for conv in list["conversations"].as_array().into_iter().flatten() {
+            let Some(id) = conv["id"].as_str() else { continue };
+            // Conversations last active before the attachment are not its business.
+            if conv["updated_at"].as_u64().unwrap_or(0) < since {
+                continue;
+            }
+            loop {
+                let after = self.remote_cursor(attachment, id);
+                let page = self
+                    .call_member(
+                        home,
+                        token,
+                        "transcript.read",
+                        json!({ "conversation": id, "after_seq": after, "limit": PAGE }),
+                    )
+                    .await?;
+                let events: Vec<api::TranscriptEvent> =
+                    serde_json::from_value(page["events"].clone()).unwrap_or_default();
+                for ev in &events {
+                    self.on_remote_delta(attachment, ev).await;
+                }
+                if (events.len() as u64) < PAGE || self.remote_cursor(attachment, id) <= after {
+                    break;
+                }
+            }
+        }
+        let mut failing_since: Option<Instant> = None;
+        loop {
+            if !self.monitors.watches.lock().is_ok_and(|w| w.contains_key(attachment)) {
+                return Ok(());
+            }
+            match self.pull(home, stream).await {
+                Ok((notes, ended)) => {
+                    failing_since = None;
+                    for n in notes {
+                        let Ok(v) = serde_json::from_str::<Value>(&n) else {
+                            continue;
+                        };
+                        if let Ok(ev) = serde_json::from_value::<api::TranscriptEvent>(v["params"]["event"].clone()) {
+                            self.on_remote_delta(attachment, &ev).await;
+                        }
+                    }
+                    if let Some(why) = ended {
+                        return Err(NodeError::Conflict(format!("the subscription ended: {why}")));
+                    }
+                }
+                Err(e) => {
+                    let since = *failing_since.get_or_insert_with(Instant::now);
+                    if since.elapsed() > ROUND_GIVES_UP {
+                        return Err(e);
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            }
+        }
+    }
+}
+
+/// Rounds of one remote attachment until it is detached.
+async fn run_remote(node: Weak<Node>, attachment: String) {
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        let Some(n) = node.upgrade() else { return };
+        let spec = {
+            let cat = n.catalog.lock().await;
+            cat.monitors
+                .attachments
+                .get(&attachment)
+                .map(|a| (a.spec.target.agent.clone(), a.attached_at))
+        };
+        let Some((Some(target), attached_at)) = spec else {
+            return;
+        };
+        let Some(token) = n.delegation(&attachment) else {
+            tracing::error!(%attachment, "a remote attachment has no delegation: it cannot watch");
+            return;
+        };
+        let round = match n.remote_home(&target).await {
+            Ok(Some((home, agent))) => n.remote_round(&attachment, &home, &agent, &token, attached_at).await,
+            Ok(None) => return,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = round {
+            tracing::info!(%attachment, error = %e, "remote watch: resubscribing");
+        }
+        drop(n);
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
