@@ -182,3 +182,96 @@ async fn archiving_the_target_conversation_archives_its_monitor_conversation() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_human_message_resets_the_cycle_count() {
+    let node = TestNode::start();
+    let mut c = node.client().await;
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "coder", "harness": "fake", "rules": [
+            { "match": "^crash", "actions": [{ "say": "segfault" }] },
+            { "match": "Advice from monitor", "actions": [{ "say": "noted" }] }
+        ] }),
+    )
+    .await;
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "mon", "harness": "fake", "rules": advising_rules("check it") }),
+    )
+    .await;
+    let a = attach(
+        &mut c,
+        json!({ "monitor": "mon", "target": { "agent": "coder" },
+                "trigger": { "keywords": [{ "text": "segfault" }] }, "breaker": { "max_cycles": 2 } }),
+    )
+    .await;
+    let id = a["id"].as_str().expect("id").to_string();
+    let target = conversation_id(&mut c, "coder").await;
+    let advice = "[Advice from monitor \"mon\"]: check it";
+    for round in 1..=3 {
+        wait_idle(&mut c, &target).await;
+        // Each "crash" is a human's message: the count starts over.
+        send(&mut c, &target, "crash").await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let n = transcript(&mut c, &target)
+                .await
+                .iter()
+                .filter(|e| e["speaker"] == "monitor:mon" && e["text"] == advice)
+                .count();
+            if n == round {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: {n} pieces of advice"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        wait_event(&mut c, &target, "agent", "noted").await;
+    }
+    let l = call(&mut c, "monitor.list", json!({})).await;
+    let a = &l["attachments"][0];
+    assert_eq!(a["id"], id.as_str());
+    assert_eq!(a["state"], "armed", "three cycles, each after a human message: {a}");
+    assert_eq!(a["cycles"], 1, "{a}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attaching_to_a_target_the_caller_may_not_observe_is_forbidden() {
+    let node = TestNode::start();
+    let mut c = node.client().await;
+    create_agent(&mut c, "coder").await;
+    create_agent(&mut c, "other").await;
+    create_agent(&mut c, "mon").await;
+    // supervise on the node, observe on `other` only (minted on the socket).
+    let (code, out, err) = warren(
+        &[
+            "token",
+            "mint",
+            "--right",
+            "node:supervise",
+            "--right",
+            "agent:other:observe",
+            "--ttl",
+            "600",
+        ],
+        &node.path(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let target = warren::client::Target {
+        url: node.target().url,
+        token: Some(out.lines().next().expect("token").trim().to_string()),
+    };
+    let mut narrow = warren::client::Client::connect(&target).await.expect("connect");
+    let spec = |agent: &str| json!({ "monitor": "mon", "target": { "agent": agent }, "trigger": { "keywords": [{ "text": "x" }] } });
+    let e = call_err(&mut narrow, "monitor.attach", spec("coder")).await;
+    assert_eq!(e.code, -32003, "{}", e.message);
+    assert!(e.message.contains("agent:coder"), "{}", e.message);
+    call(&mut narrow, "monitor.attach", spec("other")).await;
+    let l = call(&mut c, "monitor.list", json!({})).await;
+    assert_eq!(l["attachments"].as_array().map(Vec::len), Some(1));
+}

@@ -114,6 +114,33 @@ pub async fn check(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<&Va
     })
 }
 
+/// `monitor.attach` delegates may-observe on its target: the caller must
+/// hold it (a target on another member is checked by its home).
+pub fn may_observe_target(app: &Arc<App>, conn: &Arc<Conn>, spec: &monitor::AttachmentSpec) -> Result<(), RpcError> {
+    let Caller::Token(token) = conn.caller() else {
+        return Ok(());
+    };
+    let resource = match (&spec.target.agent, &spec.target.conversation) {
+        (Some(a), _) if a.contains('@') => return Ok(()),
+        (Some(a), _) => Resource::Agent(a.clone()),
+        (None, Some(c)) => Resource::Conversation(c.clone()),
+        (None, None) => return Ok(()),
+    };
+    let req = Request {
+        method: "monitor.attach",
+        operation: capabilities::Operation::Observe,
+        resources: vec![resource.clone()],
+        node: app.node.node_id(),
+        now: SystemTime::now(),
+    };
+    app.verifier.authorize(&token, &req).map_err(|_| {
+        RpcError::new(
+            ErrorCode::Forbidden,
+            format!("target: the caller may not observe {resource}, so it cannot delegate watching it"),
+        )
+    })
+}
+
 /// `token.mint`: a token signed by this node's root. Rights carrying `admin`
 /// or `supervise` are only minted on the Unix socket.
 pub fn mint(app: &Arc<App>, conn: &Arc<Conn>, p: console_api::TokenMint) -> Result<console_api::TokenMinted, RpcError> {

@@ -439,6 +439,7 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
         m::USAGE_GET => node.usage_get(params(p)?).await?,
         m::MONITOR_ATTACH => {
             let spec: monitor::AttachmentSpec = params(p)?;
+            auth::may_observe_target(app, conn, &spec)?;
             // A target on another member: the caller's forwarding token.
             let delegate = match spec.target.agent.as_deref() {
                 Some(a) => match node.remote_home(a).await {
