@@ -18,6 +18,15 @@ const RUNTIME: &str = "local";
 
 include!("cases/monitors.rs");
 
+/// How many times the target holds this advice, as speaker `monitor:mon`.
+async fn advice_count(c: &mut warren::client::Client, target: &str, advice: &str) -> usize {
+    transcript(c, target)
+        .await
+        .iter()
+        .filter(|e| e["speaker"] == "monitor:mon" && e["text"] == advice)
+        .count()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_attachments_are_refused_naming_the_problem_and_nothing_is_stored() {
     let node = TestNode::start();
@@ -138,15 +147,14 @@ async fn one_cli_command_creates_the_monitor_and_attaches_it() {
 async fn archiving_the_target_conversation_archives_its_monitor_conversation() {
     let node = TestNode::start();
     let mut c = node.client().await;
-    call(
+    coder_and_monitor(
         &mut c,
-        "agent.create",
-        json!({ "name": "coder", "harness": "fake", "rules": [
+        json!([
             { "match": "^crash", "actions": [{ "say": "segfault" }] }
-        ] }),
+        ]),
+        None,
     )
     .await;
-    create_agent(&mut c, "mon").await;
     let a = attach(
         &mut c,
         json!({ "monitor": "mon", "target": { "agent": "coder" }, "inject": false,
@@ -187,19 +195,13 @@ async fn archiving_the_target_conversation_archives_its_monitor_conversation() {
 async fn a_human_message_resets_the_cycle_count() {
     let node = TestNode::start();
     let mut c = node.client().await;
-    call(
+    coder_and_monitor(
         &mut c,
-        "agent.create",
-        json!({ "name": "coder", "harness": "fake", "rules": [
+        json!([
             { "match": "^crash", "actions": [{ "say": "segfault" }] },
             { "match": "Advice from monitor", "actions": [{ "say": "noted" }] }
-        ] }),
-    )
-    .await;
-    call(
-        &mut c,
-        "agent.create",
-        json!({ "name": "mon", "harness": "fake", "rules": advising_rules("check it") }),
+        ]),
+        Some(advising_rules("check it")),
     )
     .await;
     let a = attach(
@@ -217,11 +219,7 @@ async fn a_human_message_resets_the_cycle_count() {
         send(&mut c, &target, "crash").await;
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         loop {
-            let n = transcript(&mut c, &target)
-                .await
-                .iter()
-                .filter(|e| e["speaker"] == "monitor:mon" && e["text"] == advice)
-                .count();
+            let n = advice_count(&mut c, &target, advice).await;
             if n == round {
                 break;
             }

@@ -13,6 +13,29 @@ use crate::service::{Node, NodeError, NodeResult};
 use crate::util::now_ms;
 
 impl Node {
+    /// The breaker's word on one injection of `attachment`: refused when
+    /// tripped; `true` when this one trips it (it is still delivered). Its
+    /// events are stored.
+    pub(crate) async fn allow_inject(&self, attachment: &str) -> NodeResult<bool> {
+        let allowed = self
+            .monitors
+            .watches
+            .lock()
+            .map_err(|_| NodeError::Internal("monitor state poisoned".into()))?
+            .get_mut(attachment)
+            .map(|w| w.breaker_mut().on_inject(now_ms()));
+        let Some(Ok(events)) = allowed else {
+            return Err(NodeError::Conflict(format!(
+                "attachment {attachment}: its breaker is tripped; nothing is injected until a human re-arms it (`warren monitor rearm {attachment}`)"
+            )));
+        };
+        let trips = events
+            .iter()
+            .any(|e| matches!(e, monitor::BreakerEvent::Tripped { .. }));
+        self.record_breaker(attachment, events).await?;
+        Ok(trips)
+    }
+
     /// Advice a member forwards from its monitor: prefixed and attributed
     /// here, the home; the breaker decided on the monitor's node.
     pub async fn send_remote_advice(&self, p: api::SendMessage, monitor: &str) -> NodeResult<api::SendMessageResult> {
@@ -61,29 +84,7 @@ impl Node {
             )));
         };
         let text = monitor::advise(speaker, &p.text).map_err(|e| NodeError::Invalid(e.to_string()))?;
-        let allowed = {
-            let mut w = self
-                .monitors
-                .watches
-                .lock()
-                .map_err(|_| NodeError::Internal("monitor state poisoned".into()))?;
-            match w.get_mut(&attachment) {
-                Some(watch) => watch.breaker_mut().on_inject(now_ms()),
-                None => Err(monitor::Refused::Tripped),
-            }
-        };
-        let events = match allowed {
-            Ok(events) => events,
-            Err(_) => {
-                return Err(NodeError::Conflict(format!(
-                    "attachment {attachment}: its breaker is tripped; nothing is injected until a human re-arms it (`warren monitor rearm {attachment}`)"
-                )));
-            }
-        };
-        let trips = events
-            .iter()
-            .any(|e| matches!(e, monitor::BreakerEvent::Tripped { .. }));
-        self.record_breaker(&attachment, events).await?;
+        let trips = self.allow_inject(&attachment).await?;
         let live = self.require_live(&p.conversation).await?;
         let d = live.send_message(text, format!("monitor:{speaker}")).await?;
         if trips {

@@ -150,25 +150,7 @@ impl Node {
                 "agent {monitor:?} advises no attachment on that member"
             )));
         };
-        let allowed = self
-            .monitors
-            .watches
-            .lock()
-            .map_err(|_| NodeError::Internal("monitor state poisoned".into()))?
-            .get_mut(&attachment)
-            .map(|w| w.breaker_mut().on_inject(now_ms()));
-        let events = match allowed {
-            Some(Ok(events)) => events,
-            _ => {
-                return Err(NodeError::Conflict(format!(
-                    "attachment {attachment}: its breaker is tripped; nothing is injected until a human re-arms it"
-                )));
-            }
-        };
-        let trips = events
-            .iter()
-            .any(|e| matches!(e, monitor::BreakerEvent::Tripped { .. }));
-        self.record_breaker(&attachment, events).await?;
+        let trips = self.allow_inject(&attachment).await?;
         if trips {
             // Delivered, then stopped: this node pauses its side (the
             // delegation holds no `control` on the target).

@@ -2,6 +2,25 @@
 // (tests/docker_durable_home.rs) runtimes: `RUNTIME` is defined by the file
 // that includes this one.
 
+/// A fake `coder` with these rules, and a fake monitor `mon` (with these).
+async fn coder_and_monitor(c: &mut warren::client::Client, coder_rules: Value, monitor_rules: Option<Value>) {
+    call(c, "agent.create", json!({ "name": "coder", "harness": "fake", "rules": coder_rules })).await;
+    let mut mon = json!({ "name": "mon", "harness": "fake" });
+    if let Some(r) = monitor_rules {
+        mon["rules"] = r;
+    }
+    call(c, "agent.create", mon).await;
+}
+
+/// How many lines the target holds from `monitor:mon`.
+async fn monitor_lines(c: &mut warren::client::Client, target: &str) -> usize {
+    transcript(c, target)
+        .await
+        .iter()
+        .filter(|e| e["speaker"] == "monitor:mon")
+        .count()
+}
+
 /// A fake monitor that advises on every trigger message it gets.
 fn advising_rules(advice: &str) -> Value {
     json!([{ "match": "warren-read (c-[0-9a-f]+)", "actions": [
@@ -34,21 +53,10 @@ async fn wait_state(c: &mut warren::client::Client, id: &str, state: &str) -> Va
 async fn a_keyword_wakes_the_monitor_and_its_advice_lands_attributed() {
     let node = TestNode::start_on(RUNTIME, "");
     let mut c = node.client().await;
-    call(
-        &mut c,
-        "agent.create",
-        json!({ "name": "coder", "harness": "fake", "rules": [
+    coder_and_monitor(&mut c, json!([
             { "match": "^crash", "actions": [{ "say": "Program received signal SIGSEGV: segfault at 0x0" }] },
             { "match": "^plural", "actions": [{ "say": "two segfaults today" }] }
-        ] }),
-    )
-    .await;
-    call(
-        &mut c,
-        "agent.create",
-        json!({ "name": "mon", "harness": "fake", "rules": advising_rules("check the null pointer") }),
-    )
-    .await;
+        ]), Some(advising_rules("check the null pointer"))).await;
     let a = attach(
         &mut c,
         json!({ "monitor": "mon", "target": { "agent": "coder" },
@@ -94,11 +102,7 @@ async fn a_keyword_wakes_the_monitor_and_its_advice_lands_attributed() {
     assert!(text.contains(&target) && text.contains("agent"), "{text}");
     // Its own advice (which names no keyword) and the echo of it fire nothing.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let advices = transcript(&mut c, &target)
-        .await
-        .iter()
-        .filter(|e| e["speaker"] == "monitor:mon")
-        .count();
+    let advices = monitor_lines(&mut c, &target).await;
     assert_eq!(advices, 1);
 
     // A human speaking as a monitor is impossible: a human's message is human.
@@ -166,21 +170,10 @@ async fn a_ping_pong_trips_the_breaker_durably_until_a_human_rearms_it() {
     let mut node = TestNode::start_on(RUNTIME, "");
     let mut c = node.client().await;
     // The target answers every piece of advice with the keyword again.
-    call(
-        &mut c,
-        "agent.create",
-        json!({ "name": "coder", "harness": "fake", "rules": [
+    coder_and_monitor(&mut c, json!([
             { "match": "Advice from monitor", "actions": [{ "say": "still a segfault" }] },
             { "match": "^crash", "actions": [{ "say": "segfault" }] }
-        ] }),
-    )
-    .await;
-    call(
-        &mut c,
-        "agent.create",
-        json!({ "name": "mon", "harness": "fake", "rules": advising_rules("try again") }),
-    )
-    .await;
+        ]), Some(advising_rules("try again"))).await;
     let a = attach(
         &mut c,
         json!({ "monitor": "mon", "target": { "agent": "coder" },
@@ -208,11 +201,7 @@ async fn a_ping_pong_trips_the_breaker_durably_until_a_human_rearms_it() {
         .expect("event.monitor.tripped");
     assert_eq!(note.method, "event.monitor.tripped");
     assert_eq!(note.params["event"]["attachment"], id.as_str());
-    let advices = transcript(&mut c, &target)
-        .await
-        .iter()
-        .filter(|e| e["speaker"] == "monitor:mon")
-        .count();
+    let advices = monitor_lines(&mut c, &target).await;
     assert_eq!(advices, 3, "exactly max_cycles pieces of advice");
     let mconv = tripped["monitor_conversations"][&target]
         .as_str()
@@ -234,11 +223,7 @@ async fn a_ping_pong_trips_the_breaker_durably_until_a_human_rearms_it() {
     wait_idle(&mut c, &target).await;
     send(&mut c, &target, "crash").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let advices_now = transcript(&mut c, &target)
-        .await
-        .iter()
-        .filter(|e| e["speaker"] == "monitor:mon")
-        .count();
+    let advices_now = monitor_lines(&mut c, &target).await;
     assert_eq!(advices_now, 3, "a tripped attachment neither wakes nor injects");
 
     // A human re-arms it; the next keyword wakes the monitor again.
