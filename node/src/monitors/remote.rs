@@ -307,6 +307,7 @@ async fn run_remote(node: Weak<Node>, attachment: String) {
             tracing::error!(%attachment, "a remote attachment has no delegation: it cannot watch");
             return;
         };
+        let started = Instant::now();
         let round = match n.remote_home(&target).await {
             Ok(Some((home, agent))) => n.remote_round(&attachment, &home, &agent, &token, attached_at).await,
             Ok(None) => return,
@@ -316,6 +317,10 @@ async fn run_remote(node: Weak<Node>, attachment: String) {
             tracing::info!(%attachment, error = %e, "remote watch: resubscribing");
         }
         drop(n);
+        // A round that ran a while was a working subscription: start over quickly.
+        if started.elapsed() > Duration::from_secs(30) {
+            backoff = Duration::from_millis(500);
+        }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(5));
     }
