@@ -790,4 +790,22 @@ async fn a_monitor_on_n1_advises_an_agent_on_n2_and_resumes_after_a_partition() 
         2,
         "one trigger message per segfault: no miss, no double"
     );
+    // n1 holds exactly the attachment's delegation: the owner key's, for
+    // coder only, with no expiry; detaching deletes it.
+    let file = n1.dir.join("monitors").join(format!("{attachment}.token"));
+    let token = std::fs::read_to_string(&file).expect("the delegation");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&file).expect("meta").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let seen = n2
+        .call("token.inspect", json!({ "token": token.trim() }))
+        .await
+        .expect("inspect on n2");
+    assert_eq!(seen["verified"], true, "n2 trusts it: {seen}");
+    let blocks = seen["blocks"].to_string();
+    assert!(blocks.contains("agent:coder") && !blocks.contains("time("), "{blocks}");
+    n1.call("monitor.detach", json!({ "attachment": attachment }))
+        .await
+        .expect("detach");
+    assert!(!file.exists(), "the delegation is gone with the attachment");
 }

@@ -443,6 +443,12 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
             // A target on another member: the caller's forwarding token.
             let delegate = match spec.target.agent.as_deref() {
                 Some(a) => match node.remote_home(a).await {
+                    // The local admin's delegation is signed by the owner key
+                    // for the attachment alone, with no expiry (its
+                    // forwarding token lives minutes).
+                    Ok(Some((home, name))) if route::is_local_admin(app, conn) => {
+                        Some(node.owner_delegation(&home, &name, spec.inject.unwrap_or(true))?)
+                    }
                     Ok(Some((home, _))) => Some(route::token_for(app, conn, &home).await?),
                     _ => None,
                 },

@@ -41,6 +41,16 @@ pub async fn route(app: &Arc<App>, conn: &Arc<Conn>, req: &Request) -> Routed {
     }
 }
 
+/// Whether the caller is this node's local admin (the Unix socket, or the
+/// holder of `admin.token`).
+pub(crate) fn is_local_admin(app: &Arc<App>, conn: &Arc<Conn>) -> bool {
+    match conn.caller() {
+        Caller::Local => true,
+        Caller::Token(v) => app.node.fleet.routes.is_admin_token(&v.revocation_ids),
+        Caller::Anonymous => false,
+    }
+}
+
 /// The caller's own token, to be checked by the home; a monitor
 /// conversation's instance token (trusted here only) is forwarded as the
 /// delegation its attachment holds for that member.

@@ -376,6 +376,11 @@ impl Node {
         Ok(token)
     }
 
+    /// The fleet owner key as a token signer, on the node that holds it.
+    pub(crate) fn fleet_owner_root(&self) -> Option<&capabilities::RootKey> {
+        self.fleet.owner_root.as_ref()
+    }
+
     /// The other members, certified by the fleet root and not removed,
     /// whose records this node has seen: (node id, name).
     pub async fn members(&self) -> Vec<(String, String)> {

@@ -267,6 +267,7 @@ impl Node {
             self.commit(&mut cat, vec![e]).await?;
         }
         self.monitors.watches.lock().map_err(|_| poisoned())?.remove(id);
+        self.forget_delegation(id);
         let next = self
             .monitors
             .queues

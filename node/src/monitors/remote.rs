@@ -68,6 +68,39 @@ impl Node {
         .map_err(|e| NodeError::Invalid(format!("the caller's token cannot be delegated: {e}")))
     }
 
+    /// The local admin's delegation for an attachment on `agent` at `home`:
+    /// signed by the fleet owner key (only the owner's node holds it), for
+    /// that agent, `observe` (+ `inject`) and a monitor's methods, unexpiring
+    /// (detaching deletes it; `token.revoke` ends it).
+    pub fn owner_delegation(&self, home: &str, agent: &str, inject: bool) -> NodeResult<String> {
+        let Some(owner) = self.fleet_owner_root() else {
+            // The same refusal a forwarded call of the local admin gets.
+            return self.local_forwarding_token(home);
+        };
+        let mut rights = vec![capabilities::Right::new(
+            capabilities::Resource::Agent(agent.to_string()),
+            capabilities::Operation::Observe,
+        )];
+        if inject {
+            rights.push(capabilities::Right::new(
+                capabilities::Resource::Agent(agent.to_string()),
+                capabilities::Operation::Inject,
+            ));
+        }
+        owner
+            .mint(&capabilities::MintSpec {
+                rights,
+                expires_at: None,
+                methods: Some(METHODS.iter().map(|m| m.to_string()).collect()),
+                facts: vec![("issued_by".into(), self.cfg.node_id.clone())],
+            })
+            .map_err(|e| NodeError::Internal(format!("could not mint the attachment's delegation: {e}")))
+    }
+
+    pub(crate) fn forget_delegation(&self, attachment: &str) {
+        let _ = std::fs::remove_file(self.delegation_path(attachment));
+    }
+
     pub(crate) fn store_delegation(&self, attachment: &str, token: &str) -> NodeResult<()> {
         let path = self.delegation_path(attachment);
         if let Some(dir) = path.parent() {
