@@ -40,10 +40,12 @@ pub const EVENTS_SUBSCRIBE: &str = "events.subscribe";
 pub const EVENT_SUPERVISION_ACTED: &str = "event.supervision.acted";
 pub const EVENT_SUPERVISION_NEEDS_YOU: &str = "event.supervision.needs_you";
 pub const EVENT_MONITOR_TRIPPED: &str = "event.monitor.tripped";
+pub const EVENT_FLEET_CHANGED: &str = "event.fleet.changed";
 pub const EVENT_KINDS: &[&str] = &[
     EVENT_SUPERVISION_ACTED,
     EVENT_SUPERVISION_NEEDS_YOU,
     EVENT_MONITOR_TRIPPED,
+    EVENT_FLEET_CHANGED,
 ];
 
 pub const SUPERVISION_GET: &str = "supervision.get";

@@ -170,10 +170,33 @@ async fn bad_join_codes_are_refused_and_the_node_is_blocked() {
     assert_eq!(x1_view["fleet_id"], Value::Null, "x1 is in no fleet: {x1_view}");
 }
 
+/// The next notification on `c` that satisfies `want` (others are skipped).
+async fn next_matching(
+    c: &mut warren::client::Client,
+    within: Duration,
+    want: impl Fn(&console_api::Notification) -> bool,
+) -> console_api::Notification {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match c.next_notification(left).await.expect("read") {
+            Some(n) if want(&n) => return n,
+            Some(_) => {}
+            None => panic!("no such notification within {within:?}"),
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitioned_node_is_unhealthy_then_healthy_again_without_a_restart() {
     let lab = three_node_fleet().await;
     all_see(&lab, &["n1", "n2", "n3"], true, Duration::from_secs(20)).await;
+    let token = lab.owner_token(0, &["node:observe"]).expect("token");
+    let mut events = lab.node("n1").ws(&token).await.expect("ws n1");
+    events
+        .call("events.subscribe", json!({ "kinds": ["event.fleet.changed"] }))
+        .await
+        .expect("subscribe");
     lab.node("n3").partition().expect("cut n3 off");
     let cut = Instant::now();
     for n in ["n1", "n2"] {
@@ -185,11 +208,21 @@ async fn a_partitioned_node_is_unhealthy_then_healthy_again_without_a_restart() 
         .unwrap_or_else(|e| panic!("{e}: {:?}", lab.node(n).log()));
     }
     eprintln!("n3 unhealthy on n1 and n2 {:?} after the cut", cut.elapsed());
+    let fleet_change = |want: &'static str| {
+        move |n: &console_api::Notification| {
+            n.method == "event.fleet.changed"
+                && n.params["event"]["name"] == "n3"
+                && n.params["event"]["change"] == want
+        }
+    };
+    let seen = next_matching(&mut events, Duration::from_secs(10), fleet_change("unhealthy")).await;
+    assert_eq!(seen.params["event"]["healthy"], false);
     assert_eq!(health(lab.node("n1")).await.get("n2"), Some(&true), "n2 unaffected");
     lab.node("n3").heal().expect("heal");
     let healed = Instant::now();
     all_see(&lab, &["n1", "n2", "n3"], true, Duration::from_secs(20)).await;
     eprintln!("healthy again {:?} after healing", healed.elapsed());
+    next_matching(&mut events, Duration::from_secs(10), fleet_change("healthy")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

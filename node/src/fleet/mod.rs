@@ -85,6 +85,8 @@ pub struct FleetRuntime {
     peers_file: PathBuf,
     /// What `fleet-peers.json` holds now (it is rewritten only on change).
     saved: Mutex<String>,
+    /// Each member's health as last announced (`event.fleet.changed`).
+    announced: Mutex<BTreeMap<String, bool>>,
     /// Forwarded subscriptions this node serves as a home.
     pub streams: serve::Streams,
     /// Where conversations live, as learned from forwarded answers.
@@ -166,6 +168,7 @@ impl FleetRuntime {
             dialed: Mutex::new(HashMap::new()),
             peers_file: data_dir.join("fleet-peers.json"),
             saved: Mutex::new(String::new()),
+            announced: Mutex::new(BTreeMap::new()),
             streams: Default::default(),
             routes: Default::default(),
         })
@@ -386,6 +389,46 @@ impl Node {
             } else if newer && let Some(s) = t.get_mut(&r.node_id) {
                 s.record = r;
             }
+        }
+    }
+
+    /// `event.fleet.changed` for every member whose health flipped, that
+    /// joined, or that is gone since the last tick.
+    pub(crate) async fn announce_fleet_changes(&self) {
+        let Ok(Value::Object(v)) = self.fleet_nodes().await else {
+            return;
+        };
+        let now: BTreeMap<String, (Value, bool)> = v
+            .get("nodes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|n| n["self"] != true)
+            .filter_map(|n| Some((n["node_id"].as_str()?.to_string(), (n.clone(), n["healthy"] == true))))
+            .collect();
+        let changes: Vec<Value> = {
+            let Ok(mut before) = self.fleet.announced.lock() else {
+                return;
+            };
+            let mut out = vec![];
+            for (id, (n, healthy)) in &now {
+                let change = match before.get(id) {
+                    None => Some("joined"),
+                    Some(was) if was != healthy => Some(if *healthy { "healthy" } else { "unhealthy" }),
+                    _ => None,
+                };
+                if let Some(change) = change {
+                    out.push(json!({ "change": change, "node_id": id, "name": n["name"], "healthy": healthy }));
+                }
+            }
+            for id in before.keys().filter(|id| !now.contains_key(*id)) {
+                out.push(json!({ "change": "removed", "node_id": id, "name": null, "healthy": false }));
+            }
+            *before = now.iter().map(|(id, (_, h))| (id.clone(), *h)).collect();
+            out
+        };
+        for c in changes {
+            self.publish(console_api::methods::EVENT_FLEET_CHANGED, c);
         }
     }
 

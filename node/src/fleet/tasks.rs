@@ -166,6 +166,7 @@ pub(super) async fn run_ticks(node: Weak<Node>) {
         }
         node.save_known_peers().await;
         node.fleet.streams.reap();
+        node.announce_fleet_changes().await;
     }
 }
 
