@@ -33,8 +33,9 @@ use state::AttachmentEntry;
 
 /// How long a woken monitor may take over its turn before its queue moves on.
 const TURN_BOUND: Duration = Duration::from_secs(600);
-/// How long a sent trigger message has to make the monitor's CLI busy.
-const TURN_START_BOUND: Duration = Duration::from_secs(5);
+/// A turn whose busy spell was not seen counts as over once the CLI has
+/// been idle this long after the trigger message.
+const TURN_SETTLE: Duration = Duration::from_millis(500);
 
 /// The built-in advisor persona of a monitor created by `warren monitor attach`.
 pub const ADVISOR_PERSONA: &str = "You are a monitor: you watch another agent's conversation and wake when a keyword fires. \
@@ -509,24 +510,20 @@ impl Node {
             tracing::warn!(monitor, error = %e, "the trigger message was not delivered");
             return true;
         }
-        // The turn: busy soon after the message, then idle again.
-        let busy = tokio::time::timeout(TURN_START_BOUND, async {
-            while *status.borrow_and_update() == api::Status::Idle {
-                if status.changed().await.is_err() {
-                    return;
-                }
+        // The turn: busy after the message, then idle again. A turn so quick
+        // that its busy spell was never seen ends once idle for a moment.
+        let started = std::time::Instant::now();
+        let mut seen_busy = false;
+        loop {
+            let now = *status.borrow_and_update();
+            seen_busy |= now != api::Status::Idle;
+            let settled = started.elapsed() > TURN_SETTLE;
+            if (now == api::Status::Idle && (seen_busy || settled)) || started.elapsed() > TURN_BOUND {
+                break;
             }
-        })
-        .await;
-        if busy.is_ok() {
-            let _ = tokio::time::timeout(TURN_BOUND, async {
-                while *status.borrow_and_update() != api::Status::Idle {
-                    if status.changed().await.is_err() {
-                        return;
-                    }
-                }
-            })
-            .await;
+            if let Ok(Err(_)) = tokio::time::timeout(Duration::from_millis(100), status.changed()).await {
+                break; // the CLI is gone
+            }
         }
         true
     }
