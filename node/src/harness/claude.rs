@@ -208,7 +208,7 @@ impl Harness for ClaudeHarness {
             }
             // Text the CLI itself puts in the user's turn (e.g. "[Request
             // interrupted by user for tool use]") has no human origin.
-            "user" if v["origin"]["kind"] == "human" => ("human", "terminal_input", flatten(content)),
+            "user" if v["origin"]["kind"] == "human" => ("human", "terminal_input", unwrap_pastes(&flatten(content))),
             "user" => ("system", "cli", flatten(content)),
             "assistant" => {
                 let blocks = content.as_array()?;
@@ -243,6 +243,31 @@ impl Harness for ClaudeHarness {
             text: text.chars().take(MAX_ENTRY_CHARS).collect(),
         })
     }
+}
+
+/// Claude Code keeps a pasted block in its session file wrapped as
+/// `<pasted_content id="X">\nTEXT\n</pasted_content id="X">`; the text is
+/// what was pasted (and what a delivered message is matched against).
+fn unwrap_pastes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("<pasted_content id=\"") {
+        let Some(open_end) = rest[start..].find('>').map(|i| start + i + 1) else {
+            break;
+        };
+        let id = &rest[start + "<pasted_content id=\"".len()..open_end - 2];
+        let close = format!("</pasted_content id=\"{id}\">");
+        let Some(close_at) = rest[open_end..].find(&close).map(|i| open_end + i) else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        let inner = &rest[open_end..close_at];
+        let inner = inner.strip_prefix('\n').unwrap_or(inner);
+        out.push_str(inner.strip_suffix('\n').unwrap_or(inner));
+        rest = &rest[close_at + close.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A command too long for one line is drawn wrapped with a `│ ` gutter on
@@ -339,6 +364,17 @@ pub(crate) fn status_of(lines: &[String]) -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pasted_blocks_are_unwrapped_to_what_was_pasted() {
+        let stored = "<pasted_content id=\"cea0\">\nline one\nline two\n</pasted_content id=\"cea0\">";
+        assert_eq!(unwrap_pastes(stored), "line one\nline two");
+        let mixed = "see <pasted_content id=\"a1\">\nx\n</pasted_content id=\"a1\"> and <pasted_content id=\"b2\">\ny\n</pasted_content id=\"b2\">!";
+        assert_eq!(unwrap_pastes(mixed), "see x and y!");
+        assert_eq!(unwrap_pastes("no paste"), "no paste");
+        let broken = "<pasted_content id=\"z\">\nnever closed";
+        assert_eq!(unwrap_pastes(broken), broken);
+    }
 
     fn lines(s: &str) -> Vec<String> {
         s.lines().map(str::to_string).collect()

@@ -553,12 +553,29 @@ async fn real_claude_as_a_monitor_advises_with_no_human_approving() {
         .as_str()
         .expect("the monitor's conversation")
         .to_string();
-    let mine = transcript(&mut c, &mconv).await;
-    assert!(
-        mine.iter()
-            .any(|e| e["speaker"] == "tool" && e["text"].as_str().is_some_and(|t| t.contains("delivered"))),
-        "warren-advise's output in the monitor's transcript: {mine:#?}"
-    );
+    // (Its output is in the CLI's session file once the command returned.)
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mine = loop {
+        let mine = transcript(&mut c, &mconv).await;
+        let ran = mine
+            .iter()
+            .any(|e| e["speaker"] == "tool" && e["text"].as_str().is_some_and(|t| t.contains("delivered")));
+        if ran {
+            break mine;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "warren-advise's output in the monitor's transcript: {mine:#?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    };
+    // The trigger message is the node's (`system`), not a human's, though
+    // Claude Code stores the pasted block wrapped.
+    let trigger = mine
+        .iter()
+        .find(|e| e["text"].as_str().is_some_and(|t| t.starts_with("[Trigger]")))
+        .unwrap_or_else(|| panic!("the trigger message: {mine:#?}"));
+    assert_eq!(trigger["speaker"], "system", "{trigger}");
     // Nobody approved anything: no hold, no approval in the audit.
     let holds = call(&mut c, "supervision.holds", json!({})).await;
     assert_eq!(holds["holds"], json!([]), "{holds}");
