@@ -209,7 +209,6 @@ impl Node {
 
     /// The member's peer, if it is connected and healthy now.
     pub(crate) fn home_peer(&self, node_id: &str) -> NodeResult<PeerId> {
-        let unhealthy_after = Duration::from_millis(self.fleet.settings.unhealthy_after_ms);
         let (name, peer, ago) = {
             let t = self
                 .fleet
@@ -226,7 +225,7 @@ impl Node {
         let peer: Option<PeerId> = peer.parse().ok();
         let connected = peer.is_some_and(|p| self.fleet.member_of(&p).as_deref() == Some(node_id));
         match peer {
-            Some(p) if connected && ago < unhealthy_after => Ok(p),
+            Some(p) if connected && self.heard_recently(ago) => Ok(p),
             _ => Err(NodeError::Unreachable {
                 node: name.clone(),
                 message: format!(

@@ -395,30 +395,32 @@ impl Node {
     /// `event.fleet.changed` for every member whose health flipped, that
     /// joined, or that is gone since the last tick.
     pub(crate) async fn announce_fleet_changes(&self) {
-        let Ok(Value::Object(v)) = self.fleet_nodes().await else {
-            return;
+        // Every tick: the members' health from the table, no records built.
+        let members: Vec<String> = self.catalog.lock().await.fleet.members.keys().cloned().collect();
+        let now: BTreeMap<String, (Option<String>, bool)> = {
+            let Ok(t) = self.fleet.table.lock() else { return };
+            members
+                .into_iter()
+                .map(|id| {
+                    let seen = t.get(&id);
+                    let healthy = seen.is_some_and(|s| self.heard_recently(s.last_seen.elapsed()));
+                    (id, (seen.map(|s| s.record.name.clone()), healthy))
+                })
+                .collect()
         };
-        let now: BTreeMap<String, (Value, bool)> = v
-            .get("nodes")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter(|n| n["self"] != true)
-            .filter_map(|n| Some((n["node_id"].as_str()?.to_string(), (n.clone(), n["healthy"] == true))))
-            .collect();
         let changes: Vec<Value> = {
             let Ok(mut before) = self.fleet.announced.lock() else {
                 return;
             };
             let mut out = vec![];
-            for (id, (n, healthy)) in &now {
+            for (id, (name, healthy)) in &now {
                 let change = match before.get(id) {
                     None => Some("joined"),
                     Some(was) if was != healthy => Some(if *healthy { "healthy" } else { "unhealthy" }),
                     _ => None,
                 };
                 if let Some(change) = change {
-                    out.push(json!({ "change": change, "node_id": id, "name": n["name"], "healthy": healthy }));
+                    out.push(json!({ "change": change, "node_id": id, "name": name, "healthy": healthy }));
                 }
             }
             for id in before.keys().filter(|id| !now.contains_key(*id)) {
@@ -430,6 +432,12 @@ impl Node {
         for c in changes {
             self.publish(console_api::methods::EVENT_FLEET_CHANGED, c);
         }
+    }
+
+    /// The health rule: a member heard from (heartbeat or ping) within
+    /// `unhealthy_after_ms`.
+    pub(crate) fn heard_recently(&self, ago: Duration) -> bool {
+        ago < Duration::from_millis(self.fleet.settings.unhealthy_after_ms)
     }
 
     /// `fleet.nodes`: this node and every member it knows.
@@ -444,7 +452,6 @@ impl Node {
         if me.is_none() {
             return Ok(json!({ "fleet_id": null, "nodes": nodes }));
         }
-        let unhealthy_after = Duration::from_millis(self.fleet.settings.unhealthy_after_ms);
         let table = self.fleet.table.lock().map(|t| {
             t.iter()
                 .map(|(id, s)| (id.clone(), (s.record.clone(), s.last_seen.elapsed(), s.delay_ms)))
@@ -455,7 +462,7 @@ impl Node {
             match table.get(id) {
                 Some((r, ago, delay)) => {
                     let last_seen = now_ms().saturating_sub(ago.as_millis() as u64);
-                    let mut n = node_json(r, *ago < unhealthy_after, Some(last_seen), false);
+                    let mut n = node_json(r, self.heard_recently(*ago), Some(last_seen), false);
                     n["gossip_delay_ms"] = json!(delay);
                     nodes.push(n);
                 }
