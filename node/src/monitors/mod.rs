@@ -52,6 +52,8 @@ pub struct MonitorsRuntime {
     queues: Mutex<HashMap<String, WakeQueue>>,
     /// Monitor agent -> what wakes its worker.
     workers: Mutex<HashMap<String, Arc<Notify>>>,
+    /// Attachment id -> its delegation for a remote target (read once).
+    delegations: Mutex<HashMap<String, String>>,
 }
 
 fn poisoned() -> NodeError {

@@ -98,6 +98,9 @@ impl Node {
     }
 
     pub(crate) fn forget_delegation(&self, attachment: &str) {
+        if let Ok(mut held) = self.monitors.delegations.lock() {
+            held.remove(attachment);
+        }
         let _ = std::fs::remove_file(self.delegation_path(attachment));
     }
 
@@ -109,30 +112,43 @@ impl Node {
         crate::util::write_private(&path, token).map_err(|e| NodeError::Internal(format!("{}: {e}", path.display())))
     }
 
+    /// The attachment's delegation: kept in memory once read (every call
+    /// the monitor makes to that member needs it).
     fn delegation(&self, attachment: &str) -> Option<String> {
-        std::fs::read_to_string(self.delegation_path(attachment))
-            .ok()
-            .map(|t| t.trim().to_string())
+        let mut held = self.monitors.delegations.lock().ok()?;
+        if let Some(t) = held.get(attachment) {
+            return Some(t.clone());
+        }
+        let t = std::fs::read_to_string(self.delegation_path(attachment)).ok()?;
+        let t = t.trim().to_string();
+        held.insert(attachment.to_string(), t.clone());
+        Some(t)
+    }
+
+    /// The attachment of `monitor` whose target is homed on member
+    /// `node_id` (an advising one when `advising`).
+    async fn remote_attachment_of(&self, monitor: &str, node_id: &str, advising: bool) -> Option<String> {
+        let candidates: Vec<(String, String)> = {
+            let cat = self.catalog.lock().await;
+            cat.monitors
+                .of_monitor(monitor)
+                .filter(|(_, a)| !advising || a.spec.inject.unwrap_or(true))
+                .filter_map(|(id, a)| Some((id.clone(), a.spec.target.agent.clone()?)))
+                .collect()
+        };
+        for (id, target) in candidates {
+            if matches!(self.remote_home(&target).await, Ok(Some((home, _))) if home == node_id) {
+                return Some(id);
+            }
+        }
+        None
     }
 
     /// The delegation a monitor's call to member `node_id` is forwarded
     /// with (its instance token is trusted by this node only).
     pub async fn monitor_delegation_for(&self, monitor: &str, node_id: &str) -> Option<String> {
-        let ids: Vec<(String, String)> = {
-            let cat = self.catalog.lock().await;
-            cat.monitors
-                .of_monitor(monitor)
-                .filter_map(|(id, a)| Some((id.clone(), a.spec.target.agent.clone()?)))
-                .collect()
-        };
-        for (id, target) in ids {
-            if let Ok(Some((home, _))) = self.remote_home(&target).await
-                && home == node_id
-            {
-                return self.delegation(&id);
-            }
-        }
-        None
+        let id = self.remote_attachment_of(monitor, node_id, false).await?;
+        self.delegation(&id)
     }
 
     /// A JSON-RPC call at member `home` with `token`: its result, or its
@@ -163,22 +179,7 @@ impl Node {
     pub(crate) async fn remote_advice(&self, monitor: &str, home: &str, params: Option<Value>) -> NodeResult<Value> {
         let p: api::SendMessage = crate::api::params(params).map_err(|e| NodeError::Invalid(e.message))?;
         monitor::validate_advice(&p.text).map_err(|e| NodeError::Invalid(e.to_string()))?;
-        let mut chosen = None;
-        let candidates: Vec<(String, String)> = {
-            let cat = self.catalog.lock().await;
-            cat.monitors
-                .of_monitor(monitor)
-                .filter(|(_, a)| a.spec.inject.unwrap_or(true))
-                .filter_map(|(id, a)| Some((id.clone(), a.spec.target.agent.clone()?)))
-                .collect()
-        };
-        for (id, target) in candidates {
-            if matches!(self.remote_home(&target).await, Ok(Some((h, _))) if h == home) {
-                chosen = Some(id);
-                break;
-            }
-        }
-        let Some(attachment) = chosen else {
+        let Some(attachment) = self.remote_attachment_of(monitor, home, true).await else {
             return Err(NodeError::Forbidden(format!(
                 "agent {monitor:?} advises no attachment on that member"
             )));

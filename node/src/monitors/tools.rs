@@ -19,16 +19,15 @@ impl Node {
         agent: &str,
         home: &Path,
     ) -> std::io::Result<Option<(PathBuf, Vec<String>)>> {
-        let (watching, advising) = {
+        // Watching: any attachment; advising: any with inject.
+        let advising: Vec<bool> = {
             let cat = self.catalog.lock().await;
-            let mut of = cat.monitors.of_monitor(agent).peekable();
-            let watching = of.peek().is_some();
-            let advising = cat
-                .monitors
+            cat.monitors
                 .of_monitor(agent)
-                .any(|(_, a)| a.spec.inject.unwrap_or(true));
-            (watching, advising)
+                .map(|(_, a)| a.spec.inject.unwrap_or(true))
+                .collect()
         };
+        let (watching, advising) = (!advising.is_empty(), advising.contains(&true));
         let dir = home.join(".warren").join("tools");
         if dir.exists() {
             std::fs::remove_dir_all(&dir)?;
