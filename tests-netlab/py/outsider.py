@@ -2,7 +2,7 @@
 
 Given a node's multiaddr (ending /p2p/PEERID) it connects with noise + yamux
 only, pings the node, reads its identify, and then tries for more: gossip on
-the fleet topic, requests on the fleet protocol (garbage, a Sync, a Hello
+the fleet topic, requests on the fleet protocol (garbage, an oversize frame, a Sync, a Hello
 with a garbage certificate), and whatever the node volunteers on that
 protocol. It watches for the node dropping it and redials once to see whether
 it is blocked. One JSON object on stdout says what it got; logs go to stderr.
@@ -241,6 +241,8 @@ async def main(args):
 
             probes = {}
             probes["garbage"] = await fleet_request(host, node, b"\xff\x00 not cbor at all")
+            # Over the node's 1 MiB frame limit.
+            probes["oversize"] = await fleet_request(host, node, b"\x78" + b"x" * (1024 * 1024 + 64))
             empty_view = {"records": [], "members": [], "removed": []}
             probes["sync"] = await fleet_request(host, node, cbor2.dumps({"Sync": empty_view}))
             # Let gossip flow (if it would) while we are still connected.
