@@ -96,6 +96,8 @@ pub struct Verified {
     /// The agent an instance token speaks for (`agent("NAME")` in its
     /// authority block), if it is one.
     pub agent: Option<String>,
+    /// The conversation an instance token was issued for, if it is one.
+    pub conversation: Option<String>,
     /// Decisions by (method, operation, resources). Sound because, within its
     /// time bound, a decision depends only on those and the token.
     decisions: Mutex<HashMap<String, Result<(), AuthError>>>,
@@ -108,10 +110,14 @@ impl Verified {
             .map(|i| biscuit.print_block_source(i).unwrap_or_else(|_| "time(".into()))
             .collect();
         let agent = sources.first().and_then(|authority| identity(authority, "agent"));
+        let conversation = sources
+            .first()
+            .and_then(|authority| identity(authority, "conversation"));
         Verified {
             biscuit,
             revocation_ids,
             agent,
+            conversation,
             time_bound: time_bound(&sources),
             decisions: Mutex::new(HashMap::new()),
         }

@@ -16,6 +16,8 @@ pub enum Scope {
     /// A conversation if the params name one, else an agent if they name one,
     /// else the node (lists and subscriptions that can be narrowed).
     Narrowest,
+    /// The owner-defined tool named in the params (`tool`).
+    Tool,
     /// Only the caller's own session (cancel its own subscription, inspect a
     /// token it holds): any valid token may.
     Caller,
@@ -88,6 +90,11 @@ pub const TABLE: &[(&str, Need)] = &[
     ("token.mint", need(Node, Admin)),
     ("token.inspect", need(Caller, Observe)),
     ("token.revoke", need(Node, Admin)),
+    ("tool.invoke", need(Tool, Invoke)),
+    ("tool.log", need(Node, Admin)),
+    ("recall.search", need(Agent, Observe)),
+    ("recall.stash", need(Agent, Invoke)),
+    ("recall.forget", need(Agent, Invoke)),
     ("usage.get", need(Narrowest, Observe)),
     ("spend.history", need(Node, Observe)),
     ("config.set", need(Node, Admin)),
@@ -136,6 +143,51 @@ pub const LOCAL_ONLY: &[&str] = &[
     "config.set",
 ];
 
+/// What every conversation's instance token may call, whatever its agent's
+/// grants: authenticate, report its CLI's hooks, and read about itself (its
+/// rights confine these to its own agent).
+pub const INSTANCE_BASE: &[&str] = &[
+    "session.authenticate",
+    "token.inspect",
+    "subscription.cancel",
+    "supervision.hook",
+    "agent.get",
+    "conversation.get",
+    "conversation.list",
+    "transcript.read",
+];
+
+/// The built-in tools an agent can be granted (`grants.tools`), beside the
+/// owner's `[tools.NAME]` and the monitors' `read`/`advise`.
+pub const BUILTIN_TOOLS: &[&str] = &["mail", "recall", "supervision"];
+
+/// The methods a granted tool adds to its conversation's instance token: the
+/// one place a grant and its token derive from. An owner-defined tool adds
+/// `tool.invoke` (and its token a `tool:NAME` invoke right).
+pub fn tool_methods(tool: &str) -> &'static [&'static str] {
+    match tool {
+        "mail" => &["mailbox.send", "mailbox.inbox", "mailbox.ack"],
+        "recall" => &["recall.search", "recall.stash", "recall.forget"],
+        "supervision" => &["supervision.status", "supervision.audit", "supervision.get"],
+        "read" => &["transcript.read", "conversation.get"],
+        "advise" => &["conversation.sendMessage"],
+        _ => &["tool.invoke"],
+    }
+}
+
+/// The methods allowlist of an instance token whose conversation mounts `tools`.
+pub fn instance_methods<'a>(tools: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = INSTANCE_BASE.iter().map(|m| m.to_string()).collect();
+    for t in tools {
+        for m in tool_methods(t) {
+            if !out.iter().any(|o| o == m) {
+                out.push(m.to_string());
+            }
+        }
+    }
+    out
+}
+
 /// Operations a remotely minted token may not carry.
 pub const LOCAL_ONLY_OPERATIONS: &[Operation] = &[Operation::Admin, Operation::Supervise];
 
@@ -155,6 +207,30 @@ mod tests {
             }
         }
         assert_eq!(need_of("agent.explode"), None);
+    }
+
+    #[test]
+    fn a_tools_methods_are_exactly_its_grant() {
+        let none = instance_methods([]);
+        assert!(
+            !none
+                .iter()
+                .any(|m| m.starts_with("mailbox.") || m.starts_with("recall."))
+        );
+        assert!(!none.contains(&"tool.invoke".to_string()));
+        let mail = instance_methods(["mail"]);
+        assert!(mail.contains(&"mailbox.send".to_string()));
+        assert!(!mail.contains(&"recall.search".to_string()));
+        let owner = instance_methods(["mail", "deploy", "lint"]);
+        assert_eq!(owner.iter().filter(|m| *m == "tool.invoke").count(), 1);
+        for t in ["mail", "recall", "supervision", "read", "advise", "x"] {
+            for m in tool_methods(t) {
+                assert!(need_of(m).is_some(), "{m} has no entry");
+            }
+        }
+        for m in INSTANCE_BASE {
+            assert!(need_of(m).is_some(), "{m} has no entry");
+        }
     }
 
     #[test]

@@ -21,10 +21,13 @@ pub enum Operation {
     Admin,
     /// Supervision: nudge, answer held dialogs, change policy.
     Supervise,
+    /// Use a tool: an owner-defined tool (`tool:NAME`), or an agent's own
+    /// built-in stores (`agent:NAME`: stash into and forget from its recall).
+    Invoke,
 }
 
 impl Operation {
-    pub const ALL: [Operation; 7] = [
+    pub const ALL: [Operation; 8] = [
         Operation::Observe,
         Operation::Inject,
         Operation::Terminal,
@@ -32,6 +35,7 @@ impl Operation {
         Operation::Control,
         Operation::Admin,
         Operation::Supervise,
+        Operation::Invoke,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -43,6 +47,7 @@ impl Operation {
             Operation::Control => "control",
             Operation::Admin => "admin",
             Operation::Supervise => "supervise",
+            Operation::Invoke => "invoke",
         }
     }
 }
@@ -72,6 +77,8 @@ pub enum Resource {
     AllAgents,
     Agent(String),
     Conversation(String),
+    /// An owner-defined tool of the node's warren.toml (`tool:NAME`).
+    Tool(String),
 }
 
 impl fmt::Display for Resource {
@@ -81,6 +88,7 @@ impl fmt::Display for Resource {
             Resource::AllAgents => f.write_str("agent:*"),
             Resource::Agent(a) => write!(f, "agent:{a}"),
             Resource::Conversation(c) => write!(f, "conversation:{c}"),
+            Resource::Tool(t) => write!(f, "tool:{t}"),
         }
     }
 }
@@ -92,7 +100,8 @@ fn valid_name(s: &str) -> bool {
 impl FromStr for Resource {
     type Err = String;
     fn from_str(s: &str) -> Result<Resource, String> {
-        let bad = || format!("resource {s:?} must be `node`, `agent:*`, `agent:NAME` or `conversation:ID`");
+        let bad =
+            || format!("resource {s:?} must be `node`, `agent:*`, `agent:NAME`, `conversation:ID` or `tool:NAME`");
         if s == "node" {
             return Ok(Resource::Node);
         }
@@ -106,6 +115,9 @@ impl FromStr for Resource {
             return valid_name(c)
                 .then(|| Resource::Conversation(c.to_string()))
                 .ok_or_else(bad);
+        }
+        if let Some(t) = s.strip_prefix("tool:") {
+            return valid_name(t).then(|| Resource::Tool(t.to_string())).ok_or_else(bad);
         }
         Err(bad())
     }

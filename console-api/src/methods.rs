@@ -41,7 +41,10 @@ pub const EVENT_SUPERVISION_ACTED: &str = "event.supervision.acted";
 pub const EVENT_SUPERVISION_NEEDS_YOU: &str = "event.supervision.needs_you";
 pub const EVENT_MONITOR_TRIPPED: &str = "event.monitor.tripped";
 pub const EVENT_FLEET_CHANGED: &str = "event.fleet.changed";
+/// `{agent, from, message_id, seq}`: mail reached an agent's inbox (no body).
+pub const EVENT_MAIL_ARRIVED: &str = "event.mail.arrived";
 pub const EVENT_KINDS: &[&str] = &[
+    EVENT_MAIL_ARRIVED,
     EVENT_SUPERVISION_ACTED,
     EVENT_SUPERVISION_NEEDS_YOU,
     EVENT_MONITOR_TRIPPED,
@@ -67,6 +70,12 @@ pub const SUPERVISION_HOOK: &str = "supervision.hook";
 pub const MAILBOX_SEND: &str = "mailbox.send";
 pub const MAILBOX_INBOX: &str = "mailbox.inbox";
 pub const MAILBOX_ACK: &str = "mailbox.ack";
+pub const TOOL_INVOKE: &str = "tool.invoke";
+/// `{limit?, before_id?}` -> `{entries}`: owner-tool invocations, newest first.
+pub const TOOL_LOG: &str = "tool.log";
+pub const RECALL_SEARCH: &str = "recall.search";
+pub const RECALL_STASH: &str = "recall.stash";
+pub const RECALL_FORGET: &str = "recall.forget";
 
 pub const TOKEN_MINT: &str = "token.mint";
 pub const TOKEN_INSPECT: &str = "token.inspect";
@@ -132,6 +141,11 @@ pub const ALL: &[&str] = &[
     MAILBOX_SEND,
     MAILBOX_INBOX,
     MAILBOX_ACK,
+    TOOL_INVOKE,
+    TOOL_LOG,
+    RECALL_SEARCH,
+    RECALL_STASH,
+    RECALL_FORGET,
     TOKEN_MINT,
     TOKEN_INSPECT,
     TOKEN_REVOKE,

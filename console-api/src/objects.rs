@@ -411,6 +411,52 @@ pub struct MailAck {
     pub cursor: u64,
 }
 
+/// `tool.invoke`: run an owner-defined tool with these arguments (argv, never a shell).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolInvoke {
+    pub tool: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecallSearch {
+    pub agent: String,
+    pub query: String,
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecallStash {
+    pub agent: String,
+    pub name: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecallForget {
+    pub agent: String,
+    pub name: String,
+}
+
+/// One recall hit: a stashed document or a line of the agent's own transcripts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecallHit {
+    /// `doc` or `transcript`.
+    pub source: String,
+    /// The document's name, or `CONVERSATION#SEQ`.
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub snippet: String,
+    /// bm25: lower is better (SQLite's sign).
+    pub score: f64,
+}
+
 /// One right to put in a token: `{resource: "agent:coder", operation: "observe"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -215,7 +215,11 @@ impl Catalog {
             | Event::MonitorBreaker { .. }
             | Event::MonitorCursor { .. }
             | Event::MonitorConversation { .. } => self.monitors.apply(ts, &e.event),
-            Event::Transcript { .. } | Event::UsageRecorded { .. } => {}
+            Event::Transcript { .. }
+            | Event::UsageRecorded { .. }
+            | Event::ToolInvoked { .. }
+            | Event::RecallStashed { .. }
+            | Event::RecallForgot { .. } => {}
         }
     }
 
@@ -384,29 +388,34 @@ impl Catalog {
 }
 
 impl Catalog {
-    /// A message from `from` to `to`: both must be agents here, the recipient
-    /// not archived, and `from`'s grants must allow messaging `to`.
+    /// A message from `from` to `to`: both must be agents here, and the
+    /// mailbox decides the rest (`mailbox::decide_send`) from `from`'s
+    /// current grants.
     pub fn decide_mail_send(&self, p: console_api::MailSend, id: String) -> Result<Event, CatalogError> {
         let sender = self.agent(&p.from)?;
         let recipient = self.agent(&p.to)?;
-        if recipient.archived {
-            return Err(CatalogError::Conflict(format!("agent {:?} is archived", p.to)));
-        }
-        let allowed = match &sender.record.grants.peers {
-            Some(serde_json::Value::String(s)) => s == "all",
-            Some(serde_json::Value::Array(peers)) => peers.iter().any(|x| x.as_str() == Some(p.to.as_str())),
-            _ => false,
-        };
-        if !allowed {
-            return Err(CatalogError::Forbidden(format!(
-                "agent {:?} may not message {:?}: not in its grants.peers",
-                p.from, p.to
-            )));
-        }
-        validate::mail_body(&p.body)?;
-        if let Some(c) = &p.context {
-            validate::mail_context(c)?;
-        }
+        let peers = peers_of(&sender.record.grants.peers);
+        mailbox::decide_send(&mailbox::SendCheck {
+            from: &p.from,
+            to: &p.to,
+            peers: &peers,
+            recipient_archived: recipient.archived,
+            body: &p.body,
+            context: p.context.as_deref(),
+        })
+        .map_err(|e| match e {
+            mailbox::MailError::Forbidden { .. } => CatalogError::Forbidden(e.to_string()),
+            other => CatalogError::Invalid(Invalid {
+                field: match &other {
+                    mailbox::MailError::Invalid { field, .. } => field,
+                    _ => "body",
+                },
+                problem: match &other {
+                    mailbox::MailError::Invalid { reason, .. } => reason.clone(),
+                    o => o.to_string(),
+                },
+            }),
+        })?;
         Ok(Event::MailSent {
             id,
             from: p.from,
@@ -420,7 +429,7 @@ impl Catalog {
     pub fn decide_mail_ack(&self, agent: &str, cursor: u64) -> Result<Option<Event>, CatalogError> {
         self.agent(agent)?;
         let current = self.mail_cursors.get(agent).copied().unwrap_or(0);
-        Ok((cursor > current).then(|| Event::MailAcked {
+        Ok(mailbox::decide_ack(current, cursor).map(|cursor| Event::MailAcked {
             agent: agent.to_string(),
             cursor,
         }))
@@ -483,6 +492,17 @@ impl Catalog {
 
 /// The reason recorded for a pause that a client asked for.
 pub const PLANNED_PAUSE: &str = "paused on request";
+
+/// `grants.peers` as the mailbox reads it.
+pub fn peers_of(v: &Option<serde_json::Value>) -> mailbox::Peers {
+    match v {
+        Some(serde_json::Value::String(s)) if s == "all" => mailbox::Peers::All,
+        Some(serde_json::Value::Array(items)) => {
+            mailbox::Peers::List(items.iter().filter_map(|i| i.as_str().map(str::to_string)).collect())
+        }
+        _ => mailbox::Peers::None,
+    }
+}
 
 fn check_record(a: &AgentRecord) -> Result<(), Invalid> {
     if let Some(p) = &a.persona {

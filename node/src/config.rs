@@ -73,6 +73,30 @@ pub struct Config {
     pub name: Option<String>,
     /// `[fleet]`: the fabric between nodes.
     pub fleet: crate::fleet::FleetSettings,
+    /// `[tools.NAME]`: owner-defined tools an agent can be granted.
+    pub tools: std::collections::BTreeMap<String, crate::tools::OwnerTool>,
+    /// `[mail]`: the mailbox's per-sender rate.
+    pub mail: MailSettings,
+}
+
+/// `[mail]` in warren.toml.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MailSettings {
+    /// Sends per second each agent's bucket refills with.
+    pub rate_per_sec: f64,
+    /// Sends an agent may make at once.
+    pub burst: u32,
+}
+
+impl Default for MailSettings {
+    fn default() -> MailSettings {
+        let d = mailbox::RateLimit::default();
+        MailSettings {
+            rate_per_sec: d.per_sec,
+            burst: d.burst,
+        }
+    }
 }
 
 impl Default for Config {
@@ -91,6 +115,8 @@ impl Default for Config {
             harnesses: Default::default(),
             name: None,
             fleet: Default::default(),
+            tools: Default::default(),
+            mail: MailSettings::default(),
         }
     }
 }

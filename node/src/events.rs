@@ -224,6 +224,35 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cursor: Option<u64>,
     },
+    /// An owner-defined tool ran for an agent: who, what, how it ended. The
+    /// output is returned to the caller and never stored.
+    ToolInvoked {
+        agent: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversation: Option<String>,
+        tool: String,
+        /// The arguments, each cut to 256 bytes, at most 32 of them.
+        args: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        duration_ms: u64,
+        truncated: bool,
+        /// Why it did not finish by itself (`timed out after 5 s`), if so.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stopped: Option<String>,
+    },
+    /// A document was stashed into an agent's recall (replacing one of the
+    /// same name).
+    RecallStashed {
+        agent: String,
+        name: String,
+        text: String,
+    },
+    /// A stashed document was forgotten.
+    RecallForgot {
+        agent: String,
+        name: String,
+    },
     /// A monitor was attached (`spec`: the normalized `monitor.attach` params).
     MonitorAttached {
         attachment: String,
@@ -305,6 +334,9 @@ impl Event {
             Event::MonitorBreaker { .. } => "monitor_breaker",
             Event::MonitorCursor { .. } => "monitor_cursor",
             Event::MonitorConversation { .. } => "monitor_conversation",
+            Event::ToolInvoked { .. } => "tool_invoked",
+            Event::RecallStashed { .. } => "recall_stashed",
+            Event::RecallForgot { .. } => "recall_forgot",
         }
     }
 
@@ -321,6 +353,7 @@ impl Event {
             Event::Guest { conversation, .. }
             | Event::GuestAttached { conversation, .. }
             | Event::InstanceTokenIssued { conversation, .. } => Some(conversation),
+            Event::ToolInvoked { conversation, .. } => conversation.as_deref(),
             _ => None,
         }
     }

@@ -353,20 +353,19 @@ impl Node {
         // plans with them (Claude Code approves the key it will be given).
         let secrets = self.agent_secrets(&agent.name).map_err(LaunchError::internal)?;
         settings.env.extend(secrets.clone());
-        // A monitor's granted tools (made before the plan: the CLI is told).
-        let (tools_dir, tools) = match self.prepare_monitor_tools(&agent.name, &home).await {
-            Ok(Some((dir, names))) => (Some(dir), names),
-            Ok(None) => (None, vec![]),
-            Err(e) => {
-                return Err(LaunchError::internal(NodeError::Internal(format!(
-                    "the monitor's tools: {e}"
-                ))));
-            }
-        };
+        // The granted tools (made before the plan: the CLI is told).
+        let (tools_dir, tools) = self
+            .prepare_tools(agent, &home)
+            .await
+            .map_err(|e| LaunchError::internal(NodeError::Internal(format!("the conversation's tools: {e}"))))?;
+        let tool_notes = self.tool_notes(&tools);
+        let warren_exe = self.warren_exe_for_cli();
         let plan_for = |resume: bool| -> Result<LaunchPlan, LaunchError> {
             adapter
                 .plan(&LaunchContext {
                     tools: &tools,
+                    tool_notes: &tool_notes,
+                    warren_exe: &warren_exe,
                     agent,
                     home: &home,
                     workspace: &workspace,
@@ -437,13 +436,8 @@ impl Node {
             }
             None => 0,
         };
-        let mut env = base_env(&home, &c.id, &agent.name, self.cfg.self_exe.parent());
-        // A monitor's granted tools lead PATH.
-        if let Some(dir) = &tools_dir
-            && let Some((_, path)) = env.iter_mut().find(|(k, _)| k == "PATH")
-        {
-            *path = format!("{}:{path}", dir.display());
-        }
+        // The granted tools lead PATH; nothing else of warren is on it.
+        let mut env = base_env(&home, &c.id, &agent.name, tools_dir.as_deref());
         let (token, token_file) = self
             .issue_and_record_instance_token(&c.id, agent, &home)
             .await
@@ -541,10 +535,12 @@ impl Node {
     }
 }
 
-/// The CLI's environment. The node's own executable directory leads `PATH`, so
-/// the CLI can call `warren` as a tool (with its instance token in `WARREN_TOKEN`).
+/// The CLI's environment. The conversation's tools dir leads `PATH` (its
+/// tools act with the instance token in `WARREN_TOKEN_FILE`); the `warren`
+/// client itself is not on it.
 fn base_env(home: &Path, conversation: &str, agent: &str, tools: Option<&Path>) -> Vec<(String, String)> {
-    let mut path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+    let node_path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+    let mut path = cli_path(&node_path);
     if let Some(dir) = tools {
         path = format!("{}:{path}", dir.display());
     }
@@ -556,4 +552,14 @@ fn base_env(home: &Path, conversation: &str, agent: &str, tools: Option<&Path>) 
         ("WARREN_CONVERSATION".into(), conversation.into()),
         ("WARREN_AGENT".into(), agent.into()),
     ]
+}
+
+/// The node's PATH without any directory that holds a `warren` client: the
+/// CLI reaches warren only through its mounted tools.
+fn cli_path(node_path: &str) -> String {
+    node_path
+        .split(':')
+        .filter(|d| !d.is_empty() && !Path::new(d).join("warren").exists())
+        .collect::<Vec<_>>()
+        .join(":")
 }

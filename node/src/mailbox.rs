@@ -1,6 +1,8 @@
 //! The mailbox on the node: `mailbox.send/inbox/ack`. The decisions are the
-//! catalog's (`decide_mail_send`, `decide_mail_ack`); messages live in the
-//! event log and the `mail` projection.
+//! `mailbox` crate's (through the catalog's `decide_mail_send`, which reads
+//! the sender's current grants, and the per-sender rate limiter); messages
+//! live in the event log and the `mail` projection. A committed send is
+//! published as `event.mail.arrived` (no body).
 
 use serde_json::Value;
 
@@ -19,15 +21,44 @@ impl Node {
                 p.from
             )));
         }
-        let mut cat = self.catalog.lock().await;
         let id = new_id("mail-");
-        let e = cat.decide_mail_send(p, id.clone())?;
+        let (from, to) = (p.from.clone(), p.to.clone());
+        let e = {
+            let cat = self.catalog.lock().await;
+            if speaker.is_some() && !crate::tools::still_granted(&cat.agent(&p.from)?.record, "mail") {
+                return Err(NodeError::Forbidden(format!(
+                    "agent {:?} is not granted the mail tool (grants.tools)",
+                    p.from
+                )));
+            }
+            cat.decide_mail_send(p, id.clone())?
+        };
+        self.take_mail_allowance(&from)?;
+        // Mail is not catalog state: no catalog lock is held across the
+        // commit, so senders commit together (group commit).
         let stored = self.store.append(vec![e]).await?;
-        for s in &stored {
-            cat.apply(s);
-        }
         let seq = stored.first().map(|s| s.seq).unwrap_or(0);
+        self.publish(
+            console_api::methods::EVENT_MAIL_ARRIVED,
+            serde_json::json!({ "agent": to, "from": from, "message_id": id, "seq": seq }),
+        );
         Ok(serde_json::json!({ "message_id": id, "seq": seq }))
+    }
+
+    /// One send from `from`'s rate bucket, or -32029 with when to retry.
+    fn take_mail_allowance(&self, from: &str) -> NodeResult<()> {
+        let now = self.started.elapsed().as_millis() as u64;
+        let mut limits = self
+            .mail_limits
+            .lock()
+            .map_err(|_| NodeError::Internal("mail limiter poisoned".into()))?;
+        limits.take(from, now).map_err(|e| match e {
+            mailbox::MailError::RateLimited { retry_after_ms, .. } => NodeError::Busy {
+                message: e.to_string(),
+                retry_after_ms: retry_after_ms.min(3_600_000),
+            },
+            other => NodeError::Invalid(other.to_string()),
+        })
     }
 
     /// The seq of the newest message past `agent`'s acknowledged cursor.

@@ -153,6 +153,10 @@ pub async fn run(
                 .with_context(|| format!("trusted_roots: {hex_key:?} is not an ed25519 public key in hex"))?,
         );
     }
+    crate::tools::check_owner_tools(&cfg.tools).map_err(|e| anyhow::anyhow!("warren.toml {e}"))?;
+    if !(cfg.mail.rate_per_sec >= 0.0 && cfg.mail.rate_per_sec.is_finite()) || cfg.mail.burst == 0 {
+        anyhow::bail!("warren.toml [mail]: rate_per_sec must be 0 or more and burst at least 1");
+    }
     let name = cfg.name.clone().unwrap_or_else(host_name);
     let fleet = crate::fleet::FleetRuntime::open(&data_dir, cfg.fleet.clone(), name)
         .context("setting up the node's fleet identity")?;
@@ -170,6 +174,11 @@ pub async fn run(
             supervision: cfg.supervision.clone(),
             harnesses: cfg.harnesses.clone(),
             readopt_grace: Duration::from_secs(cfg.docker.readopt_grace_secs),
+            tools: cfg.tools.clone(),
+            mail_rate: mailbox::RateLimit {
+                per_sec: cfg.mail.rate_per_sec,
+                burst: cfg.mail.burst,
+            },
         },
         store,
         runtime.clone(),

@@ -109,6 +109,10 @@ pub struct CoreConfig {
     pub harnesses: std::collections::BTreeMap<String, harness::HarnessSettings>,
     /// After a restart, how long to wait for guests to come back (0: pause).
     pub readopt_grace: Duration,
+    /// `[tools.NAME]`: the owner-defined tools agents can be granted.
+    pub tools: std::collections::BTreeMap<String, crate::tools::OwnerTool>,
+    /// `[mail]`: each sender's rate.
+    pub mail_rate: mailbox::RateLimit,
 }
 
 pub struct Node {
@@ -142,6 +146,11 @@ pub struct Node {
     pub(crate) monitors: crate::monitors::MonitorsRuntime,
     /// The API's token verifier: a fleet root is trusted once a member.
     pub(crate) verifier: std::sync::OnceLock<Arc<capabilities::Verifier>>,
+    /// Owner tools running now (at most `tools::MAX_RUNNING`).
+    pub(crate) tool_slots: tokio::sync::Semaphore,
+    /// Per-sender mail rate limits, and the clock they are read on.
+    pub(crate) mail_limits: Mutex<mailbox::RateLimiter>,
+    pub(crate) started: std::time::Instant,
 }
 
 impl Node {
@@ -191,6 +200,7 @@ impl Node {
 
         let (exits, mut exit_rx) = mpsc::channel::<String>(256);
         let revoked = std::sync::RwLock::new(catalog.revoked.iter().cloned().collect());
+        let mail_rate = cfg.mail_rate;
         let node = Arc::new(Node {
             cfg,
             store,
@@ -209,6 +219,9 @@ impl Node {
             events: tokio::sync::broadcast::channel(1024).0,
             fleet,
             verifier: std::sync::OnceLock::new(),
+            tool_slots: tokio::sync::Semaphore::new(crate::tools::MAX_RUNNING),
+            mail_limits: Mutex::new(mailbox::RateLimiter::new(mail_rate)),
+            started: std::time::Instant::now(),
             monitors: Default::default(),
         });
         let _ = node.me.set(Arc::downgrade(&node));
@@ -338,6 +351,9 @@ impl Node {
 
     pub async fn agent_create(&self, p: api::AgentCreate) -> NodeResult<api::Agent> {
         check_harness(&p.harness)?;
+        if let Some(g) = &p.grants {
+            crate::tools::check_grants(&self.cfg.tools, &g.tools).map_err(|e| NodeError::Invalid(e.to_string()))?;
+        }
         let mut cat = self.catalog.lock().await;
         let name = p.name.clone();
         let e = cat.decide_create_agent(p)?;
@@ -354,6 +370,9 @@ impl Node {
     }
 
     pub async fn agent_update(&self, p: api::AgentUpdate) -> NodeResult<api::Agent> {
+        if let Some(g) = &p.grants {
+            crate::tools::check_grants(&self.cfg.tools, &g.tools).map_err(|e| NodeError::Invalid(e.to_string()))?;
+        }
         let mut cat = self.catalog.lock().await;
         let name = p.agent.clone();
         let e = cat.decide_update_agent(p)?;

@@ -353,9 +353,13 @@ impl Node {
                 let now = origin.elapsed();
                 let policy = node.supervision_policy(&live.agent).await;
                 if !policy.enabled {
-                    // Unsupervised: no screen reads, no mail queries; start fresh if enabled later.
+                    // Unsupervised: no screen reads or stall nudges (start
+                    // fresh if enabled later). Mail is the mailbox's, not
+                    // supervision's: the backlog is surfaced either way.
                     episode = supervision::StallEpisode::default();
                     unchanged_since = None;
+                    let unread_top = node.newest_unread_mail(&live.agent).await;
+                    node.wake_on_mail(&live, &policy, now, unread_top, &mut mail).await;
                     continue;
                 }
                 let screen = live.session.screen().text();

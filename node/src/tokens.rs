@@ -67,17 +67,30 @@ impl Node {
 
     /// Mints the conversation's instance token (exactly the agent's grants,
     /// short-lived) and writes it to `<home>/.warren/instance.token` (0600).
+    /// Its methods are those of the tools the conversation mounts
+    /// (`tools::mounted`, the same list the tools dir is made from), and an
+    /// owner tool adds its `tool:NAME` invoke right.
     pub(crate) fn issue_instance_token(
         &self,
         conversation: &str,
         agent: &crate::events::AgentRecord,
         home: &Path,
         extra: Vec<capabilities::Right>,
+        tools: &[String],
     ) -> Result<(String, PathBuf, Vec<String>), NodeError> {
         use capabilities::{MintSpec, Operation, Resource, Right};
         let mut rights = vec![Right::new(Resource::Agent(agent.name.clone()), Operation::Observe)];
         // A monitor's attachments: may-observe, and may-inject where it advises.
         rights.extend(extra);
+        for t in tools {
+            if self.cfg.tools.contains_key(t) {
+                rights.push(Right::new(Resource::Tool(t.clone()), Operation::Invoke));
+            }
+        }
+        // Stashing into (and forgetting from) its own recall.
+        if tools.iter().any(|t| t == "recall") {
+            rights.push(Right::new(Resource::Agent(agent.name.clone()), Operation::Invoke));
+        }
         match &agent.grants.peers {
             Some(serde_json::Value::String(s)) if s == "all" => {
                 rights.push(Right::new(Resource::AllAgents, Operation::Message));
@@ -94,7 +107,9 @@ impl Node {
             .mint(&MintSpec {
                 rights,
                 expires_at: Some(std::time::SystemTime::now() + self.cfg.instance_token_ttl),
-                methods: None,
+                methods: Some(capabilities::methods::instance_methods(
+                    tools.iter().map(String::as_str),
+                )),
                 facts: vec![
                     ("agent".into(), agent.name.clone()),
                     ("conversation".into(), conversation.to_string()),
@@ -125,7 +140,8 @@ impl Node {
         home: &Path,
     ) -> Result<(String, PathBuf), NodeError> {
         let extra = self.monitor_rights(&agent.name).await;
-        let (token, path, ids) = self.issue_instance_token(conversation, agent, home, extra)?;
+        let tools = self.mounted_tools(agent).await;
+        let (token, path, ids) = self.issue_instance_token(conversation, agent, home, extra, &tools)?;
         let e = crate::events::Event::InstanceTokenIssued {
             conversation: conversation.to_string(),
             revocation_ids: ids,

@@ -60,6 +60,16 @@ enum Command {
         #[command(subcommand)]
         verb: cmd::MailVerb,
     },
+    /// An agent's recall: stashed documents and its own history, searched.
+    Recall {
+        #[command(subcommand)]
+        verb: cmd::RecallVerb,
+    },
+    /// The owner's tools (`[tools.NAME]` in warren.toml): run one, read the log.
+    Tool {
+        #[command(subcommand)]
+        verb: cmd::ToolVerb,
+    },
     /// Monitor agents: watch other agents' transcripts, advise on keywords.
     Monitor {
         #[command(subcommand)]
@@ -193,19 +203,39 @@ fn main() -> ExitCode {
     }
 }
 
-/// `warren-read CONV [--after SEQ] [--limit N]` is `warren transcript read`,
-/// `warren-advise CONV TEXT` is `warren conv send` (with the conversation's
-/// instance token, the node makes it attributed advice).
+/// A mounted tool is this binary under another name: `warren-read CONV` is
+/// `warren transcript read CONV`, `warren-advise CONV TEXT` is `warren conv
+/// send` (the node makes it attributed advice), `warren-mail`,
+/// `warren-recall` and `warren-supervision` act for the conversation's own
+/// agent (`WARREN_AGENT`), and any other `warren-NAME ARGS` is the owner
+/// tool NAME (`warren tool invoke NAME ARGS`).
 fn tool_argv(argv: &[String]) -> Option<Vec<String>> {
     let name = std::path::Path::new(argv.first()?).file_name()?.to_str()?;
-    let verb: &[&str] = match name {
-        "warren-read" => &["transcript", "read"],
-        "warren-advise" => &["conv", "send"],
-        _ => return None,
-    };
-    let mut out = vec!["warren".to_string()];
-    out.extend(verb.iter().map(|v| v.to_string()));
-    out.extend(argv[1..].iter().cloned());
+    let tool = name.strip_prefix("warren-")?;
+    let args = &argv[1..];
+    let me = std::env::var("WARREN_AGENT").unwrap_or_default();
+    let mut out: Vec<String> = vec!["warren".into()];
+    let push = |out: &mut Vec<String>, words: &[&str]| out.extend(words.iter().map(|w| w.to_string()));
+    match tool {
+        "read" => push(&mut out, &["transcript", "read"]),
+        "advise" => push(&mut out, &["conv", "send"]),
+        "mail" | "recall" | "supervision" => {
+            // The verb, then the agent, then the rest: `warren-mail send TO
+            // BODY` is `warren mail send ME TO BODY`.
+            let verb = args.first().cloned().unwrap_or_else(|| "--help".into());
+            out.push(tool.into());
+            out.push(verb.clone());
+            if !verb.starts_with('-') {
+                out.push(me);
+            }
+            out.extend(args.iter().skip(1).cloned());
+            return Some(out);
+        }
+        owner => {
+            push(&mut out, &["tool", "invoke", owner, "--"]);
+        }
+    }
+    out.extend(args.iter().cloned());
     Some(out)
 }
 
@@ -244,6 +274,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Supervision { verb } => cmd::supervision(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Mail { verb } => cmd::mail(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Monitor { verb } => cmd::monitor(verb, cmd::Conn::new(cli.url, cli.token), out).await,
+        Command::Recall { verb } => cmd::recall(verb, cmd::Conn::new(cli.url, cli.token), out).await,
+        Command::Tool { verb } => cmd::tool(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Token { verb } => cmd::token(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Usage(args) => cmd::usage(args, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Transcript { verb } => cmd::transcript(verb, cmd::Conn::new(cli.url, cli.token), out).await,

@@ -36,6 +36,7 @@ fn cold_node() -> TestNode {
     .expect("config");
     let proc = warren::bench::NodeProcess::start_on(Path::new(EXE), dir.path(), "docker").expect("node starts");
     TestNode {
+        env: vec![],
         dir,
         proc: Some(proc),
         runtime: "docker",

@@ -20,15 +20,6 @@ fn admin_token(node: &TestNode) -> String {
         .to_string()
 }
 
-async fn client_with(node: &TestNode, token: &str) -> Client {
-    Client::connect(&Target {
-        url: node.target().url,
-        token: Some(token.to_string()),
-    })
-    .await
-    .expect("connect with token")
-}
-
 async fn code_of(c: &mut Client, method: &str, params: Value) -> Result<Value, console_api::RpcError> {
     match c.call(method, params).await {
         Ok(v) => Ok(v),
@@ -370,12 +361,12 @@ async fn a_conversations_instance_token_has_its_agents_grants_and_dies_with_it()
     call(
         &mut c,
         "agent.create",
-        json!({ "name": "worker", "harness": "fake", "grants": { "peers": ["other"] },
+        json!({ "name": "worker", "harness": "fake", "grants": { "peers": ["other"], "tools": ["mail", "supervision"] },
                 "rules": [
                     { "match": "^leak$", "actions": [
                         { "shell": "printf %s \"$WARREN_TOKEN\" > token.txt && printf %s \"$WARREN_URL\" > url.txt" } ] },
                     { "match": "^mail$", "actions": [
-                        { "shell": "warren mail send worker other 'from the CLI itself' > mail.out 2>&1; echo $? > mail.code; warren supervision status worker --json > status.out 2>&1; echo $? > status.code; warren supervision status other > other-status.out 2>&1; echo $? > other-status.code; warren transcript read \"$(cat peer.txt)\" > read.out 2>&1; echo $? > read.code" } ] }
+                        { "shell": "warren-mail send other 'from the CLI itself' > mail.out 2>&1; echo $? > mail.code; warren-supervision status --json > status.out 2>&1; echo $? > status.code; command -v warren > which.out; echo $? > other-status.code; warren-recall search \"$(cat peer.txt)\" > read.out 2>&1; echo $? > read.code" } ] }
                 ] }),
     )
     .await;
@@ -445,7 +436,13 @@ async fn a_conversations_instance_token_has_its_agents_grants_and_dies_with_it()
     assert_eq!(e.code, -32003);
     assert!(e.message.contains("speaks for agent \"worker\""), "{}", e.message);
 
-    // The CLI itself, calling `warren` as a tool with the token from its environment.
+    // Only the granted tools' methods: recall was not granted.
+    let e = code_of(&mut t, "recall.search", json!({ "agent": "worker", "query": "x" }))
+        .await
+        .expect_err("recall not granted");
+    assert_eq!(e.code, -32003, "{}", e.message);
+
+    // The CLI itself, calling its mounted tools with the token from its environment.
     std::fs::write(workspace.join("peer.txt"), &other).expect("peer id");
     send(&mut c, &id, "mail").await;
     let read_code = wait_until("the CLI's tool calls finished", Duration::from_secs(20), || {
@@ -470,12 +467,7 @@ async fn a_conversations_instance_token_has_its_agents_grants_and_dies_with_it()
             .any(|m| m["body"] == "from the CLI itself")
     );
     let read_out = std::fs::read_to_string(workspace.join("read.out")).expect("read.out");
-    assert_eq!(
-        read_code.trim(),
-        "1",
-        "reading another agent's transcript fails: {read_out}"
-    );
-    assert!(read_out.contains("-32003"), "{read_out}");
+    assert_eq!(read_code.trim(), "127", "warren-recall is not mounted: {read_out}");
     // Its own supervision status, and not another agent's.
     let status_out = std::fs::read_to_string(workspace.join("status.out")).expect("status.out");
     assert_eq!(
@@ -488,12 +480,15 @@ async fn a_conversations_instance_token_has_its_agents_grants_and_dies_with_it()
     let status: Value = serde_json::from_str(&status_out).expect("status json");
     assert_eq!(status["agents"][0]["agent"], "worker");
     assert_eq!(status["agents"].as_array().expect("list").len(), 1);
-    assert_eq!(
+    let which = std::fs::read_to_string(workspace.join("which.out")).unwrap_or_default();
+    assert_ne!(
         std::fs::read_to_string(workspace.join("other-status.code"))
             .expect("code")
             .trim(),
-        "1"
+        "0",
+        "no `warren` client on the CLI's PATH: {which}"
     );
+    assert!(which.is_empty(), "{which}");
 
     call(&mut c, "conversation.pause", json!({ "conversation": id })).await;
     let e = code_of(&mut t, "transcript.read", json!({ "conversation": id }))

@@ -29,6 +29,7 @@ pub fn places() -> Vec<(&'static str, Vec<Resource>)> {
             "conversation cb",
             vec![Resource::Conversation("cb".into()), Resource::Agent("b".into())],
         ),
+        ("tool t", vec![Resource::Tool("t".into())]),
     ]
 }
 
@@ -42,7 +43,8 @@ pub fn calls() -> Vec<(String, &'static str, Vec<Resource>)> {
                 Scope::Node => label == "node",
                 Scope::Agent => label.starts_with("agent"),
                 Scope::Conversation => label.starts_with("conversation"),
-                Scope::Narrowest => true,
+                Scope::Narrowest => !label.starts_with("tool"),
+                Scope::Tool => label.starts_with("tool"),
             };
             if fits {
                 out.push((method.to_string(), label, resources));

@@ -43,6 +43,10 @@ async fn resources(app: &Arc<App>, scope: Scope, method: &str, p: Option<&Value>
     };
     match scope {
         Scope::Node | Scope::Caller => vec![Resource::Node],
+        Scope::Tool => match str_param(p, "tool") {
+            Some(t) => vec![Resource::Tool(t.to_string())],
+            None => vec![Resource::Node],
+        },
         Scope::Agent => match str_param(p, agent_key) {
             Some(a) => vec![Resource::Agent(a.to_string())],
             None => vec![Resource::Node],

@@ -111,6 +111,14 @@ impl Conn {
         }
     }
 
+    /// The conversation an instance token was issued for.
+    pub fn speaks_in(&self) -> Option<String> {
+        match self.caller() {
+            Caller::Token(t) => t.conversation.clone(),
+            _ => None,
+        }
+    }
+
     pub fn is_local(&self) -> bool {
         matches!(self.caller(), Caller::Local)
     }

@@ -227,6 +227,9 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
     }
     auth::check(app, conn, method, p.as_ref()).await?;
     let node = &app.node;
+    if let Some(agent) = conn.speaks_for() {
+        node.instance_tool_call(&agent, method, p.as_ref()).await?;
+    }
     let v = match method {
         m::NODE_INFO => {
             let (peer_id, fleet) = node.fleet_identity().await;
@@ -427,6 +430,14 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
         m::MAILBOX_SEND => node.mail_send(params(p)?, conn.speaks_for().as_deref()).await?,
         m::MAILBOX_INBOX => node.mail_inbox(params(p)?).await?,
         m::MAILBOX_ACK => node.mail_ack(params(p)?).await?,
+        m::TOOL_INVOKE => {
+            node.tool_invoke(params(p)?, conn.speaks_for().as_deref(), conn.speaks_in().as_deref())
+                .await?
+        }
+        m::TOOL_LOG => node.tool_log(p.as_ref().unwrap_or(&Value::Null)).await?,
+        m::RECALL_SEARCH => node.recall_search(params(p)?).await?,
+        m::RECALL_STASH => node.recall_stash(params(p)?).await?,
+        m::RECALL_FORGET => node.recall_forget(params(p)?).await?,
         m::TOKEN_MINT => serde_json::to_value(auth::mint(app, conn, params(p)?)?).map_err(internal)?,
         m::TOKEN_INSPECT => {
             serde_json::to_value(auth::inspect(app, &params::<console_api::TokenRef>(p)?.token)).map_err(internal)?

@@ -33,6 +33,8 @@ const FILES_DIR: &str = ".aider/warren";
 const INPUT_HISTORY: &str = ".aider/warren/input.history";
 /// The agent's persona, given to aider as a read-only file (`--read`).
 const PERSONA_FILE: &str = ".aider/warren/persona.md";
+/// What the agent is told about its mounted warren tools, also `--read`.
+const TOOLS_FILE: &str = ".aider/warren/tools.md";
 /// aider's cache of model prices. With none it downloads one at every start;
 /// a stub (marked as ours) keeps it offline, and aider then uses litellm's
 /// bundled prices (`LITELLM_LOCAL_MODEL_COST_MAP`).
@@ -108,6 +110,11 @@ impl Harness for AiderHarness {
             files.push((PathBuf::from(PERSONA_FILE), persona.as_bytes().to_vec()));
             args.push("--read".into());
             args.push(ctx.home.join(PERSONA_FILE).display().to_string());
+        }
+        if !ctx.tool_notes.is_empty() {
+            files.push((PathBuf::from(TOOLS_FILE), ctx.tool_notes.as_bytes().to_vec()));
+            args.push("--read".into());
+            args.push(ctx.home.join(TOOLS_FILE).display().to_string());
         }
         let existing = std::fs::read_to_string(ctx.home.join(MODEL_CACHE)).ok();
         if let Some(stub) = model_cache_stub(existing.as_deref()) {
@@ -749,6 +756,8 @@ echo hi > ran.txt
             AiderHarness
                 .plan(&LaunchContext {
                     tools: &[],
+                    tool_notes: "",
+                    warren_exe: Path::new("/bin/warren"),
                     agent: &agent,
                     home: home.path(),
                     workspace: Path::new("/w"),

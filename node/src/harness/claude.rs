@@ -101,6 +101,17 @@ pub fn hook_settings(hook_command: &str) -> Value {
     })
 }
 
+/// `warren hook claude` by the binary's absolute path (quoted for the
+/// shell Claude Code runs hooks with).
+pub fn hook_command(warren_exe: &Path) -> String {
+    let exe = warren_exe.display().to_string();
+    if exe.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c)) {
+        format!("{exe} hook claude")
+    } else {
+        format!("'{}' hook claude", exe.replace('\'', "'\\''"))
+    }
+}
+
 /// The owned settings: the hooks, and an allow rule per mounted warren tool
 /// (they run without a permission dialog; nothing else is pre-allowed).
 pub fn owned_settings(hook_command: &str, tools: &[String]) -> Value {
@@ -150,9 +161,13 @@ impl Harness for ClaudeHarness {
             args.push("--model".into());
             args.push(model.to_string());
         }
-        if let Some(persona) = ctx.agent.persona.as_deref().filter(|p| !p.is_empty()) {
+        let prompt: Vec<&str> = [ctx.agent.persona.as_deref().unwrap_or(""), ctx.tool_notes]
+            .into_iter()
+            .filter(|p| !p.is_empty())
+            .collect();
+        if !prompt.is_empty() {
             args.push("--append-system-prompt".into());
-            args.push(persona.to_string());
+            args.push(prompt.join("\n\n"));
         }
         let mut env: Vec<(String, String)> = QUIET_ENV.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         env.push(("CLAUDE_CONFIG_DIR".into(), config_dir.display().to_string()));
@@ -165,7 +180,7 @@ impl Harness for ClaudeHarness {
                 (PathBuf::from(CONFIG_DIR).join(".claude.json"), to_bytes(&config)?),
                 (
                     PathBuf::from(HOOKS_FILE),
-                    to_bytes(&owned_settings("warren hook claude", ctx.tools))?,
+                    to_bytes(&owned_settings(&hook_command(ctx.warren_exe), ctx.tools))?,
                 ),
             ],
             transcript_file: Some(

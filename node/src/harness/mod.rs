@@ -42,6 +42,12 @@ pub struct LaunchContext<'a> {
     /// The warren tools mounted for this conversation (`warren-read`, ...):
     /// the CLI may run them without asking.
     pub tools: &'a [String],
+    /// What the CLI is told about its tools (a short prompt section; empty
+    /// when none are mounted).
+    pub tool_notes: &'a str,
+    /// The `warren` binary as the CLI sees it (hooks call it by this path:
+    /// it is not on the CLI's PATH).
+    pub warren_exe: &'a Path,
 }
 
 /// Per-harness settings (`[harnesses.claude]` in warren.toml): the CLI's

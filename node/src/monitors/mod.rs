@@ -15,7 +15,6 @@
 mod advice;
 mod remote;
 pub mod state;
-mod tools;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};

@@ -252,6 +252,7 @@ impl DockerRuntime {
             .find(|(k, _)| k == "PATH")
             .and_then(|(_, p)| p.split(':').next())
             .filter(|first| first.ends_with("/.warren/tools"));
+        // (The guest's PATH holds no `warren`: the image keeps it at GUEST_WARREN.)
         match tools {
             Some(dir) => env.push(format!("PATH={dir}:{GUEST_PATH}")),
             None => env.push(format!("PATH={GUEST_PATH}")),
@@ -267,14 +268,29 @@ impl DockerRuntime {
     }
 
     fn container_body(&self, spec: &LaunchSpec, image: &str, token: &str, user: &str) -> ContainerCreateBody {
-        let mut cmd = vec![program_name(&spec.program)];
+        // This node's own binary (the fake CLI is a verb of it) is the
+        // image's, which is off the guest's PATH.
+        let program = if spec.program == self.self_exe {
+            crate::tools::GUEST_WARREN.to_string()
+        } else {
+            program_name(&spec.program)
+        };
+        let mut cmd = vec![program];
         cmd.extend(spec.args.iter().cloned());
         let labels = HashMap::from([
             (LABEL_NODE.to_string(), self.node_id.clone()),
             (LABEL_AGENT.to_string(), spec.agent.clone()),
             (LABEL_CONVERSATION.to_string(), spec.conversation.clone()),
         ]);
-        let binds = spec.mounts.iter().map(|p| format!("{0}:{0}:rw", p.display())).collect();
+        let mut binds: Vec<String> = spec.mounts.iter().map(|p| format!("{0}:{0}:rw", p.display())).collect();
+        // The granted tools: read-only over the writable home, so the agent
+        // cannot add, swap or remove one.
+        for home in &spec.mounts {
+            let tools = crate::tools::tools_dir(home);
+            if tools.is_dir() {
+                binds.push(format!("{0}:{0}:ro", tools.display()));
+            }
+        }
         ContainerCreateBody {
             image: Some(image.to_string()),
             cmd: Some(cmd),

@@ -2,6 +2,7 @@
 //! log and the transcript projection. All writes go through one writer task
 //! (`writer.rs`) with group commit; reads use a small pool of read connections.
 
+pub mod recall;
 mod writer;
 
 use std::path::Path;
@@ -206,6 +207,18 @@ impl Store {
         rows.iter().map(decode_row).collect()
     }
 
+    /// Tool invocations with seq < `before`, newest first.
+    pub async fn tools_before(&self, before: u64, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, ts, body FROM events WHERE kind = 'tool_invoked' AND seq < ? ORDER BY seq DESC LIMIT ?",
+        )
+        .bind(before.min(i64::MAX as u64) as i64)
+        .bind(limit as i64)
+        .fetch_all(&self.reads)
+        .await?;
+        rows.iter().map(decode_row).collect()
+    }
+
     /// The newest message to `agent` with seq > `after`, if any.
     pub async fn newest_mail(&self, agent: &str, after: u64) -> Result<Option<u64>, StoreError> {
         let row = sqlx::query("SELECT MAX(event_seq) FROM mail WHERE recipient = ? AND event_seq > ?")
@@ -294,7 +307,7 @@ impl Store {
             .collect())
     }
 
-    /// Drops the transcript and mail projections and refolds them from the
+    /// Drops the transcript, mail and recall projections and refolds them from the
     /// event log, in one transaction. Returns the number of events replayed.
     pub async fn rebuild_transcript(path: &Path) -> Result<u64, StoreError> {
         let mut conn = SqliteConnectOptions::from_str("sqlite://")?
@@ -308,11 +321,12 @@ impl Store {
         let mut tx = conn.begin().await?;
         sqlx::query("DELETE FROM mail").execute(&mut *tx).await?;
         sqlx::query("DELETE FROM transcript").execute(&mut *tx).await?;
+        recall::clear(&mut tx).await?;
         let mut after = 0u64;
         let mut count = 0u64;
         loop {
             let rows = sqlx::query(
-                "SELECT seq, ts, body FROM events WHERE seq > ? AND kind IN ('transcript', 'mail_sent') ORDER BY seq LIMIT 5000",
+                "SELECT seq, ts, body FROM events WHERE seq > ? AND kind IN ('transcript', 'mail_sent', 'conversation_created', 'recall_stashed', 'recall_forgot') ORDER BY seq LIMIT 5000",
             )
             .bind(after as i64)
             .fetch_all(&mut *tx)

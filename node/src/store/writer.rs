@@ -130,12 +130,15 @@ async fn write(conn: &mut SqliteConnection, events: &[&StoredEvent]) -> Result<(
     Ok(())
 }
 
-/// Folds transcript and mail events into their projection tables.
+/// Folds transcript, mail and recall events into their projection tables.
 pub(crate) async fn insert_projection_rows(
     tx: &mut sqlx::Transaction<'_, Sqlite>,
     events: &[&StoredEvent],
 ) -> Result<(), StoreError> {
+    super::recall::insert_conversation_agents(tx, events).await?;
     insert_transcript_rows(tx, events).await?;
+    super::recall::index_transcript_rows(tx, events).await?;
+    super::recall::apply_documents(tx, events).await?;
     let mail: Vec<&StoredEvent> = events
         .iter()
         .copied()

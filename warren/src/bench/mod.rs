@@ -299,6 +299,17 @@ impl NodeProcess {
 
     /// A node on `runtime` (`local` or `docker`).
     pub fn start_on(exe: &Path, data_dir: &Path, runtime: &str) -> anyhow::Result<NodeProcess> {
+        NodeProcess::start_with_env(exe, data_dir, runtime, &[])
+    }
+
+    /// A node on `runtime` with these variables added to its environment
+    /// (e.g. a secret an owner tool takes from the node's environment).
+    pub fn start_with_env(
+        exe: &Path,
+        data_dir: &Path,
+        runtime: &str,
+        env: &[(String, String)],
+    ) -> anyhow::Result<NodeProcess> {
         let _ = std::fs::remove_file(node::server::endpoint_path(data_dir));
         // The node's log goes to `node.log` in its data dir (appended across
         // restarts), so a node that fails to start says why.
@@ -312,6 +323,7 @@ impl NodeProcess {
             .args(["up", "--listen", "127.0.0.1:0", "--runtime", runtime, "--data-dir"])
             .arg(data_dir)
             .env("RUST_LOG", "warn")
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

@@ -128,7 +128,7 @@ async fn a_watch_only_monitor_has_no_advise_tool_and_its_token_cannot_inject() {
     // The watcher tries anyway, once with the tool name and once with the
     // full client and its own token.
     let rules = json!([{ "match": "warren-read (c-[0-9a-f]+)", "actions": [
-        { "shell": "ls \"$(dirname \"$(command -v warren-read)\")\" > advise.tools; warren-advise {{1}} hi > advise.tool 2>&1; echo $? >> advise.tool; warren conv send {{1}} hi > advise.client 2>&1; echo $? >> advise.client" }
+        { "shell": "ls \"$(dirname \"$(command -v warren-read)\")\" > advise.tools; warren-advise {{1}} hi > advise.tool 2>&1; echo $? >> advise.tool; \"$(readlink -f \"$(command -v warren-read)\")\" conv send {{1}} hi > advise.client 2>&1; echo $? >> advise.client" }
     ] }]);
     call(
         &mut c,

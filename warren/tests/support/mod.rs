@@ -18,6 +18,8 @@ pub struct TestNode {
     pub proc: Option<NodeProcess>,
     /// `local` or `docker`.
     pub runtime: &'static str,
+    /// Added to the node's environment (kept across restarts).
+    pub env: Vec<(String, String)>,
 }
 
 impl TestNode {
@@ -28,6 +30,7 @@ impl TestNode {
             dir,
             proc: Some(proc),
             runtime: "local",
+            env: vec![],
         }
     }
 
@@ -40,6 +43,7 @@ impl TestNode {
             dir,
             proc: Some(proc),
             runtime: "local",
+            env: vec![],
         }
     }
 
@@ -65,7 +69,16 @@ impl TestNode {
             dir,
             proc: Some(proc),
             runtime,
+            env: vec![],
         }
+    }
+
+    /// Stops the node (it was started without `env`) and starts it again
+    /// on the same data dir with `env` added to its environment.
+    pub fn restart_with_env(&mut self, env: &[(&str, &str)]) {
+        self.kill9();
+        self.env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        self.restart();
     }
 
     pub fn path(&self) -> PathBuf {
@@ -91,7 +104,10 @@ impl TestNode {
 
     pub fn restart(&mut self) {
         assert!(self.proc.is_none(), "kill it first");
-        self.proc = Some(NodeProcess::start_on(Path::new(EXE), self.dir.path(), self.runtime).expect("node restarts"));
+        self.proc = Some(
+            NodeProcess::start_with_env(Path::new(EXE), self.dir.path(), self.runtime, &self.env)
+                .expect("node restarts"),
+        );
     }
 
     pub fn db(&self) -> PathBuf {
@@ -138,6 +154,16 @@ pub fn docker(args: &[&str]) -> String {
         .output()
         .unwrap_or_else(|e| panic!("docker {args:?}: {e} (is the docker CLI installed?)"));
     String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// A client of `node` with `token` instead of its admin token.
+pub async fn client_with(node: &TestNode, token: &str) -> Client {
+    Client::connect(&Target {
+        url: node.target().url,
+        token: Some(token.to_string()),
+    })
+    .await
+    .expect("connect with token")
 }
 
 pub async fn call(c: &mut Client, method: &str, params: Value) -> Value {

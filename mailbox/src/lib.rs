@@ -1,0 +1,227 @@
+//! The inter-agent mailbox (seed 002 §6-7) as pure decisions: sending is a
+//! command that becomes one `message_sent` event, reading is a projection of
+//! those events from a cursor. No IO: the node stores the events and keeps
+//! the projection in SQLite; this crate decides and folds.
+//!
+//! # Delivery semantics (decided)
+//!
+//! - **Ordering.** Every message gets the event log's global sequence number
+//!   when its send commits; an inbox is its messages in that order. Sends one
+//!   sender got acknowledged in order appear in that order; sends from
+//!   different senders interleave in commit order. The cursor is that
+//!   sequence number, so "after cursor N" is stable across restarts and
+//!   rebuilds (replay assigns nothing new).
+//! - **Stored exactly once.** An acknowledged send (it returned
+//!   `{message_id, seq}`) is durable (the log is written with
+//!   `synchronous=FULL`) and is exactly one row. A send whose answer was lost
+//!   may or may not have committed; sending again may store it twice, so a
+//!   sender that must not duplicate puts its own id in `context`.
+//! - **Shown at least once.** Reading never consumes: the inbox shows every
+//!   message past the agent's acknowledged cursor until `ack` moves the
+//!   cursor (forward only). Delivery into a conversation therefore re-shows
+//!   messages whose cursor was not advanced (after a crash, or when the agent
+//!   never acked): at-least-once display, exactly-once storage.
+//! - **No wake.** Mail never starts a conversation; it waits in the inbox and
+//!   is surfaced to the next (or the live) conversation once its CLI is idle.
+
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
+mod inbox;
+mod limits;
+
+pub use inbox::{Inbox, Message};
+pub use limits::{RateLimit, RateLimiter};
+
+/// Most bytes of a message body.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// Most bytes of a message's conversation context.
+pub const MAX_CONTEXT_BYTES: usize = 1024;
+
+/// Why a send or an ack is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MailError {
+    /// A field of the message is not acceptable (the message names it).
+    #[error("{field}: {reason}")]
+    Invalid { field: &'static str, reason: String },
+    /// The sender holds no may-message right for the recipient.
+    #[error("agent {from:?} may not message {to:?}: {reason}")]
+    Forbidden { from: String, to: String, reason: String },
+    /// The sender sent more than its rate allows.
+    #[error("agent {from:?} is over its mail rate ({limit}); retry in {retry_after_ms} ms")]
+    RateLimited {
+        from: String,
+        limit: String,
+        retry_after_ms: u64,
+    },
+}
+
+/// Whom an agent may message (`grants.peers`), one direction: that `a` may
+/// message `b` says nothing about `b` messaging `a`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Peers {
+    /// No one (no `grants.peers`).
+    #[default]
+    None,
+    /// Every agent of the owner on this node (`"all"`).
+    All,
+    /// Exactly these agents.
+    List(Vec<String>),
+}
+
+impl Peers {
+    pub fn allows(&self, to: &str) -> bool {
+        match self {
+            Peers::None => false,
+            Peers::All => true,
+            Peers::List(names) => names.iter().any(|n| n == to),
+        }
+    }
+}
+
+/// What the send decision needs to know about the two agents.
+#[derive(Debug, Clone)]
+pub struct SendCheck<'a> {
+    pub from: &'a str,
+    pub to: &'a str,
+    /// The sender's current grants (read at send time, so a grant edit
+    /// takes effect on the next send).
+    pub peers: &'a Peers,
+    pub recipient_archived: bool,
+    pub body: &'a str,
+    pub context: Option<&'a str>,
+}
+
+/// Decides a send: the direction is granted, the recipient takes mail, and
+/// the body and context are acceptable. Rate limits are separate
+/// ([`RateLimiter`]) because they depend on time.
+pub fn decide_send(c: &SendCheck<'_>) -> Result<(), MailError> {
+    if !c.peers.allows(c.to) {
+        let reason = match c.peers {
+            Peers::None => "it has no grants.peers".to_string(),
+            _ => "not in its grants.peers".to_string(),
+        };
+        return Err(MailError::Forbidden {
+            from: c.from.into(),
+            to: c.to.into(),
+            reason,
+        });
+    }
+    if c.recipient_archived {
+        return Err(MailError::Forbidden {
+            from: c.from.into(),
+            to: c.to.into(),
+            reason: format!("agent {:?} is archived", c.to),
+        });
+    }
+    text("body", c.body, MAX_BODY_BYTES, false)?;
+    if let Some(ctx) = c.context {
+        text("context", ctx, MAX_CONTEXT_BYTES, true)?;
+    }
+    Ok(())
+}
+
+/// Decides an ack: the cursor only moves forward; `None` when it would not move.
+pub fn decide_ack(current: u64, cursor: u64) -> Option<u64> {
+    (cursor > current).then_some(cursor)
+}
+
+fn text(field: &'static str, s: &str, max: usize, may_be_empty: bool) -> Result<(), MailError> {
+    let bad = |reason: String| MailError::Invalid { field, reason };
+    if !may_be_empty && s.trim().is_empty() {
+        return Err(bad("is empty".into()));
+    }
+    if s.len() > max {
+        return Err(bad(format!("{} bytes is over the limit of {max}", s.len())));
+    }
+    if let Some((i, c)) = s.char_indices().find(|&(_, c)| forbidden(c)) {
+        return Err(bad(format!(
+            "control character U+{:04X} at byte {i} is not allowed",
+            c as u32
+        )));
+    }
+    Ok(())
+}
+
+/// Control characters other than newline and tab: they could steer the
+/// terminal of the conversation the mail is delivered into.
+fn forbidden(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check<'a>(from: &'a str, to: &'a str, peers: &'a Peers, body: &'a str) -> SendCheck<'a> {
+        SendCheck {
+            from,
+            to,
+            peers,
+            recipient_archived: false,
+            body,
+            context: None,
+        }
+    }
+
+    #[test]
+    fn the_direction_is_granted_per_pair() {
+        let a = Peers::List(vec!["b".into()]);
+        let b = Peers::None;
+        let all = Peers::All;
+        assert_eq!(decide_send(&check("a", "b", &a, "hi")), Ok(()));
+        assert!(matches!(
+            decide_send(&check("a", "c", &a, "hi")),
+            Err(MailError::Forbidden { .. })
+        ));
+        let back = decide_send(&check("b", "a", &b, "hi")).expect_err("b was granted nothing");
+        assert!(back.to_string().contains("no grants.peers"), "{back}");
+        assert_eq!(decide_send(&check("c", "zz", &all, "hi")), Ok(()));
+    }
+
+    #[test]
+    fn an_archived_recipient_takes_no_mail() {
+        let mut c = check("a", "b", &Peers::All, "hi");
+        c.recipient_archived = true;
+        assert!(decide_send(&c).expect_err("archived").to_string().contains("archived"));
+    }
+
+    #[test]
+    fn bodies_are_bounded_and_free_of_terminal_controls() {
+        let all = Peers::All;
+        let table: &[(&str, &str)] = &[
+            ("", "is empty"),
+            ("   \n", "is empty"),
+            ("ring\u{7}bell", "U+0007"),
+            ("esc \u{1b}[2J", "U+001B"),
+            ("cr\rreturn", "U+000D"),
+            ("bidi \u{202E}txt", "U+202E"),
+        ];
+        for (body, why) in table {
+            let e = decide_send(&check("a", "b", &all, body)).expect_err(body);
+            assert!(
+                e.to_string().starts_with("body: ") && e.to_string().contains(why),
+                "{body:?}: {e}"
+            );
+        }
+        let big = "x".repeat(MAX_BODY_BYTES + 1);
+        assert!(
+            decide_send(&check("a", "b", &all, &big))
+                .expect_err("big")
+                .to_string()
+                .contains("over the limit")
+        );
+        assert_eq!(decide_send(&check("a", "b", &all, "two\nlines\tand a tab")), Ok(()));
+        let mut c = check("a", "b", &all, "ok");
+        let ctx = "c".repeat(MAX_CONTEXT_BYTES + 1);
+        c.context = Some(&ctx);
+        assert!(decide_send(&c).expect_err("ctx").to_string().starts_with("context: "));
+    }
+
+    #[test]
+    fn acks_only_move_forward() {
+        assert_eq!(decide_ack(0, 10), Some(10));
+        assert_eq!(decide_ack(10, 5), None);
+        assert_eq!(decide_ack(10, 10), None);
+    }
+}

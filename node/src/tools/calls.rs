@@ -1,0 +1,123 @@
+//! `tool.invoke` and `tool.log` on the node: authorization has let the call
+//! through (the token holds `tool:NAME` invoke); here the node checks that
+//! an instance token's agent still has the grant, runs the tool at most
+//! [`MAX_RUNNING`] at a time, and records every invocation as an event.
+
+use serde_json::{Value, json};
+
+use super::{OwnerTool, invoke, still_granted};
+use crate::events::Event;
+use crate::service::{Node, NodeError, NodeResult};
+
+/// Owner tools running at once on this node.
+pub const MAX_RUNNING: usize = 8;
+/// Bytes of each argument kept in the invocation event.
+const ARG_KEPT: usize = 256;
+/// Arguments kept in the invocation event.
+const ARGS_KEPT: usize = 32;
+
+impl Node {
+    /// `tool.invoke`. `speaker`/`conversation`: the agent and conversation
+    /// an instance token speaks for (none for an owner's token).
+    pub async fn tool_invoke(
+        &self,
+        p: console_api::ToolInvoke,
+        speaker: Option<&str>,
+        conversation: Option<&str>,
+    ) -> NodeResult<Value> {
+        let tool: &OwnerTool = self.cfg.tools.get(&p.tool).ok_or_else(|| {
+            NodeError::NotFound(format!(
+                "tool: {:?} is not a tool of this node ([tools.NAME] in its warren.toml)",
+                p.tool
+            ))
+        })?;
+        invoke::check_args(&p.args).map_err(NodeError::Invalid)?;
+        let cwd = match speaker {
+            Some(agent) => {
+                let cat = self.catalog.lock().await;
+                let rec = &cat.agent(agent)?.record;
+                if !still_granted(rec, &p.tool) {
+                    return Err(NodeError::Forbidden(format!(
+                        "agent {agent:?} is not granted the tool {:?} (grants.tools)",
+                        p.tool
+                    )));
+                }
+                self.agent_home_dirs(agent).1
+            }
+            None => self.cfg.data_dir.clone(),
+        };
+        let Ok(_slot) = self.tool_slots.try_acquire() else {
+            return Err(NodeError::Busy {
+                message: format!("{MAX_RUNNING} tools are running on this node; try again shortly"),
+                retry_after_ms: 500,
+            });
+        };
+        let run = invoke::run_tool(&p.tool, tool, &p.args, &cwd)
+            .await
+            .map_err(NodeError::Conflict)?;
+        let e = Event::ToolInvoked {
+            agent: speaker.map(str::to_string),
+            conversation: conversation.map(str::to_string),
+            tool: p.tool.clone(),
+            args: p.args.iter().take(ARGS_KEPT).map(|a| cut(a, ARG_KEPT)).collect(),
+            exit_code: run.exit_code,
+            duration_ms: run.duration_ms,
+            truncated: run.truncated,
+            stopped: run.stopped.clone(),
+        };
+        self.store.append(vec![e]).await?;
+        let mut out = json!({
+            "exit_code": run.exit_code,
+            "stdout": run.stdout,
+            "stderr": run.stderr,
+            "truncated": run.truncated,
+            "duration_ms": run.duration_ms,
+        });
+        if let Some(why) = run.stopped {
+            out["stopped"] = json!(why);
+        }
+        Ok(out)
+    }
+
+    /// `tool.log {limit?, before_id?}`: invocations, newest first.
+    pub async fn tool_log(&self, p: &Value) -> NodeResult<Value> {
+        let limit = p.get("limit").and_then(Value::as_u64).unwrap_or(50);
+        if limit == 0 || limit > 200 {
+            return Err(NodeError::Invalid(format!("limit: {limit} is outside 1..=200")));
+        }
+        let before = p.get("before_id").and_then(Value::as_u64).unwrap_or(u64::MAX);
+        let rows = self.store.tools_before(before, limit as u32).await?;
+        let entries: Vec<Value> = rows
+            .iter()
+            .filter_map(|e| match &e.event {
+                Event::ToolInvoked {
+                    agent,
+                    conversation,
+                    tool,
+                    args,
+                    exit_code,
+                    duration_ms,
+                    truncated,
+                    stopped,
+                } => Some(json!({
+                    "id": e.seq, "at": e.ts, "agent": agent, "conversation": conversation, "tool": tool,
+                    "args": args, "exit_code": exit_code, "duration_ms": duration_ms,
+                    "truncated": truncated, "stopped": stopped,
+                })),
+                _ => None,
+            })
+            .collect();
+        Ok(json!({ "entries": entries }))
+    }
+}
+
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &s[..end])
+}

@@ -1,0 +1,112 @@
+//! A conversation's tools dir: `<home>/.warren/tools` holds one link per
+//! mounted tool (`warren-mail`, `warren-recall`, `warren-read`, an owner
+//! tool's `warren-NAME`, ...) to the one `warren` binary as the CLI sees it
+//! (this node's, or the guest image's, which is not on the guest's PATH), and
+//! leads the CLI's PATH. A tool that is not granted is not there, and
+//! nothing else of the `warren` client is on that PATH. In a guest the dir
+//! is mounted read-only over the (writable) home.
+
+use std::path::{Path, PathBuf};
+
+use crate::events::AgentRecord;
+use crate::service::Node;
+
+/// Where the guest images keep the `warren` binary: off the guest's PATH, so
+/// `command -v warren` finds nothing there; tools and hooks use this path.
+pub(crate) const GUEST_WARREN: &str = "/usr/local/lib/warren/warren";
+
+/// The tools dir of a conversation's home.
+pub(crate) fn tools_dir(home: &Path) -> PathBuf {
+    home.join(".warren").join("tools")
+}
+
+impl Node {
+    /// The `warren` binary as the CLI sees it: the guest's inside a
+    /// container, this node's own otherwise.
+    pub(crate) fn warren_exe_for_cli(&self) -> PathBuf {
+        if self.runtime_name() == "docker" {
+            PathBuf::from(GUEST_WARREN)
+        } else {
+            self.cfg.self_exe.clone()
+        }
+    }
+
+    /// The tools a launch of `agent` mounts now (without the prefix).
+    pub(crate) async fn mounted_tools(&self, agent: &AgentRecord) -> Vec<String> {
+        let advising: Vec<bool> = {
+            let cat = self.catalog.lock().await;
+            cat.monitors
+                .of_monitor(&agent.name)
+                .map(|(_, a)| a.spec.inject.unwrap_or(true))
+                .collect()
+        };
+        super::mounted(agent, &self.cfg.tools, !advising.is_empty(), advising.contains(&true))
+    }
+
+    /// Makes the tools dir of a launch of `agent` (a stale one goes first)
+    /// and returns it with the mounted executables' names; no dir when the
+    /// agent mounts nothing.
+    pub(crate) async fn prepare_tools(
+        &self,
+        agent: &AgentRecord,
+        home: &Path,
+    ) -> std::io::Result<(Option<PathBuf>, Vec<String>)> {
+        let tools = self.mounted_tools(agent).await;
+        let dir = tools_dir(home);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)?;
+        }
+        if tools.is_empty() {
+            return Ok((None, vec![]));
+        }
+        std::fs::create_dir_all(&dir)?;
+        let exe = self.warren_exe_for_cli();
+        let names: Vec<String> = tools.iter().map(|t| format!("warren-{t}")).collect();
+        for n in &names {
+            std::os::unix::fs::symlink(&exe, dir.join(n))?;
+        }
+        Ok((Some(dir), names))
+    }
+}
+
+/// How each built-in is called (API.md's Tools section).
+fn builtin_usage(tool: &str) -> Option<&'static str> {
+    Some(match tool {
+        "mail" => {
+            "`warren-mail send TO BODY [--context C]` mails another agent; `warren-mail inbox` lists unread mail; `warren-mail ack CURSOR` marks it read"
+        }
+        "recall" => {
+            "`warren-recall search QUERY` searches your stashed documents and past conversations; `warren-recall stash NAME < FILE` keeps a document; `warren-recall forget NAME`"
+        }
+        "supervision" => "`warren-supervision status` and `warren-supervision audit` show how you are supervised",
+        "read" => "`warren-read CONVERSATION [--after SEQ] [--limit N]` reads a watched conversation's transcript",
+        "advise" => "`warren-advise CONVERSATION TEXT` sends advice into it",
+        _ => return None,
+    })
+}
+
+impl Node {
+    /// The tools section of the CLI's prompt: one line per mounted tool.
+    pub(crate) fn tool_notes(&self, executables: &[String]) -> String {
+        if executables.is_empty() {
+            return String::new();
+        }
+        let mut lines = vec![
+            "You have these warren tools: run them as shell commands (they need no permission and act as you):"
+                .to_string(),
+        ];
+        for exe in executables {
+            let tool = exe.strip_prefix("warren-").unwrap_or(exe);
+            let line = match (builtin_usage(tool), self.cfg.tools.get(tool)) {
+                (Some(usage), _) => usage.to_string(),
+                (None, Some(t)) => format!(
+                    "`{exe} ARGS...`: {}",
+                    t.description.as_deref().unwrap_or("a tool the owner gave you")
+                ),
+                (None, None) => continue,
+            };
+            lines.push(format!("- {line}"));
+        }
+        lines.join("\n")
+    }
+}
