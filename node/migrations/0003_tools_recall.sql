@@ -17,11 +17,14 @@ INSERT INTO conversation_agent (conversation, agent)
     WHERE kind = 'conversation_created' AND json_extract(body, '$.agent') IS NOT NULL;
 
 -- Recall (SQLite FTS5): each agent's stashed documents and its own transcript
--- lines, searched with bm25 and always filtered to one agent. The rowid is
--- the seq of the event the row came from. A derived read model: `warren
--- admin rebuild` refolds it from `events`.
+-- lines, searched with bm25 and always confined to one agent. `akey` holds
+-- two indexed tokens, the agent's name in hex and `kdoc` or `ktranscript`,
+-- so a search intersects with its agent's rows (and one source) inside the
+-- index instead of reading every match's row. The rowid is the seq of the
+-- event the row came from. A derived read model:
+-- `warren admin rebuild` refolds it from `events`.
 CREATE VIRTUAL TABLE recall USING fts5(
-    agent UNINDEXED,
+    akey,
     source UNINDEXED,
     ref UNINDEXED,
     text,
@@ -36,7 +39,7 @@ CREATE TABLE recall_doc (
     ts        INTEGER NOT NULL,
     PRIMARY KEY (agent, name)
 ) WITHOUT ROWID;
-INSERT INTO recall (rowid, agent, source, ref, text)
-    SELECT t.event_seq, ca.agent, 'transcript', t.conversation || '#' || t.seq, t.text
+INSERT INTO recall (rowid, akey, source, ref, text)
+    SELECT t.event_seq, lower(hex(ca.agent)) || ' ktranscript', 'transcript', t.conversation || '#' || t.seq, t.text
     FROM transcript t JOIN conversation_agent ca ON ca.conversation = t.conversation
     WHERE t.text != '';

@@ -24,13 +24,14 @@ impl Node {
             )));
         }
         let fts = recall::fts_query(&p.query).map_err(invalid)?;
+        let words = recall::query_words(&p.query);
         let hits = self.store.recall_search(&p.agent, &fts, limit).await?;
         let hits: Vec<console_api::RecallHit> = hits
             .into_iter()
             .map(|h| console_api::RecallHit {
+                snippet: recall::snippet(&h.text, &words),
                 source: h.source,
                 reference: h.reference,
-                snippet: h.snippet,
                 score: h.score,
             })
             .collect();

@@ -117,6 +117,93 @@ pub fn fts_query(query: &str) -> Result<String, RecallError> {
     Ok(out.join(" "))
 }
 
+/// The words a query looks for, lowercased, each with whether it is a
+/// prefix (for marking them in a snippet).
+pub fn query_words(query: &str) -> Vec<(String, bool)> {
+    let mut out = vec![];
+    for raw in query.split_whitespace() {
+        if raw == "OR" {
+            continue;
+        }
+        let prefix = raw.trim_end_matches('"').ends_with('*');
+        let ws = words(raw);
+        let last = ws.len().saturating_sub(1);
+        for (i, w) in ws.into_iter().enumerate() {
+            out.push((w.to_lowercase(), prefix && i == last));
+        }
+    }
+    out
+}
+
+/// Tokens of a snippet, around the first match.
+const SNIPPET_BEFORE: usize = 6;
+const SNIPPET_TOKENS: usize = 24;
+
+/// A short excerpt of `text` around the first of `words` it holds, with
+/// every matching word in `[brackets]` and `...` where it was cut.
+pub fn snippet(text: &str, words: &[(String, bool)]) -> String {
+    let tokens: Vec<(usize, usize)> = token_spans(text);
+    let hit = |(a, b): (usize, usize)| {
+        let t = text[a..b].to_lowercase();
+        words
+            .iter()
+            .any(|(w, prefix)| if *prefix { t.starts_with(w.as_str()) } else { t == *w })
+    };
+    let first = tokens.iter().position(|&t| hit(t)).unwrap_or(0);
+    let from = first.saturating_sub(SNIPPET_BEFORE);
+    let to = (from + SNIPPET_TOKENS).min(tokens.len());
+    if tokens.is_empty() {
+        return text.chars().take(160).collect();
+    }
+    let start = if from == 0 { 0 } else { tokens[from].0 };
+    let end = if to == tokens.len() {
+        text.len()
+    } else {
+        tokens[to - 1].1
+    };
+    let mut out = String::new();
+    if start > 0 {
+        out.push_str("...");
+    }
+    let mut at = start;
+    for &(a, b) in &tokens[from..to] {
+        out.push_str(&text[at..a]);
+        if hit((a, b)) {
+            out.push('[');
+            out.push_str(&text[a..b]);
+            out.push(']');
+        } else {
+            out.push_str(&text[a..b]);
+        }
+        at = b;
+    }
+    out.push_str(&text[at..end]);
+    if end < text.len() {
+        out.push_str("...");
+    }
+    out.replace(['\n', '\r', '\t'], " ")
+}
+
+/// Byte spans of the letters-and-digits runs of `text`.
+fn token_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut out = vec![];
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (c.is_alphanumeric(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                out.push((s, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.push((s, text.len()));
+    }
+    out
+}
+
 /// The letters-and-digits runs of `s` (what FTS5's unicode61 tokenizer keeps).
 fn words(s: &str) -> Vec<String> {
     s.split(|c: char| !c.is_alphanumeric())
@@ -211,6 +298,32 @@ mod tests {
         );
         let many = "w ".repeat(MAX_TERMS + 1);
         assert!(fts_query(&many).expect_err("many").to_string().contains("words"));
+    }
+
+    #[test]
+    fn snippets_mark_the_words_around_the_first_match() {
+        let w = query_words("rotation \"signing key\" vau*");
+        assert_eq!(
+            w,
+            [
+                ("rotation".into(), false),
+                ("signing".into(), false),
+                ("key".into(), false),
+                ("vau".into(), true)
+            ]
+        );
+        assert_eq!(
+            snippet("The Signing key lives in the vault.", &w),
+            "The [Signing] [key] lives in the [vault]."
+        );
+        let long = format!("{} rotation {}", "a ".repeat(30), "b ".repeat(30));
+        let s = snippet(&long, &w);
+        assert!(
+            s.starts_with("...") && s.ends_with("...") && s.contains("[rotation]"),
+            "{s}"
+        );
+        assert_eq!(snippet("two\nlines", &query_words("lines")), "two [lines]");
+        assert_eq!(snippet("", &w), "");
     }
 
     #[test]

@@ -9,3 +9,4 @@ const RUNTIME: &str = "docker";
 include!("cases/durable_home.rs");
 include!("cases/stranded.rs");
 include!("cases/monitors.rs");
+include!("cases/tools.rs");

@@ -40,8 +40,8 @@ pub(crate) async fn index_transcript_rows(
     };
     let last = seqs.last().unwrap_or(first);
     sqlx::query(
-        "INSERT INTO recall (rowid, agent, source, ref, text) \
-         SELECT t.event_seq, ca.agent, 'transcript', t.conversation || '#' || t.seq, t.text \
+        "INSERT INTO recall (rowid, akey, source, ref, text) \
+         SELECT t.event_seq, lower(hex(ca.agent)) || ' ktranscript', 'transcript', t.conversation || '#' || t.seq, t.text \
          FROM transcript t JOIN conversation_agent ca ON ca.conversation = t.conversation \
          WHERE t.event_seq BETWEEN ? AND ? AND t.text != ''",
     )
@@ -79,9 +79,9 @@ pub(crate) async fn apply_documents(
                 .await?;
         }
         if let Event::RecallStashed { text, .. } = &e.event {
-            sqlx::query("INSERT INTO recall (rowid, agent, source, ref, text) VALUES (?, ?, 'doc', ?, ?)")
+            sqlx::query("INSERT INTO recall (rowid, akey, source, ref, text) VALUES (?, ?, 'doc', ?, ?)")
                 .bind(e.seq as i64)
-                .bind(agent)
+                .bind(format!("{} kdoc", akey(agent)))
                 .bind(name)
                 .bind(text)
                 .execute(&mut **tx)
@@ -109,37 +109,79 @@ pub(crate) async fn clear(tx: &mut sqlx::Transaction<'_, Sqlite>) -> Result<(), 
     Ok(())
 }
 
+/// Transcript lines a search ranks at most: the agent's newest matches.
+pub const TRANSCRIPT_CANDIDATES: i64 = 2_000;
+
 /// One hit of a search.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hit {
     pub source: String,
     pub reference: String,
-    pub snippet: String,
+    /// The row's whole text (the caller cuts the snippet).
+    pub text: String,
     pub score: f64,
+}
+
+/// An agent's name as one FTS5 token (hex: names may hold `-` and `_`,
+/// which the tokenizer would split on).
+fn akey(agent: &str) -> String {
+    hex::encode(agent.as_bytes())
 }
 
 impl Store {
     /// The best `limit` rows of `agent`'s recall for the FTS5 expression
-    /// `fts` (already made safe by `recall::fts_query`), best first.
+    /// `fts` (already made safe by `recall::fts_query`), best first, with
+    /// their text. Ranking reads only the index (the agent and the source are
+    /// indexed tokens; only the rowid and bm25 are selected), over all of the
+    /// agent's matching documents and its newest [`TRANSCRIPT_CANDIDATES`]
+    /// matching transcript lines, so a word that is everywhere in years of
+    /// history costs the same as a rare one. The winners' rows are read last.
     pub async fn recall_search(&self, agent: &str, fts: &str, limit: u32) -> Result<Vec<Hit>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT source, ref, snippet(recall, 3, '[', ']', '...', 16), bm25(recall) FROM recall \
-             WHERE recall MATCH ? AND agent = ? ORDER BY bm25(recall) LIMIT ?",
+        let key = akey(agent);
+        let docs: Vec<(i64, f64)> = sqlx::query_as(
+            "SELECT rowid, bm25(recall, 0.0, 0.0, 0.0, 1.0) AS score FROM recall \
+             WHERE recall MATCH ? ORDER BY score LIMIT ?",
         )
-        .bind(format!("text : ({fts})"))
-        .bind(agent)
+        .bind(format!("akey : (\"{key}\" \"kdoc\") AND text : ({fts})"))
         .bind(limit as i64)
         .fetch_all(&self.reads)
         .await?;
-        Ok(rows
-            .iter()
-            .map(|r| Hit {
-                source: r.get(0),
-                reference: r.get(1),
-                snippet: r.get(2),
-                score: r.get(3),
-            })
-            .collect())
+        let lines: Vec<(i64, f64)> = sqlx::query_as(
+            "SELECT id, score FROM (SELECT rowid AS id, bm25(recall, 0.0, 0.0, 0.0, 1.0) AS score FROM recall \
+             WHERE recall MATCH ? ORDER BY rowid DESC LIMIT ?) ORDER BY score LIMIT ?",
+        )
+        .bind(format!("akey : (\"{key}\" \"ktranscript\") AND text : ({fts})"))
+        .bind(TRANSCRIPT_CANDIDATES)
+        .bind(limit as i64)
+        .fetch_all(&self.reads)
+        .await?;
+        let mut top: Vec<(i64, f64)> = docs.into_iter().chain(lines).collect();
+        top.sort_by(|a, b| a.1.total_cmp(&b.1));
+        top.truncate(limit as usize);
+        let mut out = Vec::with_capacity(top.len());
+        for (id, score) in top {
+            let row = sqlx::query("SELECT source, ref, text FROM recall WHERE rowid = ?")
+                .bind(id)
+                .fetch_optional(&self.reads)
+                .await?;
+            if let Some(r) = row {
+                out.push(Hit {
+                    source: r.get(0),
+                    reference: r.get(1),
+                    text: r.get(2),
+                    score,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Bytes the recall index's tables take (SQLite's dbstat).
+    pub async fn recall_index_bytes(&self) -> Result<i64, StoreError> {
+        let n: Option<i64> = sqlx::query_scalar("SELECT SUM(pgsize) FROM dbstat WHERE name LIKE 'recall%'")
+            .fetch_one(&self.reads)
+            .await?;
+        Ok(n.unwrap_or(0))
     }
 
     /// Whether `agent` has a stashed document named `name`.

@@ -12,6 +12,7 @@ use base64::Engine;
 use console_api::methods as m;
 use serde_json::{Value, json};
 
+mod mail;
 mod monitors;
 
 use crate::client::{Client, Target};
@@ -21,7 +22,7 @@ use node::store::Store;
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// Which benchmark: store | latency | rss | startup | auth | supervision |
-    /// monitor | docker | all (`all` skips docker, which needs a Docker engine)
+    /// monitor | mail | recall | docker | all (`all` skips docker, which needs a Docker engine)
     #[arg(default_value = "all")]
     which: String,
     /// Scratch directory (default: a new temp dir, removed afterwards).
@@ -103,6 +104,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "auth",
         "supervision",
         "monitor",
+        "mail",
+        "recall",
         "docker",
     ];
     if !known.contains(&args.which.as_str()) {
@@ -128,6 +131,12 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if all || args.which == "monitor" {
         monitors::bench_monitor(&args).await?;
+    }
+    if all || args.which == "mail" {
+        mail::bench_mail(&args).await?;
+    }
+    if all || args.which == "recall" {
+        mail::bench_recall(&args).await?;
     }
     if args.which == "docker" {
         bench_docker(&args).await?;

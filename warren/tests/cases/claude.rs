@@ -589,3 +589,75 @@ async fn real_claude_as_a_monitor_advises_with_no_human_approving() {
         "the tool ran without a dialog: {audit}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_claude_runs_its_mail_and_recall_tools_with_no_dialog() {
+    let listen = if RUNTIME == "docker" { "0.0.0.0:0" } else { "127.0.0.1:0" };
+    let model = fake_model::FakeModel::start(listen.parse().expect("addr"))
+        .await
+        .expect("fake model");
+    let (node, _) = claude_node(&model).await;
+    let mut c = node.client().await;
+    call(&mut c, "agent.create", json!({ "name": "bee", "harness": "fake" })).await;
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "tooly", "harness": "claude",
+                "grants": { "tools": ["mail", "recall"], "peers": ["bee"] } }),
+    )
+    .await;
+    let (code, out, err) = warren(&["supervision", "set", "tooly", "--enable"], &node.path());
+    assert_eq!(code, 0, "{err}{out}");
+    call(
+        &mut c,
+        "recall.stash",
+        json!({ "agent": "tooly", "name": "ops.md", "text": "The quokka protocol is kept in room seven." }),
+    )
+    .await;
+    let id = conversation_id(&mut c, "tooly").await;
+
+    say(&mut c, &id, "run: warren-mail send bee 'hello from claude code'").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let inbox = call(&mut c, "mailbox.inbox", json!({ "agent": "bee" })).await;
+        if inbox["messages"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["from"] == "tooly" && m["body"] == "hello from claude code"))
+        {
+            break;
+        }
+        let holds = call(&mut c, "supervision.holds", json!({})).await;
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no mail from Claude Code within 60 s; holds: {holds}\n{}",
+            screen_text(&mut c, &id).await
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    say(&mut c, &id, "run: warren-recall search quokka").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let events = transcript(&mut c, &id).await;
+        if events.iter().any(|e| {
+            e["speaker"] == "tool" && e["text"].as_str().is_some_and(|t| t.contains("ops.md") && t.contains("[quokka]"))
+        }) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no recall output within 60 s: {events:#?}\n{}",
+            screen_text(&mut c, &id).await
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    // Nobody approved anything: no hold, and supervision never saw a dialog for them.
+    let holds = call(&mut c, "supervision.holds", json!({})).await;
+    assert_eq!(holds["holds"], json!([]), "{holds}");
+    let audit = call(&mut c, "supervision.audit", json!({ "agent": "tooly" })).await;
+    assert!(
+        !audit["entries"].as_array().into_iter().flatten().any(|e| e["subject"]
+            .as_str()
+            .is_some_and(|s| s.contains("warren-mail") || s.contains("warren-recall"))),
+        "the tools ran without a dialog: {audit}"
+    );
+}
