@@ -38,7 +38,7 @@ pub(crate) async fn index_transcript_rows(
     let Some(first) = seqs.next() else {
         return Ok(());
     };
-    let last = seqs.last().unwrap_or(first);
+    let last = seqs.next_back().unwrap_or(first);
     sqlx::query(
         "INSERT INTO recall (rowid, akey, source, ref, text) \
          SELECT t.event_seq, lower(hex(ca.agent)) || ' ktranscript', 'transcript', t.conversation || '#' || t.seq, t.text \
