@@ -40,6 +40,9 @@ use Scope::*;
 /// Every method of the API (API.md), built or planned.
 pub const TABLE: &[(&str, Need)] = &[
     ("session.authenticate", need(Caller, Observe)),
+    // Answered before any token is checked: the code is the credential.
+    ("session.pair", need(Caller, Observe)),
+    ("session.pair_code", need(Node, Admin)),
     ("node.info", need(Node, Observe)),
     ("fleet.nodes", need(Node, Observe)),
     ("fleet.invite", need(Node, Admin)),
@@ -141,6 +144,8 @@ pub const LOCAL_ONLY: &[&str] = &[
     "supervision.learn",
     "supervision.forget",
     "config.set",
+    // A pairing code becomes a token of the node's own root.
+    "session.pair_code",
 ];
 
 /// What every conversation's instance token may call, whatever its agent's

@@ -2,6 +2,10 @@
 //! checks depend on them.
 
 pub const SESSION_AUTHENTICATE: &str = "session.authenticate";
+/// Exchange a one-time pairing code for a token (no token needed).
+pub const SESSION_PAIR: &str = "session.pair";
+/// Issue a one-time pairing code (local-only: `warren console pair`).
+pub const SESSION_PAIR_CODE: &str = "session.pair_code";
 pub const NODE_INFO: &str = "node.info";
 
 pub const AGENT_CREATE: &str = "agent.create";
@@ -98,6 +102,8 @@ pub const NOTIFY_REQUEST_PROGRESS: &str = "request.progress";
 /// Every method this node answers.
 pub const ALL: &[&str] = &[
     SESSION_AUTHENTICATE,
+    SESSION_PAIR,
+    SESSION_PAIR_CODE,
     NODE_INFO,
     FLEET_NODES,
     FLEET_INVITE,

@@ -488,6 +488,13 @@ pub struct TokenRef {
     pub token: String,
 }
 
+/// `session.pair {code}`: a one-time code from `warren console pair`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairCode {
+    pub code: String,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TokenInspection {
     /// Each block's Datalog, authority first.

@@ -77,6 +77,8 @@ pub struct Config {
     pub tools: std::collections::BTreeMap<String, crate::tools::OwnerTool>,
     /// `[mail]`: the mailbox's per-sender rate.
     pub mail: MailSettings,
+    /// `[console]`: the host names and origins browsers may use.
+    pub console: crate::console::ConsoleSettings,
 }
 
 /// `[mail]` in warren.toml.
@@ -117,6 +119,7 @@ impl Default for Config {
             fleet: Default::default(),
             tools: Default::default(),
             mail: MailSettings::default(),
+            console: Default::default(),
         }
     }
 }
@@ -155,6 +158,7 @@ const ENV_KEYS: &[&str] = &[
     "supervision",
     "harnesses",
     "docker",
+    "console",
 ];
 
 impl Config {

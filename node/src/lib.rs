@@ -7,6 +7,7 @@
 pub mod api;
 pub mod catalog;
 pub mod config;
+pub mod console;
 pub mod events;
 pub mod exits;
 pub mod fleet;

@@ -216,6 +216,7 @@ pub async fn run(
         limits: cfg.limits.clone(),
         connections: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_connections)),
         guests: guests.as_ref().map(|g| g.registry.clone()),
+        pairing: Default::default(),
     });
     // Calls members forward here run through this same API.
     node.fleet.streams.set_app(&app);
@@ -265,7 +266,9 @@ pub async fn run(
         }
     }
     if let Some(g) = guests {
-        let router = api::ws::router(app.clone());
+        // Guests name the gateway address they were given, and send no Origin.
+        let policy = crate::console::guard::Policy::new(g.listener.local_addr()?, &[], &[]);
+        let router = api::ws::router(app.clone(), policy);
         side_tasks.push(tokio::spawn(async move {
             if let Err(e) = axum::serve(g.listener, router).await {
                 tracing::error!(error = %e, "the guest listener stopped");
@@ -283,7 +286,14 @@ pub async fn run(
         socket_path: socket_path.clone(),
         data_dir: data_dir.clone(),
     });
-    axum::serve(listener, api::ws::router(app))
+    let mut named = cfg.console.hosts.clone();
+    named.extend(
+        node.published_endpoint()
+            .as_deref()
+            .and_then(crate::console::authority_of),
+    );
+    let policy = crate::console::guard::Policy::new(addr, &named, &cfg.console.origins);
+    axum::serve(listener, api::ws::router(app, policy))
         .with_graceful_shutdown(shutdown)
         .await
         .context("serving the API")?;

@@ -75,6 +75,11 @@ enum Command {
         #[command(subcommand)]
         verb: cmd::MonitorVerb,
     },
+    /// The web console: pair a browser or phone with a one-time code.
+    Console {
+        #[command(subcommand)]
+        verb: cmd::ConsoleVerb,
+    },
     /// The fleet's roots of trust.
     Fleet {
         #[command(subcommand)]
@@ -270,6 +275,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Node { verb } => cmd::node(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Agent { verb } => cmd::agent(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Conv { verb } => cmd::conv(verb, cmd::Conn::new(cli.url, cli.token), out).await,
+        Command::Console { verb } => cmd::console(verb, out).await,
         Command::Fleet { verb } => cmd::fleet(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Supervision { verb } => cmd::supervision(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Mail { verb } => cmd::mail(verb, cmd::Conn::new(cli.url, cli.token), out).await,

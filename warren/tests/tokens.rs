@@ -311,6 +311,7 @@ async fn standing_authority_never_crosses_the_network() {
             json!({ "hold": "h", "decision": "approve", "learn": true }),
         ),
         ("config.set", json!({})),
+        ("session.pair_code", json!({})),
         (
             "token.mint",
             json!({ "rights": [{ "resource": "node", "operation": "admin" }] }),

@@ -35,6 +35,8 @@ pub struct App {
     pub connections: Arc<tokio::sync::Semaphore>,
     /// Guests dial `/guest` (Docker runtime only).
     pub guests: Option<Arc<crate::runtime::guest_link::GuestRegistry>>,
+    /// One-time pairing codes of the web console.
+    pub pairing: crate::console::pair::Pairing,
 }
 
 /// Parses `params` into `T`; the error names the offending field.
@@ -225,6 +227,9 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
         conn.authenticate(&app.verifier, &a.token, |ids| app.node.any_revoked(ids))?;
         return Ok(json!({ "authenticated": true }));
     }
+    if method == m::SESSION_PAIR {
+        return pair(app, params(p)?);
+    }
     auth::check(app, conn, method, p.as_ref()).await?;
     let node = &app.node;
     if let Some(agent) = conn.speaks_for() {
@@ -252,6 +257,38 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
             info
         }
         m::FLEET_NODES => node.fleet_nodes().await?,
+        m::SESSION_PAIR_CODE => {
+            #[derive(serde::Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct P {
+                #[serde(default)]
+                companion: bool,
+                #[serde(default)]
+                with_actions: bool,
+            }
+            use crate::console::pair::{CODE_TTL_MS, Profile};
+            let p: P = params(p)?;
+            let profile = match (p.companion, p.with_actions) {
+                (false, false) => Profile::Console,
+                (true, false) => Profile::Companion,
+                (true, true) => Profile::CompanionActions,
+                (false, true) => {
+                    return Err(RpcError::new(
+                        ErrorCode::InvalidParams,
+                        "with_actions: only a companion takes it (give companion: true)",
+                    ));
+                }
+            };
+            let endpoint = node
+                .published_endpoint()
+                .unwrap_or_else(|| app.identity.endpoint.clone());
+            json!({
+                "code": app.pairing.issue(profile, crate::util::now_ms()),
+                "profile": profile.as_str(),
+                "url": crate::console::console_url(&endpoint),
+                "expires_in_ms": CODE_TTL_MS,
+            })
+        }
         m::FLEET_INVITE => {
             #[derive(serde::Deserialize)]
             #[serde(deny_unknown_fields)]
@@ -505,6 +542,30 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
         }
     };
     Ok(v)
+}
+
+/// `session.pair {code}`: the code's token, once (no token needed).
+fn pair(app: &Arc<App>, p: console_api::PairCode) -> Result<Value, RpcError> {
+    use crate::console::pair::PairError;
+    let profile = app
+        .pairing
+        .redeem(&p.code, crate::util::now_ms())
+        .map_err(|e| match e {
+            PairError::Refused => RpcError::new(ErrorCode::Unauthenticated, e.to_string()),
+            PairError::TooMany { retry_after_ms } => {
+                RpcError::new(ErrorCode::Busy, e.to_string()).with_data(json!({ "retry_after_ms": retry_after_ms }))
+            }
+        })?;
+    let token = app
+        .node
+        .root()
+        .mint(&profile.mint_spec(std::time::SystemTime::now(), app.node.node_id()))
+        .map_err(internal)?;
+    let revocation_ids = capabilities::inspect_unverified(&token)
+        .map(|i| i.revocation_ids)
+        .map_err(internal)?;
+    tracing::info!(profile = profile.as_str(), "a browser paired");
+    Ok(json!({ "token": token, "profile": profile.as_str(), "revocation_ids": revocation_ids }))
 }
 
 fn conv_ref(p: Option<Value>) -> Result<String, RpcError> {

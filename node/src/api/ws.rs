@@ -2,7 +2,9 @@
 //! answers probes. JSON-RPC travels in text frames (`warren.v1.json`, also
 //! when no subprotocol is asked for) or as CBOR in binary frames
 //! (`warren.v1.cbor`, see `cbor.rs`); each request runs as its own task
-//! (bounded per connection) so a slow call never blocks the others.
+//! (bounded per connection) so a slow call never blocks the others. The
+//! same listener serves the web console (`console::http`), and every request
+//! passes the browser guard first.
 
 use std::sync::Arc;
 
@@ -27,12 +29,20 @@ enum Framing {
     Cbor,
 }
 
-pub fn router(app: Arc<App>) -> Router {
+/// Every route of one listener, behind the browser guard of `policy`
+/// (its Host/Origin allowlists) and with the security headers on every
+/// response (`console::http`).
+pub fn router(app: Arc<App>, policy: crate::console::guard::Policy) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route(console_api::WS_PATH, get(upgrade))
         .route("/guest", get(guest_upgrade))
+        .merge(crate::console::http::routes())
         .with_state(app)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(policy),
+            crate::console::http::guard,
+        ))
 }
 
 /// A guest container dialing back (Docker runtime); refused elsewhere.

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::client::{self, CallError, Client, Target};
 
+mod console;
 mod fleet;
 pub mod hook;
 mod mail;
@@ -23,6 +24,7 @@ mod supervision;
 mod tokens;
 mod usage;
 
+pub use console::{ConsoleVerb, console};
 pub use fleet::{FleetVerb, fleet};
 pub use mail::{MailVerb, mail};
 pub use monitor::{MonitorVerb, monitor};

@@ -1,0 +1,215 @@
+// The console's entry: sign-in (a one-time pairing code, or a pasted token,
+// kept in localStorage and never put in a URL), the header with the
+// connection state and how many things need you, and the hash router.
+
+import { Rpc, callOnce } from "./rpc.js";
+import { h, put, errorLine } from "./dom.js";
+import { fleetView, agentView, holdsView, monitorsView } from "./views.js";
+import { conversationView } from "./conversation.js";
+
+const TOKEN_KEY = "warren.token";
+const PROFILE_KEY = "warren.profile";
+const main = document.getElementById("view");
+const header = document.getElementById("top");
+
+/** What a view gets: the connection, whether writes are offered, helpers. */
+const ctx = {
+  rpc: null,
+  readOnly: false,
+  live: true,
+  needsYou: 0,
+  onNeeds: new Set(),
+  onEvent: new Set(),
+  refreshNeeds: () => refreshNeeds(),
+  /** Runs `f` after every reconnection until the view goes; returns the undo. */
+  onUp(f) {
+    const rpc = ctx.rpc;
+    rpc.addEventListener("up", f);
+    return () => rpc.removeEventListener("up", f);
+  },
+  /** Runs `f(kind, event)` on every server event until the view goes. */
+  onEvents(f) {
+    ctx.onEvent.add(f);
+    return () => ctx.onEvent.delete(f);
+  },
+};
+
+let teardown = null;
+
+function signIn(token, profile) {
+  localStorage.setItem(TOKEN_KEY, token);
+  localStorage.setItem(PROFILE_KEY, profile || "console");
+  start();
+}
+
+function signOut() {
+  localStorage.removeItem(TOKEN_KEY);
+  localStorage.removeItem(PROFILE_KEY);
+  if (ctx.rpc) ctx.rpc.stop();
+  ctx.rpc = null;
+  showSignIn();
+}
+
+function showSignIn(message, code) {
+  document.body.dataset.signedIn = "no";
+  put(header, h("span", { class: "brand" }, "warren"));
+  const codeInput = h("input", {
+    id: "pair-code",
+    name: "code",
+    autocomplete: "one-time-code",
+    inputmode: "text",
+    placeholder: "ABCD-EFGH",
+    required: true,
+  });
+  if (code) codeInput.value = code;
+  const tokenInput = h("textarea", { id: "paste-token", name: "token", rows: 3, placeholder: "a token (warren token mint ...)" });
+  const status = h("div", { class: "status-line" }, message ? errorLine(new Error(message)) : null);
+  const pair = async (ev) => {
+    if (ev) ev.preventDefault();
+    put(status, "pairing...");
+    try {
+      const r = await callOnce("session.pair", { code: codeInput.value.trim() });
+      signIn(r.token, r.profile);
+    } catch (e) {
+      put(status, errorLine(e));
+    }
+  };
+  put(
+    main,
+    h(
+      "section",
+      { class: "card signin" },
+      h("h1", {}, "Sign in to this node"),
+      h("p", {}, "On the node's machine run ", h("code", {}, "warren console pair"), " and type the code it prints (valid 60 s, once)."),
+      h("form", { id: "pair-form", onsubmit: pair }, h("label", { for: "pair-code" }, "Pairing code"), codeInput, h("button", { type: "submit", id: "pair-button", class: "primary" }, "Pair")),
+      h(
+        "form",
+        {
+          id: "token-form",
+          onsubmit: (ev) => {
+            ev.preventDefault();
+            const t = tokenInput.value.trim();
+            if (t) signIn(t, "pasted");
+          },
+        },
+        h("label", { for: "paste-token" }, "Or paste a token"),
+        tokenInput,
+        h("button", { type: "submit" }, "Use token"),
+      ),
+      status,
+    ),
+  );
+  if (code) pair();
+}
+
+function navLink(href, label, id) {
+  return h("a", { href, id, class: "nav" }, label);
+}
+
+function showHeader() {
+  const state = h("span", { id: "conn-state", class: "pill connecting", role: "status" }, "connecting");
+  const needs = h("a", { href: "#/holds", id: "needs-you", class: "pill needs hidden" }, "");
+  put(
+    header,
+    h("a", { href: "#/fleet", class: "brand" }, "warren"),
+    h("nav", {}, navLink("#/fleet", "Fleet", "nav-fleet"), navLink("#/holds", "Holds", "nav-holds"), navLink("#/monitors", "Monitors", "nav-monitors")),
+    needs,
+    state,
+    ctx.readOnly ? h("span", { class: "pill readonly", id: "read-only" }, "read-only") : null,
+    h("button", { type: "button", class: "link", id: "sign-out", onclick: signOut }, "Sign out"),
+  );
+  ctx.rpc.addEventListener("state", (ev) => {
+    state.className = `pill ${ev.detail}`;
+    state.textContent = ev.detail;
+    document.body.dataset.conn = ev.detail;
+    if (ev.detail === "signed-out") showSignIn("The node refused the stored token: pair again.");
+  });
+  ctx.onNeeds.add((n) => {
+    needs.textContent = `${n} need${n === 1 ? "s" : ""} you`;
+    needs.classList.toggle("hidden", n === 0);
+  });
+}
+
+/** Holds waiting for a human: the count in the title and the header. */
+async function refreshNeeds() {
+  if (!ctx.rpc) return;
+  try {
+    const r = await ctx.rpc.call("supervision.holds", {});
+    setNeeds(r.holds.length);
+  } catch {
+    /* offline: the next "up" refreshes */
+  }
+}
+
+function setNeeds(n) {
+  ctx.needsYou = n;
+  document.title = n > 0 ? `(${n}) warren` : "warren";
+  for (const f of ctx.onNeeds) f(n);
+}
+
+function route() {
+  if (!ctx.rpc) return;
+  if (teardown) teardown();
+  teardown = null;
+  const [, view, ...rest] = (location.hash || "#/fleet").split("/");
+  const arg = rest.map(decodeURIComponent).join("/");
+  document.body.dataset.view = view || "fleet";
+  for (const a of header.querySelectorAll("a.nav")) a.classList.toggle("active", a.getAttribute("href") === `#/${view}`);
+  const views = { fleet: fleetView, agent: agentView, conv: conversationView, holds: holdsView, monitors: monitorsView };
+  const render = views[view] || fleetView;
+  main.replaceChildren();
+  teardown = render(main, ctx, arg) || null;
+}
+
+function start() {
+  const token = localStorage.getItem(TOKEN_KEY);
+  if (!token) return showSignIn();
+  const profile = localStorage.getItem(PROFILE_KEY) || "console";
+  ctx.readOnly = profile.startsWith("companion");
+  // A companion's token has no events.subscribe nor terminal.subscribe: its
+  // views poll instead.
+  ctx.live = !ctx.readOnly;
+  ctx.actions = profile === "companion_actions";
+  document.body.dataset.signedIn = "yes";
+  document.body.dataset.readOnly = ctx.readOnly ? "yes" : "no";
+  ctx.rpc = new Rpc(token);
+  ctx.onNeeds = new Set();
+  ctx.onEvent = new Set();
+  showHeader();
+  let first = true;
+  let poll = null;
+  ctx.rpc.addEventListener("up", async () => {
+    refreshNeeds();
+    if (first) {
+      first = false;
+      route();
+    }
+    let subscribed = false;
+    if (ctx.live) {
+      try {
+        await ctx.rpc.subscribe("events.subscribe", {}, (method, params) => {
+          if (method.startsWith("event.supervision") || method === "event.monitor.tripped") refreshNeeds();
+          for (const f of ctx.onEvent) f(method, params.event);
+        });
+        subscribed = true;
+      } catch {
+        subscribed = false;
+      }
+    }
+    if (!subscribed && !poll) poll = setInterval(refreshNeeds, 5000);
+  });
+  ctx.rpc.start();
+}
+
+window.addEventListener("hashchange", route);
+
+// A pairing QR opens the console with the code in the fragment (never sent
+// to the server); it is taken out of the address bar at once.
+const frag = new URLSearchParams(location.hash.slice(1));
+const code = frag.get("pair");
+if (code) {
+  history.replaceState(null, "", location.pathname + "#/fleet");
+  showSignIn(null, code);
+} else {
+  start();
+}

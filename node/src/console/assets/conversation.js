@@ -1,0 +1,152 @@
+// One conversation: its live terminal (the node's own screen, re-fetched
+// when terminal.data says it changed, or polled for a companion), the atomic
+// send box, the attributed transcript (resumed from its cursor after a
+// reconnection; monitor advice marked), and pause / continue / terminate.
+
+import { h, put, ago, errorLine, action } from "./dom.js";
+
+const MAX_EVENTS = 2000;
+
+export function conversationView(main, ctx, id) {
+  let alive = true;
+  let conv = null;
+  let nextSeq = 1;
+  let termSub = null;
+  let transcriptSub = null;
+  let fetching = false;
+  let again = false;
+
+  const title = h("h1", {}, h("code", {}, id));
+  const meta = h("div", { class: "row", id: "conv-meta" });
+  const controls = h("div", { class: "row actions", id: "conv-controls" });
+  const term = h("pre", { id: "terminal", class: "terminal", "aria-label": "terminal", tabindex: "0" });
+  const termState = h("div", { class: "muted small", id: "terminal-state" });
+  const events = h("ol", { id: "transcript", class: "transcript" });
+  const sendStatus = h("div", { class: "status-line", id: "send-status" });
+  const text = h("textarea", { id: "send-text", name: "text", rows: 2, placeholder: "Message (Enter sends, Shift+Enter a new line)", autocapitalize: "sentences" });
+  const form = h("form", { id: "send-form", class: "send" }, text, h("button", { type: "submit", class: "primary big", id: "send-button" }, "Send"));
+  const send = async (ev) => {
+    if (ev) ev.preventDefault();
+    const t = text.value;
+    if (!t.trim()) return;
+    put(sendStatus, "sending...");
+    try {
+      await ctx.rpc.call("conversation.sendMessage", { conversation: id, text: t });
+      text.value = "";
+      put(sendStatus, "delivered");
+    } catch (e) {
+      put(sendStatus, errorLine(e));
+    }
+  };
+  form.addEventListener("submit", send);
+  text.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) send(ev);
+  });
+
+  put(
+    main,
+    h("p", {}, h("a", { href: "#/fleet" }, "← Fleet"), " ", h("span", { id: "agent-link" })),
+    title,
+    meta,
+    controls,
+    h("section", { class: "split" }, h("div", { class: "pane" }, h("h2", {}, "Terminal"), term, termState, ctx.readOnly ? null : form, sendStatus), h("div", { class: "pane" }, h("h2", {}, "Transcript"), events)),
+  );
+
+  let shown = "";
+  const showConv = (c) => {
+    conv = c;
+    const key = JSON.stringify([c.state, c.status, c.pause_reason]);
+    if (key === shown) return;
+    shown = key;
+    put(document.getElementById("agent-link") || h("span"), h("a", { href: `#/agent/${encodeURIComponent(c.agent)}` }, c.agent));
+    put(meta, h("span", { class: "badge" }, c.state), h("span", { class: `badge ${c.status.toLowerCase()}`, id: "conv-status" }, c.status), h("span", { class: "muted small" }, `started ${ago(c.created_at)}`), c.pause_reason ? h("span", { class: "muted small" }, c.pause_reason) : null);
+    if (ctx.readOnly) return put(controls);
+    const liveNow = c.state === "active" || c.state === "starting";
+    put(
+      controls,
+      liveNow ? action("Pause", () => control("conversation.pause"), "big") : null,
+      c.state === "paused" ? action("Continue", () => control("conversation.continue"), "primary big") : null,
+      c.state !== "archived" ? action("Terminate", () => control("conversation.terminate"), "danger big") : null,
+    );
+  };
+  const control = async (method) => {
+    const r = await ctx.rpc.call(method, { conversation: id });
+    showConv(r.conversation);
+    subscribeTerminal();
+  };
+
+  const refreshScreen = async () => {
+    if (fetching) {
+      again = true;
+      return;
+    }
+    fetching = true;
+    try {
+      do {
+        again = false;
+        const s = await ctx.rpc.call("conversation.screen", { conversation: id });
+        if (!alive) return;
+        term.textContent = s.lines.join("\n");
+        put(termState, `${s.cols}×${s.rows} · ${s.status}`);
+      } while (again && alive);
+    } catch (e) {
+      if (e.code !== "offline") put(termState, e.message);
+    } finally {
+      fetching = false;
+    }
+  };
+
+  const addEvent = (e) => {
+    if (e.seq < nextSeq) return;
+    nextSeq = e.seq + 1;
+    const monitor = e.speaker.startsWith("monitor:");
+    const who = monitor ? `advice from monitor ${e.speaker.slice(8)}` : e.speaker;
+    events.append(h("li", { class: `ev speaker-${monitor ? "monitor" : e.speaker} kind-${e.kind}`, "data-seq": e.seq }, h("span", { class: "who" }, who), h("span", { class: "muted small" }, new Date(e.ts).toLocaleTimeString()), h("div", { class: "text" }, e.text)));
+    while (events.childElementCount > MAX_EVENTS) events.firstElementChild.remove();
+    events.lastElementChild.scrollIntoView({ block: "nearest" });
+  };
+
+  const subscribeTerminal = async () => {
+    if (!ctx.live || !conv || (conv.state !== "active" && conv.state !== "starting")) return;
+    ctx.rpc.cancel(termSub);
+    try {
+      termSub = await ctx.rpc.subscribe("terminal.subscribe", { conversation: id }, () => refreshScreen());
+    } catch {
+      termSub = null;
+    }
+  };
+
+  // On every (re)connection: a fresh screen, the transcript from its cursor.
+  const up = async () => {
+    try {
+      const c = await ctx.rpc.call("conversation.get", { conversation: id });
+      if (!alive) return;
+      showConv(c.conversation);
+      await refreshScreen();
+      await subscribeTerminal();
+      transcriptSub = await ctx.rpc.subscribe("transcript.subscribe", { conversation: id, from_seq: nextSeq }, (_m, p) => p.event && addEvent(p.event));
+    } catch (e) {
+      if (alive && e.code !== "offline") main.append(errorLine(e));
+    }
+  };
+  up();
+  const undoUp = ctx.onUp(up);
+  // State and status are not pushed: a light poll, and the screen for a
+  // companion (which may not subscribe to raw terminal bytes).
+  const timer = setInterval(async () => {
+    try {
+      const c = await ctx.rpc.call("conversation.get", { conversation: id });
+      if (alive) showConv(c.conversation);
+      if (!termSub) refreshScreen();
+    } catch {
+      /* offline: "up" redoes it */
+    }
+  }, ctx.live ? 2000 : 1000);
+  return () => {
+    alive = false;
+    clearInterval(timer);
+    undoUp();
+    ctx.rpc.cancel(termSub);
+    ctx.rpc.cancel(transcriptSub);
+  };
+}

@@ -1,0 +1,300 @@
+// The console's views over the public API: the fleet at a glance, one agent
+// (definition, grants, conversations, its supervision panel, read-only
+// here since supervision.set is local-only), the holds inbox, and monitors.
+
+import { h, put, ago, errorLine, action } from "./dom.js";
+
+/** Order of agents on the fleet view: who needs you first. */
+const STATE_ORDER = ["needs-you", "busy", "idle", "paused", "none"];
+
+/** Loads a view now, after each reconnection, and when `kinds` events come. */
+function live(el, ctx, load, kinds, everyMs) {
+  let alive = true;
+  let last = null;
+  const run = async () => {
+    if (!alive) return;
+    try {
+      const kids = await load();
+      // Unchanged content is left alone (a tap in progress keeps its target).
+      const html = new XMLSerializer().serializeToString(h("div", {}, kids));
+      if (alive && html !== last) {
+        last = html;
+        put(el, kids);
+      }
+    } catch (e) {
+      if (alive && e.code !== "offline") put(el, errorLine(e));
+    }
+  };
+  run();
+  const undo = [ctx.onUp(run), ctx.onEvents((kind) => (!kinds || kinds.some((k) => kind.startsWith(k))) && run())];
+  // Conversations' states are not events yet (and a companion gets no
+  // events at all): poll as a backstop.
+  const timer = setInterval(run, everyMs || (ctx.live ? 5000 : 3000));
+  return () => {
+    alive = false;
+    clearInterval(timer);
+    for (const u of undo) u();
+  };
+}
+
+/** The state an agent shows in: needs-you, busy, idle, paused or none. */
+export function agentState(agent, conversations, holds) {
+  if (holds.some((x) => x.agent === agent.name)) return "needs-you";
+  const mine = conversations.filter((c) => c.agent === agent.name && c.state !== "archived");
+  const live = mine.find((c) => c.state === "active" || c.state === "starting");
+  if (live) {
+    if (live.status === "DIALOG") return "needs-you";
+    return live.status === "BUSY" ? "busy" : "idle";
+  }
+  return mine.some((c) => c.state === "paused") ? "paused" : "none";
+}
+
+function badge(state) {
+  return h("span", { class: `badge ${state}` }, state.replace("-", " "));
+}
+
+export function fleetView(main, ctx) {
+  const body = h("div", { id: "fleet" }, h("p", { class: "muted" }, "loading..."));
+  put(main, h("h1", {}, "Fleet"), body, ctx.readOnly ? null : createAgentForm(ctx));
+  return live(
+    body,
+    ctx,
+    async () => {
+      const [nodes, agents, convs, holds, monitors] = await Promise.all([
+        ctx.rpc.call("fleet.nodes", {}),
+        ctx.rpc.call("agent.list", {}),
+        ctx.rpc.call("conversation.list", {}),
+        ctx.rpc.call("supervision.holds", {}),
+        ctx.rpc.call("monitor.list", {}).catch(() => ({ attachments: [] })),
+      ]);
+      const rows = agents.agents
+        .filter((a) => !a.archived)
+        .map((a) => ({ a, state: agentState(a, convs.conversations, holds.holds) }))
+        .sort((x, y) => STATE_ORDER.indexOf(x.state) - STATE_ORDER.indexOf(y.state) || x.a.name.localeCompare(y.a.name));
+      const tripped = monitors.attachments.filter((m) => m.state === "tripped");
+      return [
+        h(
+          "section",
+          { class: "summary" },
+          h("a", { href: "#/holds", class: `tile ${holds.holds.length ? "alert" : ""}`, id: "holds-waiting" }, h("b", {}, holds.holds.length), " holds waiting"),
+          h("a", { href: "#/monitors", class: `tile ${tripped.length ? "alert" : ""}`, id: "tripped-breakers" }, h("b", {}, tripped.length), " tripped breakers"),
+        ),
+        h("h2", {}, "Nodes"),
+        h(
+          "ul",
+          { class: "cards", id: "nodes" },
+          nodes.nodes.map((n) =>
+            h(
+              "li",
+              { class: `card node ${n.healthy ? "healthy" : "unhealthy"}`, "data-node": n.name || n.node_id },
+              h("div", { class: "row" }, h("b", {}, n.name || n.node_id), n.self ? h("span", { class: "muted" }, " (this node)") : null, h("span", { class: `dot ${n.healthy ? "ok" : "bad"}`, title: n.healthy ? "healthy" : "unhealthy" })),
+              h("div", { class: "muted small" }, n.endpoint || "no endpoint", " · v", n.version || "?"),
+              h("div", { class: "small" }, `${n.agents ?? "?"} agents · ${n.live_conversations ?? "?"} live`, n.self ? "" : ` · seen ${ago(n.last_seen)}`),
+            ),
+          ),
+        ),
+        h("h2", {}, "Agents"),
+        rows.length
+          ? h(
+              "ul",
+              { class: "list", id: "agents" },
+              rows.map(({ a, state }) =>
+                h("li", { "data-agent": a.name, "data-state": state }, h("a", { href: `#/agent/${encodeURIComponent(a.name)}`, class: "row big" }, h("b", {}, a.name), h("span", { class: "muted" }, a.harness), badge(state))),
+              ),
+            )
+          : h("p", { class: "muted", id: "agents" }, "No agents yet."),
+      ];
+    },
+    ["event.fleet", "event.supervision", "event.monitor"],
+  );
+}
+
+function createAgentForm(ctx) {
+  const name = h("input", { id: "new-agent-name", name: "name", required: true, pattern: "[a-z0-9][a-z0-9_-]*", placeholder: "name", autocapitalize: "off" });
+  const harness = h("input", { id: "new-agent-harness", name: "harness", required: true, value: "fake", autocapitalize: "off" });
+  const status = h("div", { class: "status-line" });
+  const submit = async (ev) => {
+    ev.preventDefault();
+    put(status, "creating...");
+    try {
+      const r = await ctx.rpc.call("agent.create", { name: name.value.trim(), harness: harness.value.trim() });
+      location.hash = `#/agent/${encodeURIComponent(r.agent.name)}`;
+    } catch (e) {
+      put(status, errorLine(e));
+    }
+  };
+  return h(
+    "details",
+    { class: "card" },
+    h("summary", { id: "new-agent" }, "New agent"),
+    h("form", { id: "new-agent-form", onsubmit: submit }, h("label", { for: "new-agent-name" }, "Name"), name, h("label", { for: "new-agent-harness" }, "Harness"), harness, h("button", { type: "submit", class: "primary", id: "create-agent" }, "Create"), status),
+  );
+}
+
+function table(headers, rows) {
+  return h("table", {}, h("thead", {}, h("tr", {}, headers.map((x) => h("th", {}, x)))), h("tbody", {}, rows));
+}
+
+export function agentView(main, ctx, name) {
+  const body = h("div", { id: "agent" }, h("p", { class: "muted" }, "loading..."));
+  const activity = h("ol", { class: "log", id: "activity" });
+  put(main, h("p", {}, h("a", { href: "#/fleet" }, "← Fleet")), h("h1", {}, name), body, h("h2", {}, "Supervision activity"), activity);
+  const stop = live(body, ctx, async () => {
+    const [agent, convs, sup] = await Promise.all([
+      ctx.rpc.call("agent.get", { agent: name }),
+      ctx.rpc.call("conversation.list", { agent: name }),
+      ctx.rpc.call("supervision.get", { agent: name }).catch((e) => ({ error: e })),
+    ]);
+    const a = agent.agent;
+    const g = a.grants || {};
+    const liveConv = convs.conversations.find((c) => c.state === "active" || c.state === "starting");
+    return [
+      h(
+        "section",
+        { class: "card" },
+        h("dl", {}, h("dt", {}, "Harness"), h("dd", {}, a.harness), h("dt", {}, "Model"), h("dd", {}, a.model || "default"), h("dt", {}, "Persona"), h("dd", {}, a.persona || "none"), h("dt", {}, "Created"), h("dd", {}, ago(a.created_at))),
+        h("h3", {}, "Grants"),
+        h("dl", {}, h("dt", {}, "Tools"), h("dd", {}, (g.tools || []).join(", ") || "none"), h("dt", {}, "Peers"), h("dd", {}, Array.isArray(g.peers) ? g.peers.join(", ") : g.peers || "none"), h("dt", {}, "Recall"), h("dd", {}, g.recall ? "yes" : "no"), h("dt", {}, "Egress"), h("dd", {}, (g.egress || []).join(", ") || "none")),
+      ),
+      h("h2", {}, "Conversations"),
+      ctx.readOnly || liveConv
+        ? null
+        : action(
+            "Start conversation",
+            async () => {
+              const r = await ctx.rpc.call("conversation.start", { agent: name });
+              location.hash = `#/conv/${encodeURIComponent(r.conversation.id)}`;
+            },
+            "primary big",
+          ),
+      h(
+        "ul",
+        { class: "list", id: "conversations" },
+        convs.conversations
+          .slice()
+          .sort((x, y) => y.created_at - x.created_at)
+          .map((c) => h("li", {}, h("a", { href: `#/conv/${encodeURIComponent(c.id)}`, class: "row big" }, h("code", {}, c.id), h("span", {}, c.state), h("span", { class: `badge ${c.status.toLowerCase()}` }, c.status)))),
+      ),
+      h("h2", {}, "Supervision"),
+      supervisionPanel(sup),
+    ];
+  });
+  const loadActivity = async () => {
+    try {
+      const r = await ctx.rpc.call("supervision.audit", { agent: name, limit: 20 });
+      put(activity, r.entries.length ? r.entries.map(auditRow) : h("li", { class: "muted" }, "No supervision actions yet."));
+    } catch (e) {
+      if (e.code !== "offline") put(activity, errorLine(e));
+    }
+  };
+  loadActivity();
+  const undo = [ctx.onUp(loadActivity), ctx.onEvents((kind, ev) => kind === "event.supervision.acted" && (!ev || !ev.agent || ev.agent === name) && loadActivity())];
+  return () => {
+    stop();
+    for (const u of undo) u();
+  };
+}
+
+function auditRow(e) {
+  return h("li", {}, h("span", { class: "muted small" }, ago(e.at)), " ", h("b", {}, e.trigger), " ", e.decision, " ", e.dialog_class ? h("code", {}, e.dialog_class) : null, " ", h("span", { class: `badge ${e.outcome}` }, e.outcome), e.subject ? h("div", { class: "small" }, e.subject) : null);
+}
+
+/** The class grid: default vs this agent's override, read-only here. */
+function supervisionPanel(sup) {
+  if (sup.error) return errorLine(sup.error);
+  const defaults = (sup.defaults && sup.defaults.classes) || {};
+  const over = (sup.agent && sup.agent.classes) || {};
+  const eff = sup.effective || {};
+  const effClasses = eff.classes || defaults;
+  const rows = Object.keys(defaults).map((c) =>
+    h("tr", { class: over[c] ? "overridden" : "" }, h("td", {}, c), h("td", {}, defaults[c]), h("td", {}, over[c] ? h("span", { class: "dot-mark", title: "overridden" }, over[c]) : "·"), h("td", {}, effClasses[c])),
+  );
+  return h(
+    "section",
+    { class: "card", id: "supervision" },
+    h("p", {}, "Supervision: ", h("b", {}, eff.enabled ? "on" : "off"), sup.defaults && !sup.defaults.enabled ? " (the master switch is off)" : "", " · mail ", eff.mail_mode || sup.defaults?.mail_mode || "?", " · stall ", String(eff.stall_mins ?? sup.defaults?.stall_mins ?? "?"), " min"),
+    table(["class", "default", "override", "effective"], rows),
+    h("p", { class: "muted small" }, "Changing policy is local-only: ", h("code", {}, "warren supervision set"), " on the node."),
+  );
+}
+
+export function holdsView(main, ctx) {
+  const body = h("div", { id: "holds" }, h("p", { class: "muted" }, "loading..."));
+  put(main, h("h1", {}, "Holds"), body);
+  return live(
+    body,
+    ctx,
+    async () => {
+      const r = await ctx.rpc.call("supervision.holds", {});
+      if (!r.holds.length) return h("p", { class: "muted", id: "no-holds" }, "Nothing is waiting for you.");
+      const canAnswer = !ctx.readOnly || ctx.actions;
+      return h(
+        "ul",
+        { class: "cards" },
+        r.holds.map((x) =>
+          h(
+            "li",
+            { class: "card hold", "data-hold": x.id },
+            h("div", { class: "row" }, h("b", {}, x.agent), h("code", {}, x.dialog_class), h("span", { class: "muted small" }, ago(x.since))),
+            h("pre", { class: "subject" }, x.summary),
+            x.options && x.options.length ? h("div", { class: "muted small" }, x.options.join(" | ")) : null,
+            canAnswer
+              ? h(
+                  "div",
+                  { class: "row actions" },
+                  action("Approve", () => answer(ctx, x.id, "approve"), "primary big approve"),
+                  action("Deny", () => answer(ctx, x.id, "deny"), "danger big deny"),
+                )
+              : null,
+            h("a", { href: `#/conv/${encodeURIComponent(x.conversation)}` }, "open the conversation"),
+          ),
+        ),
+      );
+    },
+    ["event.supervision"],
+  );
+}
+
+async function answer(ctx, hold, decision) {
+  await ctx.rpc.call("supervision.answer", { hold, decision });
+  ctx.refreshNeeds();
+  location.hash = "#/holds";
+  window.dispatchEvent(new HashChangeEvent("hashchange"));
+}
+
+export function monitorsView(main, ctx) {
+  const body = h("div", { id: "monitors" }, h("p", { class: "muted" }, "loading..."));
+  put(main, h("h1", {}, "Monitors"), body);
+  return live(
+    body,
+    ctx,
+    async () => {
+      const r = await ctx.rpc.call("monitor.list", {});
+      if (!r.attachments.length) return h("p", { class: "muted" }, "No monitors are attached.");
+      return h(
+        "ul",
+        { class: "cards" },
+        r.attachments.map((m) =>
+          h(
+            "li",
+            { class: `card monitor ${m.state}`, "data-attachment": m.id },
+            h("div", { class: "row" }, h("b", {}, m.monitor), " watches ", h("b", {}, m.target.agent || m.target.conversation), h("span", { class: `badge ${m.state}` }, m.state)),
+            h("div", { class: "small" }, "keywords: ", (m.trigger.keywords || []).map((k) => k.text).join(", "), m.inject ? " · advises" : " · watch only"),
+            h("div", { class: "small muted" }, `cycles ${m.cycles}`, m.tripped_at ? ` · tripped ${ago(m.tripped_at)}` : ""),
+            m.state === "tripped" && !ctx.readOnly
+              ? action(
+                  "Re-arm",
+                  async () => {
+                    await ctx.rpc.call("monitor.rearm", { attachment: m.id });
+                    window.dispatchEvent(new HashChangeEvent("hashchange"));
+                  },
+                  "primary big rearm",
+                )
+              : null,
+          ),
+        ),
+      );
+    },
+    ["event.monitor"],
+  );
+}

@@ -1,0 +1,310 @@
+//! The web console's HTTP side on a real node, over real HTTP: the browser
+//! guard (a foreign Origin's upgrade and an unlisted Host get 403, a request
+//! through a proxy is not local, `/healthz` stays open), the security headers
+//! on every page, the embedded assets, and pairing (a one-time code from
+//! `warren console pair` for a token, once; a companion's writes refused).
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+use warren::client::{CallError, Client, Target};
+
+/// `127.0.0.1:PORT` of a node.
+fn authority(node: &TestNode) -> String {
+    let url = node.target().url;
+    let rest = url.strip_prefix("ws://").expect("ws url");
+    rest.split('/').next().expect("authority").to_string()
+}
+
+/// One HTTP/1.1 request with exactly these headers; the status, the header
+/// block (lowercased names) and the body. An answer that upgrades is read up
+/// to its header block.
+fn http(addr: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    let mut req = format!("GET {path} HTTP/1.1\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("Connection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).expect("write");
+    let mut buf = vec![];
+    let mut chunk = [0u8; 8192];
+    loop {
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) => panic!("read: {e}"),
+        }
+        let text = String::from_utf8_lossy(&buf);
+        if text.starts_with("HTTP/1.1 101") && text.contains("\r\n\r\n") {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&buf).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a header block");
+    let status: u16 = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("status");
+    (status, head.to_ascii_lowercase(), body.to_string())
+}
+
+fn upgrade_headers<'a>(host: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut h = vec![
+        ("Host", host),
+        ("Upgrade", "websocket"),
+        ("Connection", "Upgrade"),
+        ("Sec-WebSocket-Version", "13"),
+        ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+    ];
+    h.extend_from_slice(extra);
+    h
+}
+
+fn assert_security_headers(head: &str, what: &str) {
+    assert!(
+        head.contains("content-security-policy: default-src 'self';"),
+        "{what}: no CSP in\n{head}"
+    );
+    assert!(head.contains("frame-ancestors 'none'"), "{what}: {head}");
+    assert!(
+        !head.contains("unsafe-inline") && !head.contains("unsafe-eval"),
+        "{what}: {head}"
+    );
+    assert!(head.contains("referrer-policy: no-referrer"), "{what}: {head}");
+    assert!(head.contains("x-content-type-options: nosniff"), "{what}: {head}");
+}
+
+#[test]
+fn the_guard_refuses_foreign_origins_and_hosts_and_every_page_is_locked_down() {
+    let node = TestNode::start_with_config("[console]\nhosts = [\"warren.example\"]\n");
+    let addr = authority(&node);
+    let port = addr.rsplit(':').next().expect("port").to_string();
+    let own_origin = format!("http://{addr}");
+
+    // The page and its assets, from the node's own address.
+    let (status, head, body) = http(&addr, "/", &[("Host", &addr)]);
+    assert_eq!(status, 200, "{head}");
+    assert!(head.contains("content-type: text/html"), "{head}");
+    assert!(
+        body.contains("<script type=\"module\" src=\"/assets/app.js\">"),
+        "{body}"
+    );
+    assert_security_headers(&head, "GET /");
+    for asset in ["app.js", "rpc.js", "views.js", "conversation.js", "dom.js", "app.css"] {
+        let (status, head, body) = http(&addr, &format!("/assets/{asset}"), &[("Host", &addr)]);
+        assert_eq!(status, 200, "{asset}: {head}");
+        assert!(!body.is_empty(), "{asset} is empty");
+        assert_security_headers(&head, asset);
+    }
+    let (status, _, _) = http(&addr, "/assets/../warren.db", &[("Host", &addr)]);
+    assert_ne!(status, 200, "a path outside the assets");
+    let (status, _, _) = http(&addr, "/assets/nope.js", &[("Host", &addr)]);
+    assert_eq!(status, 404);
+
+    // Loopback names with the node's port, and the configured name, pass.
+    for host in [
+        format!("localhost:{port}"),
+        format!("[::1]:{port}"),
+        "warren.example".into(),
+    ] {
+        let (status, head, _) = http(&addr, "/", &[("Host", &host)]);
+        assert_eq!(status, 200, "{host}: {head}");
+    }
+
+    // DNS rebinding: a name that is not the node's gets 403, pages and
+    // upgrades alike, with the headers on the refusal too.
+    for host in [
+        "evil.example".to_string(),
+        format!("evil.example:{port}"),
+        format!("localhost:{}", 1),
+    ] {
+        let (status, head, body) = http(&addr, "/", &[("Host", &host)]);
+        assert_eq!(status, 403, "{host}: {head}");
+        assert!(body.contains("not allowed"), "{body}");
+        assert_security_headers(&head, "a 403");
+        let (status, _, _) = http(&addr, "/v1/ws", &upgrade_headers(&host, &[]));
+        assert_eq!(status, 403, "upgrade with Host {host}");
+    }
+
+    // Cross-site WebSocket hijacking: a foreign Origin's upgrade is refused;
+    // the node's own origin and no Origin at all (the CLI) upgrade.
+    for origin in ["https://evil.example", "null", "http://localhost:1"] {
+        let (status, _, body) = http(&addr, "/v1/ws", &upgrade_headers(&addr, &[("Origin", origin)]));
+        assert_eq!(status, 403, "Origin {origin}");
+        assert!(body.contains("Origin"), "{body}");
+    }
+    let (status, head, _) = http(&addr, "/v1/ws", &upgrade_headers(&addr, &[("Origin", &own_origin)]));
+    assert_eq!(status, 101, "own origin: {head}");
+    let (status, head, _) = http(&addr, "/v1/ws", &upgrade_headers(&addr, &[]));
+    assert_eq!(status, 101, "no origin: {head}");
+
+    // Through a local proxy the loopback name proves nothing.
+    for fwd in [
+        ("X-Forwarded-For", "203.0.113.9"),
+        ("Forwarded", "for=203.0.113.9"),
+        ("X-Forwarded-Host", "evil.example"),
+    ] {
+        let (status, _, _) = http(&addr, "/", &[("Host", &addr), fwd]);
+        assert_eq!(status, 403, "proxied with {fwd:?}");
+    }
+    let (status, _, _) = http(
+        &addr,
+        "/",
+        &[("Host", "warren.example"), ("X-Forwarded-Host", "warren.example")],
+    );
+    assert_eq!(status, 200, "the configured name through a proxy");
+
+    // Probes name the node any way they like.
+    let (status, _, body) = http(&addr, "/healthz", &[("Host", "10.9.8.7")]);
+    assert_eq!((status, body.trim()), (200, "ok"));
+}
+
+async fn anonymous(node: &TestNode) -> Client {
+    Client::connect(&Target {
+        url: node.target().url,
+        token: None,
+    })
+    .await
+    .expect("connect without a token")
+}
+
+async fn rpc(c: &mut Client, method: &str, params: Value) -> Result<Value, console_api::RpcError> {
+    match c.call(method, params).await {
+        Ok(v) => Ok(v),
+        Err(CallError::Rpc(e)) => Err(e),
+        Err(e) => panic!("{method}: transport error {e}"),
+    }
+}
+
+/// `warren console pair ARGS --json` on the node's data dir.
+fn pair_code(node: &TestNode, args: &[&str]) -> Value {
+    let mut all = vec!["console", "pair", "--json"];
+    all.extend_from_slice(args);
+    let (code, out, err) = warren(&all, &node.path());
+    assert_eq!(code, 0, "warren console pair: {err}");
+    serde_json::from_str(&out).expect("json")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pairing_code_is_a_token_once_and_a_companion_only_reads() {
+    let node = TestNode::start();
+    let mut admin = node.client().await;
+    let conv = agent_with_conversation(&mut admin, "alice").await;
+
+    // The human form: URL, code and a QR code.
+    let (code, out, err) = warren(&["console", "pair"], &node.path());
+    assert_eq!(code, 0, "{err}");
+    let console_url = format!("http://{}/", authority(&node));
+    assert!(out.contains(&format!("console: {console_url}")), "{out}");
+    assert!(out.contains('█') || out.contains('▀'), "no QR code in:\n{out}");
+
+    // A code works once, without any token.
+    let p = pair_code(&node, &[]);
+    assert_eq!(p["url"], console_url.as_str());
+    assert_eq!(p["profile"], "console");
+    let mut anon = anonymous(&node).await;
+    let e = rpc(&mut anon, "agent.list", json!({})).await.expect_err("no token yet");
+    assert_eq!(e.code, -32001);
+    let paired = rpc(&mut anon, "session.pair", json!({ "code": p["code"] }))
+        .await
+        .expect("pair");
+    let token = paired["token"].as_str().expect("token").to_string();
+    let e = rpc(&mut anon, "session.pair", json!({ "code": p["code"] }))
+        .await
+        .expect_err("a code is single use");
+    assert_eq!(e.code, -32001, "{}", e.message);
+    assert!(e.message.contains("once"), "{}", e.message);
+    let e = rpc(&mut anon, "session.pair", json!({ "code": "0000-0000" }))
+        .await
+        .expect_err("a made-up code");
+    assert_eq!(e.code, -32001);
+    let mut full = anonymous(&node).await;
+    rpc(&mut full, "session.authenticate", json!({ "token": token }))
+        .await
+        .expect("the paired token signs in");
+    rpc(&mut full, "agent.create", json!({ "name": "bob", "harness": "fake" }))
+        .await
+        .expect("the console may create agents");
+    // Issuing codes is the local admin's alone, even with an admin token.
+    let e = rpc(&mut full, "session.pair_code", json!({}))
+        .await
+        .expect_err("remote");
+    assert_eq!(e.code, -32010, "{}", e.message);
+
+    // A companion reads, and the server refuses its writes.
+    let p = pair_code(&node, &["--companion"]);
+    assert_eq!(p["profile"], "companion");
+    let paired = rpc(&mut anon, "session.pair", json!({ "code": p["code"] }))
+        .await
+        .expect("pair a companion");
+    let mut phone = anonymous(&node).await;
+    rpc(&mut phone, "session.authenticate", json!({ "token": paired["token"] }))
+        .await
+        .expect("sign in");
+    for (method, params) in [
+        ("agent.list", json!({})),
+        ("fleet.nodes", json!({})),
+        ("conversation.screen", json!({ "conversation": conv })),
+        ("transcript.read", json!({ "conversation": conv })),
+        ("supervision.holds", json!({})),
+    ] {
+        rpc(&mut phone, method, params)
+            .await
+            .unwrap_or_else(|e| panic!("the companion reads {method}: {e}"));
+    }
+    for (method, params) in [
+        ("agent.create", json!({ "name": "mallory", "harness": "fake" })),
+        (
+            "conversation.sendMessage",
+            json!({ "conversation": conv, "text": "hi" }),
+        ),
+        ("conversation.pause", json!({ "conversation": conv })),
+        ("conversation.terminate", json!({ "conversation": conv })),
+        ("supervision.answer", json!({ "hold": "h", "decision": "approve" })),
+        ("monitor.rearm", json!({ "attachment": "a" })),
+    ] {
+        let e = rpc(&mut phone, method, params).await.expect_err(method);
+        assert_eq!(e.code, -32003, "companion {method}: {}", e.message);
+    }
+    let still = call(&mut admin, "conversation.get", json!({ "conversation": conv })).await;
+    assert_eq!(
+        still["conversation"]["state"], "active",
+        "nothing the companion sent landed"
+    );
+
+    // --with-actions adds the allowlisted actions only.
+    let p = pair_code(&node, &["--companion", "--with-actions"]);
+    assert_eq!(p["profile"], "companion_actions");
+    let paired = rpc(&mut anon, "session.pair", json!({ "code": p["code"] }))
+        .await
+        .expect("pair");
+    let mut phone = anonymous(&node).await;
+    rpc(&mut phone, "session.authenticate", json!({ "token": paired["token"] }))
+        .await
+        .expect("sign in");
+    let e = rpc(
+        &mut phone,
+        "supervision.answer",
+        json!({ "hold": "h-none", "decision": "approve" }),
+    )
+    .await
+    .expect_err("no such hold");
+    assert_eq!(e.code, -32004, "authorized, then not found: {}", e.message);
+    let e = rpc(&mut phone, "conversation.pause", json!({ "conversation": conv }))
+        .await
+        .expect_err("still no writes");
+    assert_eq!(e.code, -32003);
+
+    // No token or code reached the node's log.
+    let log = std::fs::read_to_string(node.path().join("node.log")).unwrap_or_default();
+    assert!(!log.contains(&token), "a token in the log");
+    assert!(!log.contains(p["code"].as_str().expect("code")), "a code in the log");
+}
