@@ -202,6 +202,8 @@ function start() {
 }
 
 window.addEventListener("hashchange", route);
+// What this page's connection has carried (frame text, in characters).
+window.warrenStats = () => ({ in: ctx.rpc ? ctx.rpc.bytesIn : 0, out: ctx.rpc ? ctx.rpc.bytesOut : 0 });
 
 // A pairing QR opens the console with the code in the fragment (never sent
 // to the server); it is taken out of the address bar at once.

@@ -86,7 +86,10 @@ export function conversationView(main, ctx, id) {
         again = false;
         const s = await ctx.rpc.call("conversation.screen", { conversation: id });
         if (!alive) return;
-        term.textContent = s.lines.join("\n");
+        // Blank rows below the cursor are left out (a phone shows more).
+        let n = s.lines.length;
+        while (n > 0 && !s.lines[n - 1].trim() && n - 1 > s.cursor[0]) n--;
+        term.textContent = s.lines.slice(0, n).join("\n");
         put(termState, `${s.cols}×${s.rows} · ${s.status}`);
       } while (again && alive);
     } catch (e) {
@@ -103,7 +106,7 @@ export function conversationView(main, ctx, id) {
     const who = monitor ? `advice from monitor ${e.speaker.slice(8)}` : e.speaker;
     events.append(h("li", { class: `ev speaker-${monitor ? "monitor" : e.speaker} kind-${e.kind}`, "data-seq": e.seq }, h("span", { class: "who" }, who), h("span", { class: "muted small" }, new Date(e.ts).toLocaleTimeString()), h("div", { class: "text" }, e.text)));
     while (events.childElementCount > MAX_EVENTS) events.firstElementChild.remove();
-    events.lastElementChild.scrollIntoView({ block: "nearest" });
+    events.scrollTop = events.scrollHeight;
   };
 
   const subscribeTerminal = async () => {

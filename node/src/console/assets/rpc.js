@@ -56,6 +56,8 @@ export class Rpc extends EventTarget {
     this.stopped = false;
     this.ws = null;
     this.reconnects = 0;
+    this.bytesIn = 0;
+    this.bytesOut = 0;
   }
 
   start() {
@@ -92,7 +94,10 @@ export class Rpc extends EventTarget {
       this.setState("online");
       this.dispatchEvent(new Event("up"));
     };
-    ws.onmessage = (m) => this.receive(m.data);
+    ws.onmessage = (m) => {
+      this.bytesIn += m.data.length;
+      this.receive(m.data);
+    };
     ws.onclose = () => {
       if (this.ws !== ws) return;
       this.ws = null;
@@ -139,7 +144,9 @@ export class Rpc extends EventTarget {
         reject(new RpcError("offline", `${method}: no answer`));
       }, CALL_TIMEOUT_MS);
       this.pending.set(id, { resolve, reject, timer });
-      ws.send(JSON.stringify({ jsonrpc: "2.0", id, method, params: params || {} }));
+      const text = JSON.stringify({ jsonrpc: "2.0", id, method, params: params || {} });
+      this.bytesOut += text.length;
+      ws.send(text);
     });
   }
 

@@ -1,0 +1,488 @@
+//! The web console in a real browser: Debian's headless Chromium driven
+//! through its chromedriver (installed by `deploy/scripts/install-browser.sh`,
+//! never downloaded) with fantoccini, at 1280x800 and 393x851. It pairs with a
+//! one-time code (the QR's link), sees the fleet view, creates an agent,
+//! starts a conversation, sends a message and sees the reply in the terminal
+//! and the transcript, answers a hold, and checks a companion sees no write
+//! controls. It measures the console's first paint (navigation to a usable
+//! fleet view) and the bytes that took, and saves screenshots under
+//! `target/browser-shots/`. A missing browser fails the test; it never skips.
+//!
+//! A slow tier of its own: `cargo test -p warren --test browser` (`.ci/run`).
+
+mod support;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+use support::*;
+
+/// The viewports of the issue: a laptop and a phone.
+const VIEWPORTS: &[(&str, u32, u32)] = &[("desktop", 1280, 800), ("phone", 393, 851)];
+
+/// chromedriver on a port of its own, stopped when dropped.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Installs Chromium and chromedriver when absent (the project's script, by
+/// apt-get); its failure fails the test.
+fn chromedriver_path() -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/scripts/install-browser.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "{} failed (the browser tests need Debian's chromium and chromium-driver): {}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    PathBuf::from(
+        stdout
+            .lines()
+            .last()
+            .expect("the script prints chromedriver's path")
+            .trim(),
+    )
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn start_driver() -> Driver {
+    let path = chromedriver_path();
+    let port = free_port();
+    let child = Command::new(&path)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {}: {e}", path.display()));
+    let driver = Driver {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "chromedriver did not listen on {port} within 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    driver
+}
+
+/// A fresh headless browser (its own profile: a cold cache, empty storage).
+async fn browser(driver: &Driver, width: u32, height: u32, profile: &Path) -> Client {
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({
+            "binary": "/usr/bin/chromium",
+            "args": [
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-dev-shm-usage",
+                "--disable-gpu",
+                "--no-first-run",
+                "--hide-scrollbars",
+                format!("--window-size={width},{height}"),
+                format!("--user-data-dir={}", profile.display()),
+            ],
+        }),
+    );
+    let c = ClientBuilder::rustls()
+        .expect("rustls connector")
+        .capabilities(caps)
+        .connect(&driver.url)
+        .await
+        .expect("a chromedriver session");
+    // The window is larger than its viewport: size it so the viewport
+    // (what a page and a screenshot see) is exactly width x height.
+    c.set_window_size(width, height).await.expect("window size");
+    let inner = c
+        .execute("return [window.innerWidth, window.innerHeight]", vec![])
+        .await
+        .expect("inner size");
+    let (iw, ih) = (
+        inner[0].as_u64().unwrap_or(0) as u32,
+        inner[1].as_u64().unwrap_or(0) as u32,
+    );
+    c.set_window_size(width + width.saturating_sub(iw), height + height.saturating_sub(ih))
+        .await
+        .expect("window size");
+    c
+}
+
+/// Runs `script` (a function body returning a value) until it returns
+/// something truthy; panics naming `what` after `within`.
+async fn wait_js(c: &Client, what: &str, within: Duration, script: &str) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
+        let v = c.execute(script, vec![]).await.unwrap_or(Value::Null);
+        let truthy = match &v {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            Value::String(s) => !s.is_empty(),
+            Value::Number(n) => n.as_f64() != Some(0.0),
+            _ => true,
+        };
+        if truthy {
+            return v;
+        }
+        if Instant::now() > deadline {
+            let body = c
+                .execute("return document.body.innerText", vec![])
+                .await
+                .unwrap_or(Value::Null);
+            panic!(
+                "timed out waiting for: {what}\nthe page says:\n{}",
+                body.as_str().unwrap_or("?")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Clicks the element `css` once it is there (re-found each try: views
+/// re-render).
+async fn click(c: &Client, css: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let ok = match c.find(Locator::Css(css)).await {
+            Ok(e) => e.click().await.is_ok(),
+            Err(_) => false,
+        };
+        if ok {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no clickable {css}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn type_into(c: &Client, css: &str, text: &str) {
+    let e = c
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css(css))
+        .await
+        .expect(css);
+    e.clear().await.expect("clear");
+    e.send_keys(text).await.expect("type");
+}
+
+fn shots_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let dir = target.join("browser-shots");
+    std::fs::create_dir_all(&dir).expect("shots dir");
+    dir
+}
+
+async fn shot(c: &Client, name: &str) -> PathBuf {
+    let png = c.screenshot().await.expect("screenshot");
+    let path = shots_dir().join(format!("{name}.png"));
+    std::fs::write(&path, png).expect("write screenshot");
+    eprintln!("screenshot: {}", path.display());
+    path
+}
+
+/// `warren console pair ARGS --json`: the link with the code in its fragment.
+fn pairing_link(node: &TestNode, args: &[&str]) -> (String, String) {
+    let mut all = vec!["console", "pair", "--json"];
+    all.extend_from_slice(args);
+    let (code, out, err) = warren(&all, &node.path());
+    assert_eq!(code, 0, "warren console pair: {err}");
+    let v: Value = serde_json::from_str(&out).expect("json");
+    let code = v["code"].as_str().expect("code").to_string();
+    (format!("{}#pair={code}", v["url"].as_str().expect("url")), code)
+}
+
+/// No URL the browser saw may carry a token.
+async fn assert_no_token_in_urls(c: &Client, tokens: &[String]) {
+    let urls = c
+        .execute(
+            "return [location.href].concat(performance.getEntries().map(e => e.name))",
+            vec![],
+        )
+        .await
+        .expect("urls");
+    for u in urls.as_array().into_iter().flatten() {
+        let u = u.as_str().unwrap_or_default();
+        for t in tokens {
+            assert!(!u.contains(t.as_str()), "a token in the URL {u}");
+        }
+    }
+    // The pairing code came in the fragment (it never reaches a server) and
+    // left the address bar at once.
+    let here = c.current_url().await.expect("url");
+    assert!(
+        !here.as_str().contains("pair="),
+        "the pairing code stayed in the address bar: {here}"
+    );
+}
+
+/// First paint of the fleet view and its bytes, from the page's own timing.
+async fn measure_fleet_paint(c: &Client, base: &str) -> (f64, u64, u64) {
+    // A new load of the page: the stored token signs in.
+    c.goto(base).await.expect("goto");
+    let ms = wait_js(
+        c,
+        "the fleet view's first paint",
+        Duration::from_secs(20),
+        "const m = performance.getEntriesByName('fleet-ready'); return m.length ? m[0].startTime : null",
+    )
+    .await
+    .as_f64()
+    .expect("ms");
+    let bytes = c
+        .execute(
+            "const nav = performance.getEntriesByType('navigation')[0];
+             const res = performance.getEntriesByType('resource');
+             const http = (nav ? nav.transferSize : 0) + res.reduce((a, r) => a + r.transferSize, 0);
+             const ws = window.warrenStats ? window.warrenStats() : {in: 0, out: 0};
+             return [http, ws.in + ws.out];",
+            vec![],
+        )
+        .await
+        .expect("bytes");
+    (
+        ms,
+        bytes[0].as_u64().unwrap_or_default(),
+        bytes[1].as_u64().unwrap_or_default(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
+    let driver = start_driver();
+    let node = TestNode::start();
+    let base = node
+        .target()
+        .url
+        .replace("ws://", "http://")
+        .replace(console_api::WS_PATH, "/");
+    let mut api = node.client().await;
+    let mut tokens_seen = vec![
+        std::fs::read_to_string(node.path().join("admin.token"))
+            .expect("admin token")
+            .trim()
+            .to_string(),
+    ];
+    let mut figures = vec![];
+
+    for (label, width, height) in VIEWPORTS {
+        let profile = tempfile::tempdir().expect("profile dir");
+        let c = browser(&driver, *width, *height, profile.path()).await;
+
+        // Pair: the QR's link opens the console with the code in the fragment.
+        let (link, _) = pairing_link(&node, &[]);
+        c.goto(&link).await.expect("open the pairing link");
+        wait_js(
+            &c,
+            "signed in, online, the fleet view",
+            Duration::from_secs(20),
+            "return document.body.dataset.conn === 'online' && document.querySelector('#nodes li')",
+        )
+        .await;
+        let token = c
+            .execute("return localStorage.getItem('warren.token')", vec![])
+            .await
+            .expect("token");
+        tokens_seen.push(token.as_str().expect("a stored token").to_string());
+        shot(&c, &format!("{label}-1-fleet")).await;
+
+        // Create an agent from the fleet view.
+        let agent = format!("web-{label}");
+        click(&c, "#new-agent").await;
+        type_into(&c, "#new-agent-name", &agent).await;
+        click(&c, "#create-agent").await;
+        wait_js(
+            &c,
+            "the agent view",
+            Duration::from_secs(20),
+            &format!("return location.hash === '#/agent/{agent}' && document.querySelector('#supervision')"),
+        )
+        .await;
+        shot(&c, &format!("{label}-2-agent")).await;
+
+        // Start a conversation; its terminal shows the CLI's prompt.
+        click(&c, "#agent button.primary").await;
+        wait_js(
+            &c,
+            "the conversation's terminal at IDLE",
+            Duration::from_secs(30),
+            "return location.hash.startsWith('#/conv/') && document.querySelector('#conv-status')?.textContent === 'IDLE' && document.querySelector('#terminal').textContent.trim().length > 0",
+        )
+        .await;
+
+        // Send a message; the reply shows in the terminal and the transcript.
+        let text = format!("hello from the {label} browser");
+        type_into(&c, "#send-text", &text).await;
+        click(&c, "#send-button").await;
+        let reply = format!("echo: {text}");
+        wait_js(
+            &c,
+            "the reply in the terminal and the transcript",
+            Duration::from_secs(30),
+            &format!(
+                "const want = {reply:?};
+                 const term = document.querySelector('#terminal').textContent.includes(want);
+                 const tr = [...document.querySelectorAll('#transcript li.speaker-agent .text')].some(e => e.textContent === want);
+                 const me = [...document.querySelectorAll('#transcript li.speaker-human .text')].some(e => e.textContent === {text:?});
+                 return term && tr && me"
+            ),
+        )
+        .await;
+        let conv = c
+            .execute(
+                "return decodeURIComponent(location.hash.slice('#/conv/'.length))",
+                vec![],
+            )
+            .await
+            .expect("conversation id");
+        let conv = conv.as_str().expect("id").to_string();
+        let events = transcript(&mut api, &conv).await;
+        assert!(
+            events
+                .iter()
+                .any(|e| e["speaker"] == "human" && e["text"] == text.as_str()),
+            "the node recorded the browser's message as the human's"
+        );
+        shot(&c, &format!("{label}-3-conversation")).await;
+
+        // A dialog the supervision holds (its master switch is off by
+        // default): the title counts it, the holds view approves it.
+        type_into(&c, "#send-text", "/fake tool bash git push --force").await;
+        click(&c, "#send-button").await;
+        wait_js(
+            &c,
+            "the title counting the hold",
+            Duration::from_secs(30),
+            "return document.title === '(1) warren'",
+        )
+        .await;
+        click(&c, "#needs-you").await;
+        wait_js(
+            &c,
+            "the hold",
+            Duration::from_secs(20),
+            "return document.querySelector('#holds li.hold pre')?.textContent.includes('git push')",
+        )
+        .await;
+        shot(&c, &format!("{label}-4-hold")).await;
+        click(&c, "#holds li.hold button.approve").await;
+        wait_js(
+            &c,
+            "the hold answered",
+            Duration::from_secs(20),
+            "return document.querySelector('#no-holds') && document.title === 'warren'",
+        )
+        .await;
+        let audit = call(&mut api, "supervision.audit", json!({ "agent": agent })).await;
+        assert!(
+            audit["entries"]
+                .as_array()
+                .expect("entries")
+                .iter()
+                .any(|e| e["decision"] == "approve" && e["trigger"] == "answer" && e["outcome"] == "sent"),
+            "the approval is audited as a human's: {audit}"
+        );
+
+        // First paint of the fleet view, signed in, from a cold cache.
+        let (ms, http_bytes, ws_bytes) = measure_fleet_paint(&c, &base).await;
+        figures.push(format!(
+            "{label} {width}x{height}: fleet view usable after {ms:.0} ms; {http_bytes} bytes over HTTP, {ws_bytes} bytes of WebSocket frames"
+        ));
+        assert_no_token_in_urls(&c, &tokens_seen).await;
+        c.close().await.expect("close");
+    }
+
+    // A companion (phone): read-only views, no write controls.
+    let profile = tempfile::tempdir().expect("profile dir");
+    let c = browser(&driver, 393, 851, profile.path()).await;
+    let (link, _) = pairing_link(&node, &["--companion"]);
+    c.goto(&link).await.expect("open the companion link");
+    wait_js(
+        &c,
+        "the companion's fleet view",
+        Duration::from_secs(20),
+        "return document.body.dataset.readOnly === 'yes' && document.querySelector('#agents li')",
+    )
+    .await;
+    let writes = c
+        .execute(
+            "return document.querySelectorAll('#new-agent-form, #send-form, #conv-controls button, button.approve').length",
+            vec![],
+        )
+        .await
+        .expect("count");
+    assert_eq!(writes, json!(0), "the companion's fleet view offers writes");
+    click(&c, "#agents li a").await;
+    wait_js(
+        &c,
+        "the companion's agent view",
+        Duration::from_secs(20),
+        "return document.querySelector('#supervision')",
+    )
+    .await;
+    let start = c
+        .execute("return [...document.querySelectorAll('button')].filter(b => b.textContent === 'Start conversation').length", vec![])
+        .await
+        .expect("count");
+    assert_eq!(start, json!(0), "a companion cannot start conversations");
+    click(&c, "#conversations li a").await;
+    wait_js(
+        &c,
+        "the companion's conversation view",
+        Duration::from_secs(20),
+        "return document.querySelector('#terminal').textContent.includes('echo:') && document.querySelector('#transcript li')",
+    )
+    .await;
+    let writes = c
+        .execute(
+            "return document.querySelectorAll('#send-form, #conv-controls button').length",
+            vec![],
+        )
+        .await
+        .expect("count");
+    assert_eq!(writes, json!(0), "the companion's conversation view offers writes");
+    shot(&c, "companion-conversation").await;
+    let token = c
+        .execute("return localStorage.getItem('warren.token')", vec![])
+        .await
+        .expect("token");
+    tokens_seen.push(token.as_str().expect("token").to_string());
+    assert_no_token_in_urls(&c, &tokens_seen).await;
+    c.close().await.expect("close");
+
+    let log = std::fs::read_to_string(node.path().join("node.log")).unwrap_or_default();
+    for t in &tokens_seen {
+        assert!(!log.contains(t.as_str()), "a token in the node's log");
+    }
+    for f in &figures {
+        eprintln!("figure: {f}");
+    }
+}
