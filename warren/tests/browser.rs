@@ -244,6 +244,47 @@ async fn assert_no_token_in_urls(c: &Client, tokens: &[String]) {
     );
 }
 
+/// Types `word` into the terminal (`css`: the terminal itself on a desktop,
+/// the keys box on a phone) one key at a time, each after the last one's
+/// echo, then Enter; the keystroke-to-echo times (ms) the page measured.
+async fn type_in_terminal(c: &Client, css: &str, word: &str) -> Vec<f64> {
+    click(c, css).await;
+    let before = c
+        .execute("return window.warrenStats().keys.length", vec![])
+        .await
+        .expect("stats")
+        .as_u64()
+        .unwrap_or(0);
+    let target = c.find(Locator::Css(css)).await.expect(css);
+    for (i, ch) in word.chars().enumerate() {
+        target.send_keys(&ch.to_string()).await.expect("a key");
+        wait_js(
+            c,
+            "a keystroke's echo",
+            Duration::from_secs(10),
+            &format!("return window.warrenStats().keys.length >= {}", before + i as u64 + 1),
+        )
+        .await;
+    }
+    target.send_keys("\u{e007}").await.expect("Enter");
+    let all = c
+        .execute("return window.warrenStats().keys", vec![])
+        .await
+        .expect("stats");
+    all.as_array()
+        .expect("samples")
+        .iter()
+        .skip(before as usize)
+        .take(word.chars().count())
+        .filter_map(Value::as_f64)
+        .collect()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
 /// First paint of the fleet view and its bytes, from the page's own timing.
 async fn measure_fleet_paint(c: &Client, base: &str) -> (f64, u64, u64) {
     // A new load of the page: the stored token signs in.
@@ -371,6 +412,35 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
                 .any(|e| e["speaker"] == "human" && e["text"] == text.as_str()),
             "the node recorded the browser's message as the human's"
         );
+        // Keys typed on the terminal reach the CLI as they are; each echo
+        // is timed by the page (keydown -> the screen showing it).
+        let keys_css = if *label == "phone" { "#term-keys" } else { "#terminal" };
+        let word = "keystrokesfromthebrowser";
+        let mut samples = type_in_terminal(&c, keys_css, word).await;
+        wait_js(
+            &c,
+            "the typed line's reply",
+            Duration::from_secs(30),
+            &format!(
+                "return [...document.querySelectorAll('#transcript li.speaker-agent .text')].some(e => e.textContent === 'echo: {word}')"
+            ),
+        )
+        .await;
+        assert_eq!(samples.len(), word.len(), "one echo per key");
+        samples.sort_by(f64::total_cmp);
+        figures.push(format!(
+            "{label}: keystroke-to-echo over {} keys p50 {:.1} ms, p99 {:.1} ms",
+            samples.len(),
+            percentile(&samples, 0.5),
+            percentile(&samples, 0.99)
+        ));
+        wait_js(
+            &c,
+            "IDLE again",
+            Duration::from_secs(20),
+            "return document.querySelector('#conv-status')?.textContent === 'IDLE'",
+        )
+        .await;
         shot(&c, &format!("{label}-3-conversation")).await;
 
         // A dialog the supervision holds (its master switch is off by
@@ -463,7 +533,7 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
     .await;
     let writes = c
         .execute(
-            "return document.querySelectorAll('#send-form, #conv-controls button').length",
+            "return document.querySelectorAll('#send-form, #term-keys, #conv-controls button').length",
             vec![],
         )
         .await
@@ -485,4 +555,116 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
     for f in &figures {
         eprintln!("figure: {f}");
     }
+}
+
+/// The node stops under the page and comes back on the same port: the page
+/// shows it is reconnecting, signs in again by itself, and resumes the
+/// transcript from its cursor: every event once, in order, nothing missed,
+/// the ones written while it was away included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_reconnects_and_resumes_from_its_cursor() {
+    use warren::bench::NodeProcess;
+    let driver = start_driver();
+    let dir = tempfile::tempdir().expect("data dir");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let exe = Path::new(EXE);
+    let mut proc = Some(NodeProcess::start_listening(exe, dir.path(), "local", &listen).expect("node"));
+    let target = proc.as_ref().expect("node").target.clone();
+    let mut api = warren::client::Client::connect(&target).await.expect("connect");
+    let conv = agent_with_conversation(&mut api, "resumer").await;
+    send(&mut api, &conv, "before the drop").await;
+    wait_event(&mut api, &conv, "agent", "echo: before the drop").await;
+
+    let profile = tempfile::tempdir().expect("profile dir");
+    let c = browser(&driver, 1280, 800, profile.path()).await;
+    let (code, out, err) = warren(&["console", "pair", "--json"], dir.path());
+    assert_eq!(code, 0, "{err}");
+    let p: Value = serde_json::from_str(&out).expect("json");
+    c.goto(&format!(
+        "{}#pair={}",
+        p["url"].as_str().expect("url"),
+        p["code"].as_str().expect("code")
+    ))
+    .await
+    .expect("pair");
+    wait_js(
+        &c,
+        "online",
+        Duration::from_secs(20),
+        "return document.body.dataset.conn === 'online'",
+    )
+    .await;
+    c.goto(&format!("{}#/conv/{conv}", p["url"].as_str().expect("url")))
+        .await
+        .expect("open the conversation");
+    let has = |text: &str| {
+        format!("return [...document.querySelectorAll('#transcript li .text')].some(e => e.textContent === {text:?})")
+    };
+    wait_js(
+        &c,
+        "the transcript so far",
+        Duration::from_secs(20),
+        &has("echo: before the drop"),
+    )
+    .await;
+
+    // The node goes away (a clean stop pauses the conversation) ...
+    drop(proc.take());
+    wait_js(
+        &c,
+        "the page saying it is reconnecting",
+        Duration::from_secs(20),
+        "return document.querySelector('#conn-state').textContent === 'reconnecting'",
+    )
+    .await;
+    shot(&c, "reconnecting").await;
+    // ... and comes back on the same address; the conversation goes on.
+    proc = Some(NodeProcess::start_listening(exe, dir.path(), "local", &listen).expect("node restarts"));
+    let mut api = warren::client::Client::connect(&proc.as_ref().expect("node").target)
+        .await
+        .expect("connect");
+    call(&mut api, "conversation.continue", json!({ "conversation": conv })).await;
+    wait_idle(&mut api, &conv).await;
+    send(&mut api, &conv, "after the drop").await;
+    wait_js(
+        &c,
+        "online again",
+        Duration::from_secs(30),
+        "return document.body.dataset.conn === 'online'",
+    )
+    .await;
+    wait_js(
+        &c,
+        "the events since the drop",
+        Duration::from_secs(30),
+        &has("echo: after the drop"),
+    )
+    .await;
+
+    // Every stored event once, in order: the page's list is the store's.
+    let stored: Vec<u64> = transcript(&mut api, &conv)
+        .await
+        .iter()
+        .filter_map(|e| e["seq"].as_u64())
+        .collect();
+    let shown = wait_js(
+        &c,
+        "the page holding every stored event",
+        Duration::from_secs(20),
+        &format!(
+            "const seqs = [...document.querySelectorAll('#transcript li')].map(e => Number(e.dataset.seq));
+             return seqs.length >= {} ? seqs : null",
+            stored.len()
+        ),
+    )
+    .await;
+    let shown: Vec<u64> = shown
+        .as_array()
+        .expect("seqs")
+        .iter()
+        .filter_map(Value::as_u64)
+        .collect();
+    assert_eq!(shown, stored, "the page's transcript is the store's, once each");
+    shot(&c, "reconnected").await;
+    c.close().await.expect("close");
 }

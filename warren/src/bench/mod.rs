@@ -319,6 +319,22 @@ impl NodeProcess {
         runtime: &str,
         env: &[(String, String)],
     ) -> anyhow::Result<NodeProcess> {
+        NodeProcess::start_listening_with_env(exe, data_dir, runtime, "127.0.0.1:0", env)
+    }
+
+    /// A node on `runtime` listening on `listen` (a fixed port survives a
+    /// restart, as a browser reconnecting needs).
+    pub fn start_listening(exe: &Path, data_dir: &Path, runtime: &str, listen: &str) -> anyhow::Result<NodeProcess> {
+        NodeProcess::start_listening_with_env(exe, data_dir, runtime, listen, &[])
+    }
+
+    fn start_listening_with_env(
+        exe: &Path,
+        data_dir: &Path,
+        runtime: &str,
+        listen: &str,
+        env: &[(String, String)],
+    ) -> anyhow::Result<NodeProcess> {
         let _ = std::fs::remove_file(node::server::endpoint_path(data_dir));
         // The node's log goes to `node.log` in its data dir (appended across
         // restarts), so a node that fails to start says why.
@@ -329,7 +345,7 @@ impl NodeProcess {
             .open(&log_path)
             .with_context(|| format!("open {}", log_path.display()))?;
         let mut child = Command::new(exe)
-            .args(["up", "--listen", "127.0.0.1:0", "--runtime", runtime, "--data-dir"])
+            .args(["up", "--listen", listen, "--runtime", runtime, "--data-dir"])
             .arg(data_dir)
             .env("RUST_LOG", "warn")
             .envs(env.iter().map(|(k, v)| (k, v)))

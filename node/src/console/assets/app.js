@@ -18,6 +18,7 @@ const ctx = {
   readOnly: false,
   live: true,
   needsYou: 0,
+  keyLatency: [],
   onNeeds: new Set(),
   onEvent: new Set(),
   refreshNeeds: () => refreshNeeds(),
@@ -202,8 +203,9 @@ function start() {
 }
 
 window.addEventListener("hashchange", route);
-// What this page's connection has carried (frame text, in characters).
-window.warrenStats = () => ({ in: ctx.rpc ? ctx.rpc.bytesIn : 0, out: ctx.rpc ? ctx.rpc.bytesOut : 0 });
+// What this page's connection has carried (frame text, in characters),
+// and the latest keystroke-to-echo times (ms).
+window.warrenStats = () => ({ in: ctx.rpc ? ctx.rpc.bytesIn : 0, out: ctx.rpc ? ctx.rpc.bytesOut : 0, keys: ctx.keyLatency.slice() });
 
 // A pairing QR opens the console with the code in the fragment (never sent
 // to the server); it is taken out of the address bar at once.

@@ -7,6 +7,18 @@ import { h, put, ago, errorLine, action } from "./dom.js";
 
 const MAX_EVENTS = 2000;
 
+/** The bytes a key sends to a terminal (null: not one we send). */
+export function keyBytes(ev) {
+  const named = { Enter: "\r", Backspace: "\x7f", Tab: "\t", Escape: "\x1b", ArrowUp: "\x1b[A", ArrowDown: "\x1b[B", ArrowRight: "\x1b[C", ArrowLeft: "\x1b[D", Home: "\x1b[H", End: "\x1b[F", Delete: "\x1b[3~" };
+  if (ev.metaKey || ev.altKey) return null;
+  if (ev.ctrlKey) {
+    const k = ev.key.toLowerCase();
+    return k.length === 1 && k >= "a" && k <= "z" ? String.fromCharCode(k.charCodeAt(0) - 96) : null;
+  }
+  if (named[ev.key]) return named[ev.key];
+  return ev.key.length === 1 ? ev.key : null;
+}
+
 export function conversationView(main, ctx, id) {
   let alive = true;
   let conv = null;
@@ -22,6 +34,19 @@ export function conversationView(main, ctx, id) {
   const term = h("pre", { id: "terminal", class: "terminal", "aria-label": "terminal", tabindex: "0" });
   const termState = h("div", { class: "muted small", id: "terminal-state" });
   const events = h("ol", { id: "transcript", class: "transcript" });
+  // Keystrokes waiting for their echo: when each was sent (the latency
+  // figures in window.warrenStats().keys).
+  const unechoed = [];
+  const keys = async (bytes) => {
+    unechoed.push(performance.now());
+    try {
+      await ctx.rpc.call("conversation.sendKeys", { conversation: id, keys: bytes });
+    } catch (e) {
+      unechoed.length = 0;
+      put(termState, e.message);
+    }
+  };
+  const keysInput = h("input", { id: "term-keys", class: "keys", placeholder: "type into the terminal", autocapitalize: "off", autocomplete: "off", spellcheck: "false", "aria-label": "type into the terminal" });
   const sendStatus = h("div", { class: "status-line", id: "send-status" });
   const text = h("textarea", { id: "send-text", name: "text", rows: 2, placeholder: "Message (Enter sends, Shift+Enter a new line)", autocapitalize: "sentences" });
   const form = h("form", { id: "send-form", class: "send" }, text, h("button", { type: "submit", class: "primary big", id: "send-button" }, "Send"));
@@ -39,6 +64,26 @@ export function conversationView(main, ctx, id) {
     }
   };
   form.addEventListener("submit", send);
+  // Desktop: keys typed on the focused terminal go to the PTY as they are.
+  term.addEventListener("keydown", (ev) => {
+    if (ctx.readOnly) return;
+    const b = keyBytes(ev);
+    if (b == null) return;
+    ev.preventDefault();
+    keys(b);
+  });
+  // Phones: their keyboards insert text rather than send keys.
+  keysInput.addEventListener("keydown", (ev) => {
+    const b = ["Enter", "Backspace", "Tab", "Escape", "ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight"].includes(ev.key) || ev.ctrlKey ? keyBytes(ev) : null;
+    if (b == null) return;
+    ev.preventDefault();
+    keys(b);
+  });
+  keysInput.addEventListener("input", () => {
+    const t = keysInput.value;
+    keysInput.value = "";
+    if (t) keys(t);
+  });
   text.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) send(ev);
   });
@@ -49,7 +94,7 @@ export function conversationView(main, ctx, id) {
     title,
     meta,
     controls,
-    h("section", { class: "split" }, h("div", { class: "pane" }, h("h2", {}, "Terminal"), term, termState, ctx.readOnly ? null : form, sendStatus), h("div", { class: "pane" }, h("h2", {}, "Transcript"), events)),
+    h("section", { class: "split" }, h("div", { class: "pane" }, h("h2", {}, "Terminal"), term, termState, ctx.readOnly ? null : keysInput, ctx.readOnly ? null : form, sendStatus), h("div", { class: "pane" }, h("h2", {}, "Transcript"), events)),
   );
 
   let shown = "";
@@ -89,7 +134,13 @@ export function conversationView(main, ctx, id) {
         // Blank rows below the cursor are left out (a phone shows more).
         let n = s.lines.length;
         while (n > 0 && !s.lines[n - 1].trim() && n - 1 > s.cursor[0]) n--;
-        term.textContent = s.lines.slice(0, n).join("\n");
+        const text = s.lines.slice(0, n).join("\n");
+        if (text !== term.textContent) {
+          term.textContent = text;
+          const now = performance.now();
+          for (const t of unechoed.splice(0)) ctx.keyLatency.push(now - t);
+          if (ctx.keyLatency.length > 1000) ctx.keyLatency.splice(0, ctx.keyLatency.length - 1000);
+        }
         put(termState, `${s.cols}×${s.rows} · ${s.status}`);
       } while (again && alive);
     } catch (e) {
