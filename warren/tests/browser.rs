@@ -280,6 +280,18 @@ async fn type_in_terminal(c: &Client, css: &str, word: &str) -> Vec<f64> {
         .collect()
 }
 
+/// Polls `check` until it answers, or panics naming `what` after `within`.
+async fn eventually<T>(what: &str, within: Duration, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -666,5 +678,123 @@ async fn the_console_reconnects_and_resumes_from_its_cursor() {
         .collect();
     assert_eq!(shown, stored, "the page's transcript is the store's, once each");
     shot(&c, "reconnected").await;
+    c.close().await.expect("close");
+}
+
+/// Two real nodes in one fleet, and a monitor whose breaker tripped: the
+/// phone's fleet view shows both nodes and the tripped breaker, and re-arms
+/// it from the monitors view with one tap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_phone_sees_a_second_node_and_rearms_a_tripped_breaker() {
+    let driver = start_driver();
+    let keys = tempfile::tempdir().expect("key dir");
+    let owner = keys.path().join("owner.key");
+    let (code, _, err) = warren(
+        &["fleet", "init", "--key-file", &owner.display().to_string()],
+        keys.path(),
+    );
+    assert_eq!(code, 0, "fleet init: {err}");
+    let fleet = "[fleet]\nlisten = \"/ip4/127.0.0.1/tcp/0\"\nheartbeat_ms = 300\nunhealthy_after_ms = 2500\n";
+    let a = TestNode::start_with_config(&format!(
+        "name = \"node-a\"\n{fleet}owner_key = {:?}\n",
+        owner.display().to_string()
+    ));
+    let b = TestNode::start_with_config(&format!("name = \"node-b\"\n{fleet}"));
+    let (code, invite, err) = warren(&["fleet", "invite"], &a.path());
+    assert_eq!(code, 0, "fleet invite: {err}");
+    let (code, _, err) = warren(&["fleet", "join", invite.trim()], &b.path());
+    assert_eq!(code, 0, "fleet join: {err}");
+    let mut api = a.client().await;
+    eventually(
+        "both nodes healthy in node-a's view",
+        Duration::from_secs(30),
+        async || {
+            let v = api.call("fleet.nodes", json!({})).await.ok()?;
+            let healthy = v["nodes"].as_array()?.iter().filter(|n| n["healthy"] == true).count();
+            (healthy == 2).then_some(())
+        },
+    )
+    .await;
+
+    // A ping-pong: the coder answers every piece of advice with the keyword.
+    call(
+        &mut api,
+        "agent.create",
+        json!({ "name": "coder", "harness": "fake", "rules": [
+            { "match": "Advice from monitor", "actions": [{ "say": "still a segfault" }] },
+            { "match": "^crash", "actions": [{ "say": "segfault" }] }
+        ] }),
+    )
+    .await;
+    call(
+        &mut api,
+        "agent.create",
+        json!({ "name": "mon", "harness": "fake", "rules": [
+            { "match": "warren-read (c-[0-9a-f]+)", "actions": [{ "shell": "warren-advise {{1}} 'try again'" }] }
+        ] }),
+    )
+    .await;
+    let attachment = call(
+        &mut api,
+        "monitor.attach",
+        json!({ "monitor": "mon", "target": { "agent": "coder" },
+                "trigger": { "keywords": [{ "text": "segfault" }] }, "breaker": { "max_cycles": 1 } }),
+    )
+    .await["attachment"]["id"]
+        .as_str()
+        .expect("attachment")
+        .to_string();
+    let target = conversation_id(&mut api, "coder").await;
+    send(&mut api, &target, "crash").await;
+    let state = async |api: &mut warren::client::Client, want: &str| {
+        let l = api.call("monitor.list", json!({})).await.ok()?;
+        let a = l["attachments"]
+            .as_array()?
+            .iter()
+            .find(|x| x["id"] == attachment.as_str())?
+            .clone();
+        (a["state"] == want).then_some(a)
+    };
+    eventually("the breaker trips", Duration::from_secs(60), async || {
+        state(&mut api, "tripped").await
+    })
+    .await;
+
+    let profile = tempfile::tempdir().expect("profile dir");
+    let c = browser(&driver, 393, 851, profile.path()).await;
+    let (link, _) = pairing_link(&a, &[]);
+    c.goto(&link).await.expect("pair");
+    wait_js(
+        &c,
+        "two healthy nodes and one tripped breaker",
+        Duration::from_secs(20),
+        "return document.querySelectorAll('#nodes li.node.healthy').length === 2
+            && document.querySelector('#nodes li[data-node=\"node-b\"]')
+            && document.querySelector('#tripped-breakers b')?.textContent === '1'",
+    )
+    .await;
+    shot(&c, "phone-5-fleet-two-nodes").await;
+    click(&c, "#tripped-breakers").await;
+    wait_js(
+        &c,
+        "the tripped monitor",
+        Duration::from_secs(20),
+        "return document.querySelector('#monitors li.monitor.tripped button.rearm')",
+    )
+    .await;
+    shot(&c, "phone-6-monitor-tripped").await;
+    click(&c, "#monitors li.monitor.tripped button.rearm").await;
+    wait_js(
+        &c,
+        "the monitor armed again",
+        Duration::from_secs(20),
+        "return document.querySelector('#monitors li.monitor.armed') && !document.querySelector('button.rearm')",
+    )
+    .await;
+    eventually("the node says armed", Duration::from_secs(10), async || {
+        state(&mut api, "armed").await
+    })
+    .await;
+    shot(&c, "phone-7-monitor-rearmed").await;
     c.close().await.expect("close");
 }
