@@ -79,6 +79,8 @@ pub struct Config {
     pub mail: MailSettings,
     /// `[console]`: the host names and origins browsers may use.
     pub console: crate::console::ConsoleSettings,
+    /// `[tls]`: serve the API over TLS (`https://`, `wss://`).
+    pub tls: crate::api::tls::TlsSettings,
 }
 
 /// `[mail]` in warren.toml.
@@ -120,6 +122,7 @@ impl Default for Config {
             tools: Default::default(),
             mail: MailSettings::default(),
             console: Default::default(),
+            tls: Default::default(),
         }
     }
 }
@@ -138,6 +141,15 @@ pub struct Overrides {
     pub listen: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime: Option<RuntimeKind>,
+    /// `--tls`: a self-signed certificate (merged into `[tls]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsFlag>,
+}
+
+/// What `--tls` sets in `[tls]`.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TlsFlag {
+    pub self_signed: bool,
 }
 
 /// Environment variables that belong to the client side, not the node's config.
@@ -159,6 +171,7 @@ const ENV_KEYS: &[&str] = &[
     "harnesses",
     "docker",
     "console",
+    "tls",
 ];
 
 impl Config {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use axum::serve::ListenerExt;
 
 use crate::api::{self, App, NodeIdentity};
 use crate::config::{Config, RuntimeKind};
@@ -31,6 +32,8 @@ pub struct Started {
     pub token_path: PathBuf,
     pub socket_path: PathBuf,
     pub data_dir: PathBuf,
+    /// With TLS: the certificate's SHA-256 fingerprint and its file.
+    pub tls: Option<(String, PathBuf)>,
 }
 
 /// Files of the data directory.
@@ -192,7 +195,11 @@ pub async fn run(
         .await
         .with_context(|| format!("binding {}", cfg.listen))?;
     let addr = listener.local_addr()?;
-    let endpoint = format!("ws://{addr}{}", console_api::WS_PATH);
+    let mut tls_names = cfg.console.hosts.clone();
+    tls_names.extend(cfg.name.clone());
+    let tls = api::tls::load(&cfg.tls, &data_dir, &tls_names)?;
+    let scheme = if tls.is_some() { "wss" } else { "ws" };
+    let endpoint = format!("{scheme}://{addr}{}", console_api::WS_PATH);
     node.set_endpoint(endpoint.clone());
     node.load_known_peers();
     if let Err(e) = node.start_fleet().await {
@@ -270,7 +277,7 @@ pub async fn run(
         let policy = crate::console::guard::Policy::new(g.listener.local_addr()?, &[], &[]);
         let router = api::ws::router(app.clone(), policy);
         side_tasks.push(tokio::spawn(async move {
-            if let Err(e) = axum::serve(g.listener, router).await {
+            if let Err(e) = axum::serve(g.listener.tap_io(no_delay), router).await {
                 tracing::error!(error = %e, "the guest listener stopped");
             }
         }));
@@ -285,6 +292,7 @@ pub async fn run(
         token_path: token_file,
         socket_path: socket_path.clone(),
         data_dir: data_dir.clone(),
+        tls: tls.as_ref().map(|t| (t.fingerprint.clone(), t.cert_path.clone())),
     });
     let mut named = cfg.console.hosts.clone();
     named.extend(
@@ -293,10 +301,19 @@ pub async fn run(
             .and_then(crate::console::authority_of),
     );
     let policy = crate::console::guard::Policy::new(addr, &named, &cfg.console.origins);
-    axum::serve(listener, api::ws::router(app, policy))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .context("serving the API")?;
+    let router = api::ws::router(app, policy);
+    match &tls {
+        Some(identity) => api::tls::serve(listener, identity, router, shutdown)
+            .await
+            .context("serving the API over TLS")?,
+        // Small frames go out at once: without TCP_NODELAY a notification
+        // right after an answer waits for the client's delayed ACK (~40 ms
+        // on every keystroke's echo).
+        None => axum::serve(listener.tap_io(no_delay), router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .context("serving the API")?,
+    }
 
     tracing::info!("stopping: pausing live conversations");
     node.pause_all("node stopped").await;
@@ -306,6 +323,13 @@ pub async fn run(
     }
     let _ = std::fs::remove_file(&socket_path);
     Ok(())
+}
+
+/// Sets TCP_NODELAY on an accepted connection (see `run`).
+fn no_delay(tcp: &mut tokio::net::TcpStream) {
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::debug!(error = %e, "TCP_NODELAY could not be set");
+    }
 }
 
 /// The guest side of a Docker node: the listener on its network's gateway,

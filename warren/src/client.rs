@@ -75,8 +75,46 @@ pub struct Client {
 /// What takes a `request.progress` notification's params.
 type ProgressFn = Box<dyn FnMut(&Value) + Send>;
 
+/// The TLS trust of a `wss://` connection: the system's roots, the PEM
+/// certificates in `WARREN_CA_FILE` (a node's self-signed `tls/cert.pem`,
+/// say) and `extra`. Signatures use ring, the provider the node uses.
+pub fn tls_config(extra: &[PathBuf]) -> anyhow::Result<rustls::ClientConfig> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_native_certs::load_native_certs().certs {
+        let _ = roots.add(cert);
+    }
+    // Extra files that are missing are skipped; WARREN_CA_FILE must exist.
+    let present = extra.iter().filter(|p| p.exists()).cloned();
+    let env = std::env::var_os("WARREN_CA_FILE").map(PathBuf::from);
+    for path in present.chain(env) {
+        let path = &path;
+        for cert in CertificateDer::pem_file_iter(path).with_context(|| format!("reading {}", path.display()))? {
+            let cert = cert.with_context(|| format!("{} is not PEM certificates", path.display()))?;
+            roots
+                .add(cert)
+                .with_context(|| format!("{}: not a usable certificate", path.display()))?;
+        }
+    }
+    Ok(
+        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .context("TLS protocol versions")?
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    )
+}
+
 impl Client {
     pub async fn connect(target: &Target) -> anyhow::Result<Client> {
+        Client::connect_trusting(target, &[]).await
+    }
+
+    /// Like `connect`; a `wss://` node may also present a certificate from
+    /// `certs` (PEM files; missing ones are skipped), e.g. the local node's
+    /// self-signed one.
+    pub async fn connect_trusting(target: &Target, certs: &[PathBuf]) -> anyhow::Result<Client> {
         let mut req = target
             .url
             .as_str()
@@ -90,7 +128,14 @@ impl Client {
                     .context("token is not a valid header value")?,
             );
         }
-        let (ws, _) = match tokio_tungstenite::connect_async(req).await {
+        let connector = if target.url.starts_with("wss://") {
+            Some(tokio_tungstenite::Connector::Rustls(std::sync::Arc::new(tls_config(
+                certs,
+            )?)))
+        } else {
+            None
+        };
+        let (ws, _) = match tokio_tungstenite::connect_async_tls_with_config(req, None, false, connector).await {
             Ok(ok) => ok,
             Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => {
                 let body = resp

@@ -161,6 +161,10 @@ struct UpArgs {
     /// that holds the owner key) once the node is up.
     #[arg(long)]
     join: Option<String>,
+    /// Serve the API over TLS with a self-signed certificate made at the
+    /// first start (`<data_dir>/tls/`); its fingerprint is printed.
+    #[arg(long)]
+    tls: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -315,6 +319,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
             RuntimeArg::Local => node::config::RuntimeKind::Local,
             RuntimeArg::Docker => node::config::RuntimeKind::Docker,
         }),
+        tls: args.tls.then_some(node::config::TlsFlag { self_signed: true }),
     };
     let cfg = node::Config::load(args.config.as_deref(), flags)?;
     if cfg.runtime == node::config::RuntimeKind::Local {
@@ -361,6 +366,13 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
             println!("data dir:     {}", s.data_dir.display());
             println!("admin token:  {}", s.token_path.display());
             println!("local socket: {}", s.socket_path.display());
+            println!(
+                "console:      {} (sign in: warren console pair)",
+                node::console::console_url(&s.endpoint)
+            );
+            if let Some((fingerprint, cert)) = &s.tls {
+                println!("tls:          {} (SHA-256 {fingerprint})", cert.display());
+            }
             if let Some(tx) = up_tx.take() {
                 let _ = tx.send(s.data_dir.clone());
             }

@@ -21,6 +21,10 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 use support::*;
 
+/// One browser at a time: on two cores parallel browsers would measure
+/// each other, not the console.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The viewports of the issue: a laptop and a phone.
 const VIEWPORTS: &[(&str, u32, u32)] = &[("desktop", 1280, 800), ("phone", 393, 851)];
 
@@ -68,7 +72,13 @@ fn free_port() -> u16 {
         .expect("a free port")
 }
 
-fn start_driver() -> Driver {
+/// The chromedriver for one test; hold the guard for the whole test.
+async fn start_driver() -> (tokio::sync::MutexGuard<'static, ()>, Driver) {
+    let one = ONE_AT_A_TIME.lock().await;
+    (one, spawn_driver())
+}
+
+fn spawn_driver() -> Driver {
     let path = chromedriver_path();
     let port = free_port();
     let child = Command::new(&path)
@@ -94,7 +104,12 @@ fn start_driver() -> Driver {
 
 /// A fresh headless browser (its own profile: a cold cache, empty storage).
 async fn browser(driver: &Driver, width: u32, height: u32, profile: &Path) -> Client {
+    // Two rustls providers are built into this test (ring for the node's
+    // client, aws-lc for fantoccini's): say which one the process uses.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut caps = serde_json::Map::new();
+    // A TLS node's certificate is self-signed (`warren up --tls`).
+    caps.insert("acceptInsecureCerts".into(), json!(true));
     caps.insert(
         "goog:chromeOptions".into(),
         json!({
@@ -330,7 +345,7 @@ async fn measure_fleet_paint(c: &Client, base: &str) -> (f64, u64, u64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
-    let driver = start_driver();
+    let (_one, driver) = start_driver().await;
     let node = TestNode::start();
     let base = node
         .target()
@@ -440,6 +455,11 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
         .await;
         assert_eq!(samples.len(), word.len(), "one echo per key");
         samples.sort_by(f64::total_cmp);
+        // The target is p99 <= 50 ms on loopback (printed below); a node
+        // whose small frames wait for delayed ACKs (no TCP_NODELAY) sits
+        // near 45 ms on every key, which this catches without flaking on a
+        // busy machine.
+        assert!(percentile(&samples, 0.5) < 25.0, "keystroke echo p50 {:?}", samples);
         figures.push(format!(
             "{label}: keystroke-to-echo over {} keys p50 {:.1} ms, p99 {:.1} ms",
             samples.len(),
@@ -576,7 +596,7 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_reconnects_and_resumes_from_its_cursor() {
     use warren::bench::NodeProcess;
-    let driver = start_driver();
+    let (_one, driver) = start_driver().await;
     let dir = tempfile::tempdir().expect("data dir");
     let listen = format!("127.0.0.1:{}", free_port());
     let exe = Path::new(EXE);
@@ -686,7 +706,7 @@ async fn the_console_reconnects_and_resumes_from_its_cursor() {
 /// it from the monitors view with one tap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_phone_sees_a_second_node_and_rearms_a_tripped_breaker() {
-    let driver = start_driver();
+    let (_one, driver) = start_driver().await;
     let keys = tempfile::tempdir().expect("key dir");
     let owner = keys.path().join("owner.key");
     let (code, _, err) = warren(
@@ -796,5 +816,32 @@ async fn the_phone_sees_a_second_node_and_rearms_a_tripped_breaker() {
     })
     .await;
     shot(&c, "phone-7-monitor-rearmed").await;
+    c.close().await.expect("close");
+}
+
+/// Over TLS (`[tls] self_signed`): the console loads from `https://`, pairs,
+/// and its connection is `wss://` on the same origin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_over_tls() {
+    let (_one, driver) = start_driver().await;
+    let node = TestNode::start_with_config("[tls]\nself_signed = true\n");
+    let profile = tempfile::tempdir().expect("profile dir");
+    let c = browser(&driver, 393, 851, profile.path()).await;
+    let (link, _) = pairing_link(&node, &[]);
+    assert!(link.starts_with("https://"), "{link}");
+    c.goto(&link).await.expect("open the pairing link");
+    wait_js(
+        &c,
+        "signed in over wss",
+        Duration::from_secs(20),
+        "return location.protocol === 'https:' && document.body.dataset.conn === 'online' && document.querySelector('#nodes li')",
+    )
+    .await;
+    let secure = c
+        .execute("return window.isSecureContext", vec![])
+        .await
+        .expect("secure");
+    assert_eq!(secure, json!(true), "a secure context (what a phone needs)");
+    shot(&c, "tls-fleet").await;
     c.close().await.expect("close");
 }

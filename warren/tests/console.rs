@@ -308,3 +308,45 @@ async fn a_pairing_code_is_a_token_once_and_a_companion_only_reads() {
     assert!(!log.contains(&token), "a token in the log");
     assert!(!log.contains(p["code"].as_str().expect("code")), "a code in the log");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_node_speaks_wss_with_its_self_signed_certificate() {
+    let node = TestNode::start_with_config("[tls]\nself_signed = true\n");
+    let target = node.target();
+    assert!(target.url.starts_with("wss://"), "the endpoint is wss: {}", target.url);
+    let cert = node.path().join("tls/cert.pem");
+    let pem = std::fs::read_to_string(&cert).expect("the certificate is kept in the data dir");
+    assert!(pem.contains("BEGIN CERTIFICATE"));
+
+    // A client that trusts the certificate gets in; one that does not, not.
+    let mut c = Client::connect_trusting(&target, std::slice::from_ref(&cert))
+        .await
+        .expect("wss with the node's certificate");
+    let info = call(&mut c, "node.info", json!({})).await;
+    assert!(
+        info["endpoint"].as_str().is_some_and(|e| e.starts_with("wss://")),
+        "{info}"
+    );
+    let refused = Client::connect(&target)
+        .await
+        .err()
+        .expect("an unknown certificate is refused");
+    assert!(
+        format!("{refused:#}").to_lowercase().contains("certificate"),
+        "{refused:#}"
+    );
+    // Plain ws:// to the TLS port is no WebSocket.
+    let plain = Target {
+        url: target.url.replacen("wss://", "ws://", 1),
+        token: target.token.clone(),
+    };
+    assert!(Client::connect(&plain).await.is_err(), "plain text to a TLS port");
+
+    // The CLI trusts its local node's certificate by itself.
+    let (code, out, err) = warren(&["node", "info", "--json"], &node.path());
+    assert_eq!(code, 0, "warren node info over wss: {err}");
+    assert!(out.contains("wss://"), "{out}");
+    // And a console link names https.
+    let p = pair_code(&node, &[]);
+    assert!(p["url"].as_str().is_some_and(|u| u.starts_with("https://")), "{p}");
+}

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod cbor;
 pub mod conn;
 pub mod route;
+pub mod tls;
 pub mod unix;
 pub mod ws;
 

@@ -50,8 +50,10 @@ impl Conn {
     }
 
     pub async fn connect(self, data_dir: Option<PathBuf>) -> anyhow::Result<Client> {
-        let target = Target::resolve(self.url, self.token, &client::data_dir(data_dir))?;
-        Client::connect(&target).await
+        let dir = client::data_dir(data_dir);
+        let target = Target::resolve(self.url, self.token, &dir)?;
+        // A local node's self-signed certificate (`warren up --tls`).
+        Client::connect_trusting(&target, &[node::api::tls::self_signed_paths(&dir).0]).await
     }
 }
 
