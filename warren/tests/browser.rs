@@ -394,6 +394,13 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
             &format!("return location.hash === '#/agent/{agent}' && document.querySelector('#supervision')"),
         )
         .await;
+        wait_js(
+            &c,
+            "the agent's mail and supervision activity",
+            Duration::from_secs(20),
+            "return document.querySelector('#mail li') && document.querySelector('#activity li')",
+        )
+        .await;
         shot(&c, &format!("{label}-2-agent")).await;
 
         // Start a conversation; its terminal shows the CLI's prompt.
@@ -481,9 +488,9 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
         click(&c, "#send-button").await;
         wait_js(
             &c,
-            "the title counting the hold",
+            "the title and the favicon counting the hold",
             Duration::from_secs(30),
-            "return document.title === '(1) warren'",
+            "return document.title === '(1) warren' && document.querySelector('link[rel=icon]').href.startsWith('data:image/png')",
         )
         .await;
         click(&c, "#needs-you").await;
@@ -512,6 +519,38 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
                 .any(|e| e["decision"] == "approve" && e["trigger"] == "answer" && e["outcome"] == "sent"),
             "the approval is audited as a human's: {audit}"
         );
+
+        // The one-form attach: a watch-only monitor on this agent.
+        if *label == "desktop" {
+            call(
+                &mut api,
+                "agent.create",
+                json!({ "name": "watcher", "harness": "fake" }),
+            )
+            .await;
+            click(&c, "#nav-monitors").await;
+            click(&c, "#attach-monitor-open").await;
+            type_into(&c, "#attach-monitor", "watcher").await;
+            type_into(&c, "#attach-target", &agent).await;
+            type_into(&c, "#attach-keywords", "panic, segfault").await;
+            click(&c, "#attach-advise").await;
+            click(&c, "#attach-form button[type=submit]").await;
+            wait_js(
+                &c,
+                "the new attachment, armed",
+                Duration::from_secs(20),
+                "return document.querySelector('#monitors li.monitor.armed')?.textContent.includes('watcher')",
+            )
+            .await;
+            let l = call(&mut api, "monitor.list", json!({})).await;
+            let a = &l["attachments"][0];
+            assert_eq!(
+                (a["monitor"].as_str(), a["inject"].as_bool()),
+                (Some("watcher"), Some(false)),
+                "{l}"
+            );
+            shot(&c, &format!("{label}-5-monitors")).await;
+        }
 
         // First paint of the fleet view, signed in, from a cold cache.
         let (ms, http_bytes, ws_bytes) = measure_fleet_paint(&c, &base).await;

@@ -117,6 +117,9 @@ function showHeader() {
     needs,
     state,
     ctx.readOnly ? h("span", { class: "pill readonly", id: "read-only" }, "read-only") : null,
+    "Notification" in window && Notification.permission === "default"
+      ? h("button", { type: "button", class: "link", id: "notify-me", onclick: (ev) => Notification.requestPermission().then(() => ev.target.remove()) }, "Notify me")
+      : null,
     h("button", { type: "button", class: "link", id: "sign-out", onclick: signOut }, "Sign out"),
   );
   ctx.rpc.addEventListener("state", (ev) => {
@@ -143,9 +146,50 @@ async function refreshNeeds() {
 }
 
 function setNeeds(n) {
+  const before = ctx.needsYou;
   ctx.needsYou = n;
   document.title = n > 0 ? `(${n}) warren` : "warren";
+  setFavicon(n);
+  if (n > before) notify(n);
   for (const f of ctx.onNeeds) f(n);
+}
+
+/** The favicon carries the count (a drawn PNG; img-src allows data:). */
+function setFavicon(n) {
+  const link = document.querySelector("link[rel=icon]");
+  if (!link) return;
+  if (n === 0) {
+    link.href = "/assets/icon.svg";
+    return;
+  }
+  const c = document.createElement("canvas");
+  c.width = c.height = 32;
+  const g = c.getContext("2d");
+  if (!g) return;
+  g.fillStyle = "#2b5d4a";
+  g.beginPath();
+  g.roundRect(0, 0, 32, 32, 7);
+  g.fill();
+  g.fillStyle = "#b3261e";
+  g.beginPath();
+  g.arc(20, 12, 12, 0, 2 * Math.PI);
+  g.fill();
+  g.fillStyle = "#fff";
+  g.font = "bold 16px sans-serif";
+  g.textAlign = "center";
+  g.textBaseline = "middle";
+  g.fillText(n > 9 ? "9+" : String(n), 20, 13);
+  link.href = c.toDataURL("image/png");
+}
+
+/** A browser notification when a hold appears (if the person allowed it). */
+function notify(n) {
+  if (!("Notification" in window) || Notification.permission !== "granted" || !document.hidden) return;
+  const note = new Notification("warren: an agent needs you", { body: `${n} waiting`, tag: "warren-needs-you" });
+  note.onclick = () => {
+    window.focus();
+    location.hash = "#/holds";
+  };
 }
 
 function route() {

@@ -33,6 +33,7 @@ export function conversationView(main, ctx, id) {
   const controls = h("div", { class: "row actions", id: "conv-controls" });
   const term = h("pre", { id: "terminal", class: "terminal", "aria-label": "terminal", tabindex: "0" });
   const termState = h("div", { class: "muted small", id: "terminal-state" });
+  const usage = h("div", { class: "muted small", id: "usage" });
   const events = h("ol", { id: "transcript", class: "transcript" });
   // Keystrokes waiting for their echo: when each was sent (the latency
   // figures in window.warrenStats().keys).
@@ -94,7 +95,7 @@ export function conversationView(main, ctx, id) {
     title,
     meta,
     controls,
-    h("section", { class: "split" }, h("div", { class: "pane" }, h("h2", {}, "Terminal"), term, termState, ctx.readOnly ? null : keysInput, ctx.readOnly ? null : form, sendStatus), h("div", { class: "pane" }, h("h2", {}, "Transcript"), events)),
+    h("section", { class: "split" }, h("div", { class: "pane" }, h("h2", {}, "Terminal"), term, termState, ctx.readOnly ? null : keysInput, ctx.readOnly ? null : form, sendStatus), h("div", { class: "pane" }, h("h2", {}, "Transcript"), events, usage)),
   );
 
   let shown = "";
@@ -187,10 +188,22 @@ export function conversationView(main, ctx, id) {
   const undoUp = ctx.onUp(up);
   // State and status are not pushed: a light poll, and the screen for a
   // companion (which may not subscribe to raw terminal bytes).
+  const loadUsage = async () => {
+    try {
+      const u = await ctx.rpc.call("usage.get", { scope: "conversation", id });
+      const t = u.tokens || {};
+      put(usage, `usage: ${u.turns ?? 0} turns · ${t.input ?? 0} in / ${t.output ?? 0} out tokens`, u.usd != null ? ` · $${Number(u.usd).toFixed(4)}` : "");
+    } catch {
+      /* no usage for this token or harness */
+    }
+  };
+  loadUsage();
+  let ticks = 0;
   const timer = setInterval(async () => {
     try {
       const c = await ctx.rpc.call("conversation.get", { conversation: id });
       if (alive) showConv(c.conversation);
+      if (++ticks % 5 === 0) loadUsage();
       if (!termSub) refreshScreen();
     } catch {
       /* offline: "up" redoes it */

@@ -143,7 +143,8 @@ function table(headers, rows) {
 export function agentView(main, ctx, name) {
   const body = h("div", { id: "agent" }, h("p", { class: "muted" }, "loading..."));
   const activity = h("ol", { class: "log", id: "activity" });
-  put(main, h("p", {}, h("a", { href: "#/fleet" }, "← Fleet")), h("h1", {}, name), body, h("h2", {}, "Supervision activity"), activity);
+  const mail = h("ol", { class: "log", id: "mail" });
+  put(main, h("p", {}, h("a", { href: "#/fleet" }, "← Fleet")), h("h1", {}, name), body, h("h2", {}, "Supervision activity"), activity, h("h2", {}, "Mail waiting"), mail);
   const stop = live(body, ctx, async () => {
     const [agent, convs, sup] = await Promise.all([
       ctx.rpc.call("agent.get", { agent: name }),
@@ -192,8 +193,27 @@ export function agentView(main, ctx, name) {
       if (e.code !== "offline") put(activity, errorLine(e));
     }
   };
+  const loadMail = async () => {
+    try {
+      const r = await ctx.rpc.call("mailbox.inbox", { agent: name, limit: 50 });
+      put(
+        mail,
+        r.messages.length
+          ? r.messages.map((m) => h("li", {}, h("span", { class: "muted small" }, ago(m.ts)), " from ", h("b", {}, m.from), m.context ? h("span", { class: "muted small" }, ` (${m.context})`) : null, h("div", { class: "text" }, m.body)))
+          : h("li", { class: "muted" }, "No unread mail."),
+      );
+    } catch (e) {
+      if (e.code !== "offline") put(mail, h("li", { class: "muted" }, e.code === -32003 ? "This token may not read this agent's mail." : e.message));
+    }
+  };
   loadActivity();
-  const undo = [ctx.onUp(loadActivity), ctx.onEvents((kind, ev) => kind === "event.supervision.acted" && (!ev || !ev.agent || ev.agent === name) && loadActivity())];
+  loadMail();
+  const undo = [
+    ctx.onUp(loadActivity),
+    ctx.onUp(loadMail),
+    ctx.onEvents((kind, ev) => kind === "event.supervision.acted" && (!ev || !ev.agent || ev.agent === name) && loadActivity()),
+    ctx.onEvents((kind, ev) => kind === "event.mail.arrived" && (!ev || !ev.to || ev.to === name) && loadMail()),
+  ];
   return () => {
     stop();
     for (const u of undo) u();
@@ -202,6 +222,11 @@ export function agentView(main, ctx, name) {
 
 function auditRow(e) {
   return h("li", {}, h("span", { class: "muted small" }, ago(e.at)), " ", h("b", {}, e.trigger), " ", e.decision, " ", e.dialog_class ? h("code", {}, e.dialog_class) : null, " ", h("span", { class: `badge ${e.outcome}` }, e.outcome), e.subject ? h("div", { class: "small" }, e.subject) : null);
+}
+
+/** `command_exec` as `command exec` (it wraps on a phone). */
+function words(v) {
+  return String(v ?? "").replaceAll("_", " ");
 }
 
 /** The class grid: default vs this agent's override, read-only here. */
@@ -214,7 +239,7 @@ function supervisionPanel(sup) {
   const eff = sup.effective || {};
   const effClasses = eff.classes || defaults;
   const rows = Object.keys(defaults).map((c) =>
-    h("tr", { class: over[c] ? "overridden" : "" }, h("td", {}, c), h("td", {}, defaults[c]), h("td", {}, over[c] ? h("span", { class: "dot-mark", title: "overridden" }, over[c]) : "·"), h("td", {}, effClasses[c])),
+    h("tr", { class: over[c] ? "overridden" : "", "data-class": c }, h("td", {}, words(c)), h("td", {}, words(defaults[c])), h("td", {}, over[c] ? h("span", { class: "dot-mark", title: "overridden" }, words(over[c])) : "·"), h("td", {}, words(effClasses[c]))),
   );
   return h(
     "section",
@@ -271,7 +296,7 @@ async function answer(ctx, hold, decision) {
 
 export function monitorsView(main, ctx) {
   const body = h("div", { id: "monitors" }, h("p", { class: "muted" }, "loading..."));
-  put(main, h("h1", {}, "Monitors"), body);
+  put(main, h("h1", {}, "Monitors"), body, ctx.readOnly ? null : attachForm(ctx));
   return live(
     body,
     ctx,
@@ -303,5 +328,47 @@ export function monitorsView(main, ctx) {
       );
     },
     ["event.monitor"],
+  );
+}
+
+/** The one-form attach: a monitor agent watches a target for keywords. */
+function attachForm(ctx) {
+  const field = (id, label, attrs) => [h("label", { for: id }, label), h("input", { id, name: id, autocapitalize: "off", ...attrs })];
+  const [monitorLabel, monitor] = field("attach-monitor", "Monitor (an agent of this node)", { required: true, placeholder: "monitor-coder" });
+  const [targetLabel, target] = field("attach-target", "Target agent (NAME or NAME@NODE)", { required: true, placeholder: "coder" });
+  const [keywordsLabel, keywords] = field("attach-keywords", "Keywords (comma-separated)", { required: true, placeholder: "panic, segfault" });
+  const advise = h("input", { id: "attach-advise", type: "checkbox", checked: true });
+  const word = h("input", { id: "attach-word", type: "checkbox" });
+  const status = h("div", { class: "status-line" });
+  const submit = async (ev) => {
+    ev.preventDefault();
+    put(status, "attaching...");
+    const kws = keywords.value.split(",").map((k) => k.trim()).filter(Boolean).map((text) => ({ text, mode: word.checked ? "word" : "substring" }));
+    try {
+      await ctx.rpc.call("monitor.attach", { monitor: monitor.value.trim(), target: { agent: target.value.trim() }, trigger: { keywords: kws }, inject: advise.checked });
+      put(status, "attached");
+      window.dispatchEvent(new HashChangeEvent("hashchange"));
+    } catch (e) {
+      put(status, errorLine(e));
+    }
+  };
+  return h(
+    "details",
+    { class: "card" },
+    h("summary", { id: "attach-monitor-open" }, "Attach a monitor"),
+    h(
+      "form",
+      { id: "attach-form", onsubmit: submit },
+      monitorLabel,
+      monitor,
+      targetLabel,
+      target,
+      keywordsLabel,
+      keywords,
+      h("label", { class: "check" }, advise, " advise (inject); off: watch only"),
+      h("label", { class: "check" }, word, " whole words only"),
+      h("button", { type: "submit", class: "primary" }, "Attach"),
+      status,
+    ),
   );
 }
