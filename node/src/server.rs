@@ -201,6 +201,9 @@ pub async fn run(
     let scheme = if tls.is_some() { "wss" } else { "ws" };
     let endpoint = format!("{scheme}://{addr}{}", console_api::WS_PATH);
     node.set_endpoint(endpoint.clone());
+    if let Some(t) = &tls {
+        node.set_tls_cert(t.cert_path.clone());
+    }
     node.load_known_peers();
     if let Err(e) = node.start_fleet().await {
         eprintln!("warning: the fabric did not start: {e}");

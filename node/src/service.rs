@@ -130,6 +130,10 @@ pub struct Node {
     pub(crate) instance_tokens: Mutex<HashMap<String, Vec<String>>>,
     /// The API endpoint, handed to CLIs with their instance token.
     pub(crate) endpoint: std::sync::OnceLock<String>,
+    /// With TLS: the API's certificate (PEM), copied into every home so the
+    /// conversation's own `warren` tools trust the node (`WARREN_TOKEN_FILE`'s
+    /// directory, `node-cert.pem`).
+    pub(crate) tls_cert: std::sync::OnceLock<std::path::PathBuf>,
     /// Itself, for tasks that must not keep the node alive.
     pub(crate) me: std::sync::OnceLock<std::sync::Weak<Node>>,
     /// Dialogs supervision held for a human, by hold id.
@@ -213,6 +217,7 @@ impl Node {
             revoked,
             instance_tokens: Mutex::new(HashMap::new()),
             endpoint: std::sync::OnceLock::new(),
+            tls_cert: std::sync::OnceLock::new(),
             me: std::sync::OnceLock::new(),
             holds: Mutex::new(std::collections::BTreeMap::new()),
             run_from_seq,

@@ -8,10 +8,18 @@ use crate::events::Event;
 use crate::service::{Node, NodeError, NodeResult};
 use crate::util::write_private;
 
+/// The TLS node's certificate in a home's `.warren/`, beside the instance token.
+pub const NODE_CERT_FILE: &str = "node-cert.pem";
+
 impl Node {
     /// Where clients (and CLIs, with their instance token) reach this node.
     pub fn set_endpoint(&self, endpoint: String) {
         let _ = self.endpoint.set(endpoint);
+    }
+
+    /// The API's TLS certificate (PEM file), when it serves TLS.
+    pub fn set_tls_cert(&self, cert: std::path::PathBuf) {
+        let _ = self.tls_cert.set(cert);
     }
 
     pub fn node_id(&self) -> &str {
@@ -128,6 +136,13 @@ impl Node {
         std::fs::create_dir_all(&dir).map_err(|e| NodeError::Internal(format!("create {}: {e}", dir.display())))?;
         let path = dir.join("instance.token");
         write_private(&path, &token).map_err(|e| NodeError::Internal(format!("write {}: {e}", path.display())))?;
+        // Beside it, the certificate a TLS node presents (public), which the
+        // conversation's `warren` tools trust (see `warren::client::tls_config`).
+        if let Some(cert) = self.tls_cert.get() {
+            let to = dir.join(NODE_CERT_FILE);
+            std::fs::copy(cert, &to)
+                .map_err(|e| NodeError::Internal(format!("copy {} to {}: {e}", cert.display(), to.display())))?;
+        }
         Ok((token, path, ids))
     }
 

@@ -77,7 +77,8 @@ type ProgressFn = Box<dyn FnMut(&Value) + Send>;
 
 /// The TLS trust of a `wss://` connection: the system's roots, the PEM
 /// certificates in `WARREN_CA_FILE` (a node's self-signed `tls/cert.pem`,
-/// say) and `extra`. Signatures use ring, the provider the node uses.
+/// say), inside a conversation the node's certificate beside its instance
+/// token, and `extra`. Signatures use ring, the provider the node uses.
 pub fn tls_config(extra: &[PathBuf]) -> anyhow::Result<rustls::ClientConfig> {
     use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
@@ -85,8 +86,13 @@ pub fn tls_config(extra: &[PathBuf]) -> anyhow::Result<rustls::ClientConfig> {
     for cert in rustls_native_certs::load_native_certs().certs {
         let _ = roots.add(cert);
     }
-    // Extra files that are missing are skipped; WARREN_CA_FILE must exist.
-    let present = extra.iter().filter(|p| p.exists()).cloned();
+    // Inside a conversation: the certificate the node put beside the
+    // instance token. Extra files that are missing are skipped;
+    // WARREN_CA_FILE must exist.
+    let beside_token = std::env::var_os("WARREN_TOKEN_FILE")
+        .map(PathBuf::from)
+        .and_then(|t| t.parent().map(|d| d.join(node::tokens::NODE_CERT_FILE)));
+    let present = extra.iter().cloned().chain(beside_token).filter(|p| p.exists());
     let env = std::env::var_os("WARREN_CA_FILE").map(PathBuf::from);
     for path in present.chain(env) {
         let path = &path;

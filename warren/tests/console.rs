@@ -349,4 +349,49 @@ async fn a_tls_node_speaks_wss_with_its_self_signed_certificate() {
     // And a console link names https.
     let p = pair_code(&node, &[]);
     assert!(p["url"].as_str().is_some_and(|u| u.starts_with("https://")), "{p}");
+
+    // A conversation's own tools reach the node over wss too: the node puts
+    // its certificate beside the instance token.
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "a", "harness": "fake", "grants": { "peers": ["t"] } }),
+    )
+    .await;
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "t", "harness": "fake", "grants": { "tools": ["mail"] },
+                "rules": [{ "match": "^check mail", "actions": [{ "shell": "warren-mail inbox 2>&1" }] }] }),
+    )
+    .await;
+    call(
+        &mut c,
+        "mailbox.send",
+        json!({ "from": "a", "to": "t", "body": "sent over tls" }),
+    )
+    .await;
+    let id = start_idle(&mut c, "t").await["id"].as_str().expect("id").to_string();
+    send(&mut c, &id, "check mail").await;
+    let line = wait_until("the tool's output", Duration::from_secs(30), || {
+        let target = target.clone();
+        let cert = cert.clone();
+        let id = id.clone();
+        async move {
+            let mut c = Client::connect_trusting(&target, &[cert]).await.ok()?;
+            transcript(&mut c, &id).await.into_iter().find(|e| {
+                e["speaker"] == "tool"
+                    && e["text"]
+                        .as_str()
+                        .is_some_and(|t| t.contains("warren-mail") || t.contains("sent over tls"))
+            })
+        }
+    })
+    .await;
+    assert!(
+        line["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("a -> t: sent over tls")),
+        "warren-mail inbox over wss: {line}"
+    );
 }
