@@ -27,6 +27,9 @@ pub struct TlsSettings {
 
 /// How long a client has to finish its TLS handshake.
 const HANDSHAKE_WITHIN: Duration = Duration::from_secs(10);
+/// TLS connections served at once (handshakes included); more wait in the
+/// kernel's accept queue.
+const MAX_TLS_CONNECTIONS: usize = 1024;
 
 /// A loaded server identity.
 pub struct Identity {
@@ -117,7 +120,8 @@ fn make_self_signed(cert: &Path, key: &Path, names: &[String]) -> anyhow::Result
 
 /// Serves `router` over TLS on `listener` until `shutdown` resolves: each
 /// connection's handshake (bounded), then HTTP/1.1 with upgrades (the
-/// WebSocket). Cancel-safe: dropping it stops accepting.
+/// WebSocket), at most `MAX_TLS_CONNECTIONS` at once. Cancel-safe:
+/// dropping it stops accepting.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     identity: &Identity,
@@ -125,8 +129,16 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let acceptor = tokio_rustls::TlsAcceptor::from(identity.config.clone());
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_TLS_CONNECTIONS));
     tokio::pin!(shutdown);
     loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => match slot {
+                Ok(s) => s,
+                Err(_) => return Ok(()),
+            },
+            _ = &mut shutdown => return Ok(()),
+        };
         let (tcp, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -162,6 +174,7 @@ pub async fn serve(
             if let Err(e) = conn.await {
                 tracing::debug!(%peer, error = %e, "a TLS connection ended with an error");
             }
+            drop(slot);
         });
     }
 }
