@@ -520,6 +520,19 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
             "the approval is audited as a human's: {audit}"
         );
 
+        // A nudge from the agent view (the companion's allowlisted action).
+        if *label == "phone" {
+            c.goto(&format!("{base}#/agent/{agent}")).await.expect("the agent view");
+            click(&c, "button.nudge").await;
+            wait_js(
+                &c,
+                "the nudge's outcome",
+                Duration::from_secs(20),
+                "return document.querySelector('#nudge-result')?.textContent === 'nudge: sent'",
+            )
+            .await;
+        }
+
         // The one-form attach: a watch-only monitor on this agent.
         if *label == "desktop" {
             call(
@@ -590,10 +603,14 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
     )
     .await;
     let start = c
-        .execute("return [...document.querySelectorAll('button')].filter(b => b.textContent === 'Start conversation').length", vec![])
+        .execute("return [...document.querySelectorAll('button')].filter(b => b.textContent === 'Start conversation' || b.textContent === 'Nudge').length", vec![])
         .await
         .expect("count");
-    assert_eq!(start, json!(0), "a companion cannot start conversations");
+    assert_eq!(
+        start,
+        json!(0),
+        "a read-only companion can neither start conversations nor nudge"
+    );
     click(&c, "#conversations li a").await;
     wait_js(
         &c,

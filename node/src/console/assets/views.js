@@ -144,6 +144,7 @@ export function agentView(main, ctx, name) {
   const body = h("div", { id: "agent" }, h("p", { class: "muted" }, "loading..."));
   const activity = h("ol", { class: "log", id: "activity" });
   const mail = h("ol", { class: "log", id: "mail" });
+  let nudged = "";
   put(main, h("p", {}, h("a", { href: "#/fleet" }, "← Fleet")), h("h1", {}, name), body, h("h2", {}, "Supervision activity"), activity, h("h2", {}, "Mail waiting"), mail);
   const stop = live(body, ctx, async () => {
     const [agent, convs, sup] = await Promise.all([
@@ -183,6 +184,21 @@ export function agentView(main, ctx, name) {
       ),
       h("h2", {}, "Supervision"),
       supervisionPanel(sup),
+      // A nudge is one of the companion's allowlisted actions.
+      (!ctx.readOnly || ctx.actions) && liveConv
+        ? action(
+            "Nudge",
+            async () => {
+              const r = await ctx.rpc.call("supervision.nudge", { agent: name });
+              // Kept across re-renders of the view.
+              nudged = `nudge: ${r.outcome}`;
+              const note = document.getElementById("nudge-result");
+              if (note) note.textContent = nudged;
+            },
+            "big nudge",
+          )
+        : null,
+      h("div", { class: "status-line", id: "nudge-result" }, nudged),
     ];
   });
   const loadActivity = async () => {
