@@ -59,6 +59,7 @@ pub struct Parsed {
 /// `refused`, `other`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
+    /// Bytes consumed (complete lines, and too-long lines skipped).
     pub bytes: u64,
     pub lines: u64,
     /// Lines that produced a record.
@@ -400,7 +401,6 @@ fn feed_lines<P: SessionParser>(
             Some(i) => {
                 let line = strip_cr(&rest[..i]);
                 pos += i + 1;
-                out.stats.bytes += i as u64 + 1;
                 if line.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
@@ -424,6 +424,7 @@ fn feed_lines<P: SessionParser>(
         }
     }
     *offset += pos as u64;
+    out.stats.bytes += pos as u64;
     pos
 }
 
