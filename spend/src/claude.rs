@@ -28,7 +28,7 @@ use crate::time::parse_rfc3339_ms;
 
 /// Messages remembered per file for dedupe (streaming lines of one message
 /// are adjacent; the global rule in [`crate::RecordSet`] covers the rest).
-pub const SEEN_PER_FILE: usize = 64;
+pub const SEEN_PER_FILE: usize = 16;
 
 /// The Claude Code parser.
 #[derive(Debug, Clone, Copy, Default)]

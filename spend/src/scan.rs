@@ -165,7 +165,9 @@ pub enum Outcome {
 /// One file's scan: its new state and what the new bytes held.
 #[derive(Debug, Clone)]
 pub struct FileScan {
-    pub state: FileState,
+    /// The state to keep for next time; `None` when the file was not read
+    /// (unchanged, or it failed: keep the previous state).
+    pub state: Option<FileState>,
     pub parsed: Parsed,
     pub outcome: Outcome,
     /// Why the file could not be read or decoded (its state is then the
@@ -178,7 +180,7 @@ pub struct FileScan {
 pub fn scan_file(f: &SessionFile, prev: Option<&FileState>, buf: &mut Vec<u8>) -> FileScan {
     let fresh = || FileState::new(f.harness, f.session_hint.clone());
     let failed = |error: SpendError| FileScan {
-        state: prev.cloned().unwrap_or_else(fresh),
+        state: None,
         parsed: Parsed::default(),
         outcome: Outcome::Failed,
         error: Some(error),
@@ -187,17 +189,26 @@ pub fn scan_file(f: &SessionFile, prev: Option<&FileState>, buf: &mut Vec<u8>) -
         path: f.path.display().to_string(),
         detail: e.to_string(),
     };
+    let unchanged = || FileScan {
+        state: None,
+        parsed: Parsed::default(),
+        outcome: Outcome::Unchanged,
+        error: None,
+    };
+    // A stat answers for most files of a rescan: no open, no read.
+    match std::fs::metadata(&f.path) {
+        Ok(m) if prev.is_some() && decide(prev, &file_meta(&m), f.compressed, None) == Decision::Unchanged => {
+            return unchanged();
+        }
+        Ok(_) => {}
+        Err(e) => return failed(io(e)),
+    }
     let file = match File::open(&f.path) {
         Ok(file) => file,
         Err(e) => return failed(io(e)),
     };
     let meta = match file.metadata() {
-        Ok(m) => FileMeta {
-            dev: m.dev(),
-            ino: m.ino(),
-            size: m.size(),
-            mtime_ns: m.mtime().saturating_mul(1_000_000_000).saturating_add(m.mtime_nsec()),
-        },
+        Ok(m) => file_meta(&m),
         Err(e) => return failed(io(e)),
     };
     let mut decision = decide(prev, &meta, f.compressed, None);
@@ -208,14 +219,7 @@ pub fn scan_file(f: &SessionFile, prev: Option<&FileState>, buf: &mut Vec<u8>) -
         }
     }
     let (mut state, from, outcome) = match (decision, prev) {
-        (Decision::Unchanged, Some(p)) => {
-            return FileScan {
-                state: p.clone(),
-                parsed: Parsed::default(),
-                outcome: Outcome::Unchanged,
-                error: None,
-            };
-        }
+        (Decision::Unchanged, Some(_)) => return unchanged(),
         (Decision::Append { from }, Some(p)) => (p.clone(), from, Outcome::Appended { from }),
         (Decision::Reparse { reason }, _) => (fresh(), 0, Outcome::Parsed { reason }),
         _ => (
@@ -230,11 +234,13 @@ pub fn scan_file(f: &SessionFile, prev: Option<&FileState>, buf: &mut Vec<u8>) -
     let read = if f.compressed {
         read_compressed(&file, &mut state, &mut parsed, buf)
     } else {
-        read_plain(&file, from, &mut state, &mut parsed, buf).map_err(io)
+        read_plain(&file, from, meta.size, &mut state, &mut parsed, buf).map_err(io)
     };
     if let Err(e) = read {
+        // What was read before the failure stands; the state is not kept,
+        // so the next scan starts over.
         return FileScan {
-            state,
+            state: None,
             parsed,
             outcome: Outcome::Failed,
             error: Some(e),
@@ -245,10 +251,19 @@ pub fn scan_file(f: &SessionFile, prev: Option<&FileState>, buf: &mut Vec<u8>) -
         Err(e) => return failed(io(e)),
     }
     FileScan {
-        state,
+        state: Some(state),
         parsed,
         outcome,
         error: None,
+    }
+}
+
+fn file_meta(m: &std::fs::Metadata) -> FileMeta {
+    FileMeta {
+        dev: m.dev(),
+        ino: m.ino(),
+        size: m.size(),
+        mtime_ns: m.mtime().saturating_mul(1_000_000_000).saturating_add(m.mtime_nsec()),
     }
 }
 
@@ -266,12 +281,35 @@ fn read_head(file: &File, len: u64) -> std::io::Result<Vec<u8>> {
 }
 
 /// Feeds `r` to `state` through `buf`, never holding more than
-/// [`CHUNK_BYTES`]. Returns the unconsumed tail's length (a line not yet
-/// complete).
-fn pump(r: &mut dyn Read, state: &mut FileState, out: &mut Parsed, buf: &mut Vec<u8>) -> std::io::Result<usize> {
-    buf.resize(CHUNK_BYTES, 0);
+/// [`CHUNK_BYTES`]. `expect` is how many bytes are likely to come: the
+/// buffer starts that big (a rescan's few appended bytes need no 8 MiB) and
+/// grows only when a line does not fit. Returns the unconsumed tail's length
+/// (a line not yet complete).
+fn pump(
+    r: &mut dyn Read,
+    expect: u64,
+    state: &mut FileState,
+    out: &mut Parsed,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<usize> {
+    let want = usize::try_from(expect)
+        .unwrap_or(CHUNK_BYTES)
+        .saturating_add(4096)
+        .clamp(64 * 1024, CHUNK_BYTES);
+    if buf.len() < want {
+        buf.resize(want, 0);
+    }
     let mut filled = 0;
     loop {
+        if filled == buf.len() {
+            // A line longer than the buffer: make room (a line past
+            // MAX_LINE_BYTES is skipped by `feed`, so this stops at CHUNK_BYTES).
+            let grown = (buf.len() * 2).min(CHUNK_BYTES);
+            if grown == buf.len() {
+                return Err(std::io::Error::other("a line did not fit the read buffer"));
+            }
+            buf.resize(grown, 0);
+        }
         let n = r.read(&mut buf[filled..])?;
         if n == 0 {
             return Ok(filled);
@@ -286,13 +324,14 @@ fn pump(r: &mut dyn Read, state: &mut FileState, out: &mut Parsed, buf: &mut Vec
 fn read_plain(
     file: &File,
     from: u64,
+    size: u64,
     state: &mut FileState,
     out: &mut Parsed,
     buf: &mut Vec<u8>,
 ) -> std::io::Result<()> {
     let mut r = file;
     r.seek(SeekFrom::Start(from))?;
-    pump(&mut r, state, out, buf)?;
+    pump(&mut r, size.saturating_sub(from), state, out, buf)?;
     Ok(())
 }
 
@@ -309,7 +348,7 @@ fn read_compressed(file: &File, state: &mut FileState, out: &mut Parsed, buf: &m
         }
         let mut dec = ruzstd::decoding::StreamingDecoder::new(&mut src).map_err(|e| bad(e.to_string()))?;
         let mut chained = tail.as_slice().chain(&mut dec);
-        let left = pump(&mut chained, state, out, buf).map_err(|e| bad(e.to_string()))?;
+        let left = pump(&mut chained, 1024 * 1024, state, out, buf).map_err(|e| bad(e.to_string()))?;
         tail = buf[..left].to_vec();
     }
     state.finish(&tail, out);

@@ -202,7 +202,7 @@ fn claude_home_gives_exact_buckets_and_dollars() {
     ))
     .expect("fixture")
     .len();
-    assert_eq!(size - d.state.offset, 150);
+    assert_eq!(size - d.state.as_ref().expect("read").offset, 150);
 }
 
 #[test]
@@ -343,7 +343,7 @@ fn rescanning_unchanged_homes_reads_nothing() {
             .iter()
             .map(|(file, sc)| Job {
                 file,
-                prev: Some(&sc.state),
+                prev: sc.state.as_ref(),
             })
             .collect();
         for (again, (file, _)) in scan::scan_many(&jobs, 2).iter().zip(&first.scans) {

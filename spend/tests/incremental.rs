@@ -207,30 +207,32 @@ fn a_file_on_disk_is_continued_truncated_or_rewritten() {
     assert!(matches!(first.outcome, Outcome::Parsed { .. }));
 
     std::fs::write(&path, &all).expect("append");
-    let second = scan::scan_file(&f, Some(&first.state), &mut buf);
+    let first_state = first.state.clone().expect("read");
+    let second = scan::scan_file(&f, Some(&first_state), &mut buf);
     assert_eq!(
         second.outcome,
         Outcome::Appended {
-            from: first.state.offset
+            from: first_state.offset
         }
     );
+    let second_state = second.state.clone().expect("read");
     let (whole, _) = feed_in_pieces(Harness::Claude, &all, &[]);
     let mut both = first.parsed.clone();
     both.merge(second.parsed.clone());
     assert_eq!(both.records, whole.records);
 
     // Unchanged: nothing read. Truncated or rewritten: parsed from 0.
-    let again = scan::scan_file(&f, Some(&second.state), &mut buf);
+    let again = scan::scan_file(&f, Some(&second_state), &mut buf);
     assert_eq!(again.outcome, Outcome::Unchanged);
     std::fs::write(&path, &all[..half]).expect("truncate");
-    let cut = scan::scan_file(&f, Some(&second.state), &mut buf);
+    let cut = scan::scan_file(&f, Some(&second_state), &mut buf);
     assert_eq!(cut.outcome, Outcome::Parsed { reason: "truncated" });
     assert_eq!(cut.parsed.records, first.parsed.records);
     let mut other = all.clone();
     other[0..8].copy_from_slice(b"{\"type\":");
     other[10] = b'X';
     std::fs::write(&path, [&other[..], b"{}\n"].concat()).expect("rewrite");
-    let rewritten = scan::scan_file(&f, Some(&second.state), &mut buf);
+    let rewritten = scan::scan_file(&f, Some(&second_state), &mut buf);
     assert_eq!(
         rewritten.outcome,
         Outcome::Parsed {
@@ -242,7 +244,7 @@ fn a_file_on_disk_is_continued_truncated_or_rewritten() {
     let other_path = dir.path().join("t.jsonl");
     std::fs::write(&other_path, &all).expect("write");
     std::fs::rename(&other_path, &path).expect("rename");
-    let replaced = scan::scan_file(&f, Some(&second.state), &mut buf);
+    let replaced = scan::scan_file(&f, Some(&second_state), &mut buf);
     assert_eq!(
         replaced.outcome,
         Outcome::Parsed {
@@ -281,5 +283,5 @@ fn a_zst_of_several_frames_without_a_final_newline_is_read_whole() {
         got.parsed.records, whole.records,
         "the last line counts: an archive never grows"
     );
-    assert_eq!(got.state.offset, all.len() as u64);
+    assert_eq!(got.state.expect("read").offset, all.len() as u64);
 }

@@ -162,11 +162,12 @@ pub(super) fn scan_paths(paths: &[PathBuf], days: &Days, threads: usize) -> anyh
                 first,
             });
         }
-        if let Some(id) = s.state.identity
+        if let Some(st) = &s.state
+            && let Some(id) = st.identity
             && !file.compressed
-            && id.meta.size > s.state.offset
+            && id.meta.size > st.offset
         {
-            waiting.push((path, id.meta.size - s.state.offset));
+            waiting.push((path, id.meta.size - st.offset));
         }
     }
     let counted: Vec<&UsageRecord> = set.counted();
