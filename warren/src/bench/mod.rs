@@ -13,6 +13,7 @@ use console_api::methods as m;
 use serde_json::{Value, json};
 
 mod monitors;
+mod spend;
 
 use crate::client::{Client, Target};
 use node::events::{Durability, Event};
@@ -21,7 +22,7 @@ use node::store::Store;
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// Which benchmark: store | latency | rss | startup | auth | supervision |
-    /// monitor | docker | all (`all` skips docker, which needs a Docker engine)
+    /// monitor | spend | docker | all (`all` skips docker, which needs a Docker engine)
     #[arg(default_value = "all")]
     which: String,
     /// Scratch directory (default: a new temp dir, removed afterwards).
@@ -103,6 +104,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "auth",
         "supervision",
         "monitor",
+        "spend",
         "docker",
     ];
     if !known.contains(&args.which.as_str()) {
@@ -128,6 +130,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if all || args.which == "monitor" {
         monitors::bench_monitor(&args).await?;
+    }
+    if all || args.which == "spend" {
+        spend::bench_spend(&args)?;
     }
     if args.which == "docker" {
         bench_docker(&args).await?;
