@@ -132,8 +132,9 @@ struct Payload<'a> {
     // token_count
     #[serde(default)]
     info: Option<Info>,
+    /// Read leniently: a change in its shape must not cost the tokens.
     #[serde(default)]
-    rate_limits: Option<RateLimits>,
+    rate_limits: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -149,27 +150,6 @@ struct CodexUsage {
     cache_write_input_tokens: Option<Count>,
     output_tokens: Option<Count>,
     reasoning_output_tokens: Option<Count>,
-}
-
-#[derive(Deserialize)]
-struct RateLimits {
-    primary: Option<Window>,
-    secondary: Option<Window>,
-}
-
-#[derive(Deserialize)]
-struct Window {
-    used_percent: Option<f64>,
-    window_minutes: Option<u64>,
-    resets_in_seconds: Option<i64>,
-    resets_at: Option<Instant>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Instant {
-    Secs(i64),
-    Text(String),
 }
 
 impl SessionParser for CodexParser {
@@ -239,6 +219,26 @@ impl SessionParser for CodexParser {
 }
 
 impl CodexState {
+    /// The session id of the file's own `session_meta`, once read.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// The `cli_version` that wrote the file, once read.
+    pub fn cli_version(&self) -> Option<&str> {
+        self.cli_version.as_deref()
+    }
+
+    /// The model of the prevailing `turn_context`.
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// True while the file is a fork whose copied history is still being read.
+    pub fn in_fork_replay(&self) -> bool {
+        self.fork.is_some()
+    }
+
     fn session_id<'s>(&'s self, hint: &'s str) -> &'s str {
         self.session.as_deref().unwrap_or(hint)
     }
@@ -383,16 +383,25 @@ impl CodexState {
         Ok(())
     }
 
-    fn quota(&mut self, limits: &RateLimits, ts: i64, at: LineAt<'_>, out: &mut Parsed) {
-        for (name, w) in [("primary", &limits.primary), ("secondary", &limits.secondary)] {
-            let Some(w) = w else { continue };
-            let Some(used) = w.used_percent.filter(|u| u.is_finite() && *u >= 0.0) else {
+    fn quota(&mut self, limits: &serde_json::Value, ts: i64, at: LineAt<'_>, out: &mut Parsed) {
+        for name in ["primary", "secondary"] {
+            let Some(w) = limits.get(name).filter(|w| w.is_object()) else {
                 continue;
             };
-            let resets_at_ms = match &w.resets_at {
-                Some(Instant::Secs(s)) => Some(s.saturating_mul(1000)),
-                Some(Instant::Text(t)) => parse_rfc3339_ms(t),
-                None => w.resets_in_seconds.map(|s| ts + s.saturating_mul(1000)),
+            let Some(used) = w
+                .get("used_percent")
+                .and_then(serde_json::Value::as_f64)
+                .filter(|u| u.is_finite() && *u >= 0.0)
+            else {
+                continue;
+            };
+            let resets_at_ms = match w.get("resets_at") {
+                Some(serde_json::Value::Number(n)) => n.as_i64().map(|s| s.saturating_mul(1000)),
+                Some(serde_json::Value::String(t)) => parse_rfc3339_ms(t),
+                _ => w
+                    .get("resets_in_seconds")
+                    .and_then(serde_json::Value::as_i64)
+                    .map(|s| ts + s.saturating_mul(1000)),
             };
             let sig = (name.to_string(), (used * 100.0).round() as u64, resets_at_ms);
             if self.last_quota.contains(&sig) {
@@ -406,7 +415,7 @@ impl CodexState {
                 name: name.to_string(),
                 observed_ms: ts,
                 used_percent: used,
-                window_minutes: w.window_minutes,
+                window_minutes: w.get("window_minutes").and_then(serde_json::Value::as_u64),
                 resets_at_ms,
             });
         }
@@ -541,6 +550,20 @@ mod tests {
         ]);
         assert_eq!(out.stats.replayed, 2);
         assert_eq!(out.records.len(), 1);
+        let mut st = FileState::new(Harness::Codex, "hint");
+        st.feed(
+            format!("{}\n", meta("child", fork_at, Some("parent"))).as_bytes(),
+            &mut Parsed::default(),
+        );
+        match &st.parser {
+            crate::ParserState::Codex(c) => {
+                assert_eq!(
+                    (c.session(), c.cli_version(), c.in_fork_replay()),
+                    (Some("child"), Some("0.63.0"), true)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
         let r = &out.records[0];
         assert_eq!(
             (
@@ -551,6 +574,15 @@ mod tests {
             ),
             ("child", 1000, 500, 10)
         );
+    }
+
+    #[test]
+    fn a_rate_limit_of_another_shape_costs_no_tokens() {
+        let line = count("2026-11-03T10:00:05Z", (10, 0, 5), None)
+            .replace(r#""used_percent":12.0"#, r#""used_percent":"twelve","extra":[1]"#);
+        let out = parse(&[turn("gpt-5", "2026-11-03T10:00:01Z"), line]);
+        assert_eq!(out.records.len(), 1);
+        assert!(out.quota.is_empty());
     }
 
     #[test]

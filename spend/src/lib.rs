@@ -12,6 +12,21 @@
 //!   query time; [`aggregate::daily`] makes `spend.history` rows.
 //! - [`scan`] is the only IO: walking a Claude config dir or a Codex home and
 //!   reading files for the offline `warren spend scan` (and the node's indexer).
+//!
+//! # Indexing incrementally (the node's ledger)
+//!
+//! Per session file, keep its [`FileState`] (`to_json` / `from_json`). On each
+//! pass, [`scan::scan_file`] (or [`scan::scan_many`]) with the saved state
+//! returns a [`scan::FileScan`]: upsert each of its `parsed.records` by
+//! [`UsageRecord::key`] when its [`UsageRecord::rank`] is greater than the
+//! stored row's, and store the new `state` when it is `Some` (in the same
+//! transaction; `None` means keep the saved one). A failed or interrupted
+//! read re-emits the same keys next time, so the upsert keeps the ledger
+//! consistent; rows are never deleted when a CLI removes its old files. A
+//! report applies [`RecordSet`]'s rule (or the same rule in SQL: see
+//! [`record`'s docs](RecordSet)) and prices the counted rows with
+//! `PricingChain::standard(&live, &cached).choose().table` into
+//! [`aggregate::daily`].
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 pub mod aggregate;
