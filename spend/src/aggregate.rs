@@ -165,3 +165,71 @@ pub fn rollup(rows: &[DayRow], by: By) -> Vec<Rollup> {
     }
     out.into_values().collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Harness;
+
+    fn rec(key: &str, model: &str, day: &str, input: u64, output: u64) -> UsageRecord {
+        UsageRecord {
+            key: key.into(),
+            harness: Harness::Claude,
+            message_id: None,
+            request_id: None,
+            sidechain: false,
+            session_id: "s".into(),
+            model: model.into(),
+            timestamp_ms: crate::time::parse_rfc3339_ms(&format!("{day}T12:00:00Z")).unwrap_or_default(),
+            tokens: Tokens {
+                input,
+                output,
+                ..Tokens::default()
+            },
+            web_search_requests: 0,
+            complete: true,
+        }
+    }
+
+    #[test]
+    fn rows_sum_per_day_model_agent_and_unpriced_stays_unpriced() {
+        let t = crate::pricing::bundled();
+        let rs = [
+            rec("a", "claude-haiku-4-5", "2026-11-03", 1_000_000, 0), // $1
+            rec("b", "claude-haiku-4-5", "2026-11-03", 0, 200_000),   // $1
+            rec("c", "claude-haiku-4-5", "2026-11-04", 0, 100_000),   // $0.50
+            rec("d", "mystery-1", "2026-11-04", 7, 7),
+            rec("e", "claude-haiku-4-5", "2026-11-05", 5, 5),
+        ];
+        let input = [
+            ("x", &rs[0]),
+            ("x", &rs[1]),
+            ("y", &rs[2]),
+            ("y", &rs[3]),
+            ("x", &rs[4]),
+        ];
+        let days = Days {
+            since: Some("2026-11-03".into()),
+            until: Some("2026-11-04".into()),
+        };
+        let s = daily(input, &t, &days);
+        assert_eq!(s.rows.len(), 3, "the 5th is outside the days");
+        assert_eq!((s.rows[0].requests, s.rows[0].usd), (2, Some(2.0)));
+        assert_eq!(
+            (s.rows[2].model.as_str(), s.rows[2].usd, s.rows[2].priced),
+            ("mystery-1", None, false)
+        );
+        assert_eq!(s.unpriced_models, ["mystery-1"]);
+        assert!((s.usd - 2.5).abs() < 1e-12);
+
+        let by_agent = rollup(&s.rows, By::Agent);
+        assert_eq!(
+            by_agent.iter().map(|r| r.label.as_str()).collect::<Vec<_>>(),
+            ["x", "y"]
+        );
+        assert_eq!((by_agent[1].unpriced_rows, by_agent[1].tokens.output), (1, 100_007));
+        assert!((by_agent[1].usd - 0.5).abs() < 1e-12);
+        let by_day = rollup(&s.rows, By::Day);
+        assert_eq!(by_day.len(), 2);
+    }
+}
