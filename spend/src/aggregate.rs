@@ -188,6 +188,8 @@ mod tests {
             },
             web_search_requests: 0,
             complete: true,
+            speed: crate::record::Speed::Standard,
+            inference_geo: None,
         }
     }
 

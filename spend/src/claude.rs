@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::cursor::{LineAt, Parsed, SessionParser, excerpt};
 use crate::error::SpendError;
 use crate::fields::{Count, MAX_TOKENS_PER_REQUEST, check, kind_of_untyped, looks_like_object, short, utf8};
-use crate::record::{Harness, Rank, Tokens, UsageRecord};
+use crate::record::{Harness, Rank, Speed, Tokens, UsageRecord};
 use crate::time::parse_rfc3339_ms;
 
 /// Messages remembered per file for dedupe (streaming lines of one message
@@ -88,6 +88,10 @@ struct Usage {
     cache_creation: Option<CacheCreation>,
     output_tokens: Option<Count>,
     server_tool_use: Option<ServerToolUse>,
+    #[serde(default)]
+    speed: Option<String>,
+    #[serde(default)]
+    inference_geo: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -202,6 +206,11 @@ impl SessionParser for ClaudeParser {
             tokens,
             web_search_requests: web,
             complete: message.stop_reason.is_some(),
+            speed: match usage.speed.as_deref() {
+                Some("fast") => Speed::Fast,
+                _ => Speed::Standard,
+            },
+            inference_geo: usage.inference_geo.filter(|g| !g.is_empty()),
         };
         if state.remember(&record) {
             out.stats.usage_lines += 1;

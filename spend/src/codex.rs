@@ -35,7 +35,7 @@ use crate::error::SpendError;
 use crate::fields::{
     Count, MAX_TOKENS_CUMULATIVE, MAX_TOKENS_PER_REQUEST, check, kind_of_untyped, looks_like_object, short, utf8,
 };
-use crate::record::{Harness, QuotaSample, Tokens, UsageRecord};
+use crate::record::{Harness, QuotaSample, Speed, Tokens, UsageRecord};
 use crate::time::{parse_rfc3339_ms, uuid_v7_ms};
 
 /// How long after a fork's creation its copied history may still be written.
@@ -379,6 +379,8 @@ impl CodexState {
             tokens,
             web_search_requests: 0,
             complete: true,
+            speed: Speed::Standard,
+            inference_geo: None,
         });
         Ok(())
     }

@@ -52,4 +52,4 @@ pub use fields::{MAX_TOKENS_CUMULATIVE, MAX_TOKENS_PER_REQUEST};
 pub use pricing::{
     Bundled, CachedTable, Chosen, LiveAnswer, Price, PriceTable, PricingChain, PricingSource, Rates, Source,
 };
-pub use record::{Harness, QuotaSample, Rank, RecordSet, Tokens, UsageRecord};
+pub use record::{Harness, QuotaSample, Rank, RecordSet, Speed, Tokens, UsageRecord};

@@ -82,6 +82,16 @@ impl Tokens {
     }
 }
 
+/// How fast the provider was asked to answer (Anthropic's fast mode is
+/// billed at its own, higher rates).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Speed {
+    #[default]
+    Standard,
+    Fast,
+}
+
 /// One model request as the CLI recorded it. Tokens, not dollars: prices are
 /// applied when a report is made ([`crate::PriceTable::cost`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,6 +115,13 @@ pub struct UsageRecord {
     pub web_search_requests: u64,
     /// The request finished (Claude: the line has a `stop_reason`).
     pub complete: bool,
+    /// Claude's `usage.speed`.
+    #[serde(default)]
+    pub speed: Speed,
+    /// Claude's `usage.inference_geo` when it names a region (`us`: billed
+    /// at [`crate::Price::us_inference_multiplier`]).
+    #[serde(default)]
+    pub inference_geo: Option<String>,
 }
 
 /// Which of two records for one key is the more complete.
@@ -238,6 +255,8 @@ mod tests {
             },
             web_search_requests: 0,
             complete: false,
+            speed: Speed::Standard,
+            inference_geo: None,
         }
     }
 

@@ -71,7 +71,8 @@ fn claude_home_gives_exact_buckets_and_dollars() {
     // A1, A2 (once, though session C copies it), B1 (once: three streaming
     // lines and a sidechain replay under req_ZZ), B2, B3 (an inline sidechain
     // request: real), B4 (unknown model), S1 (the subagent's own), B5 (no
-    // requestId), C1, D1. Not: the synthetic line, D2-D6, the cut last line.
+    // requestId), C1, C2 and C3 (CLI 2.1.332), D1. Not: the synthetic line,
+    // D2-D6, the cut last line, the CLI's cost-state and api-request lines.
     assert_eq!(
         keys,
         [
@@ -84,6 +85,8 @@ fn claude_home_gives_exact_buckets_and_dollars() {
             "claude:msg_S1:req_S1",
             "claude:msg_B5",
             "claude:msg_C1:req_C1",
+            "claude:msg_C2:req_C2",
+            "claude:msg_C3:req_C3",
             "claude:msg_D1:req_D1",
         ]
     );
@@ -113,14 +116,15 @@ fn claude_home_gives_exact_buckets_and_dollars() {
         usd(&t, b1),
         (3.0 * 3.0 + 20_000.0 * 0.3 + 1000.0 * 3.75 + 4000.0 * 6.0 + 150.0 * 15.0) / 1e6,
     ); // $0.036009
-    // Long context: 50 + 210,000 prompt tokens > 200k, so the whole request at
-    // 6 input, 0.60 read, 22.50 output; plus 3 web searches at $10 per 1,000.
+    // Long context (Haiku 5.5: 0.10 input, 0.01 read, 0.50 output up to 100k
+    // prompt tokens): 50 + 210,000 prompt tokens > 100k, so the whole request
+    // at 0.50 input, 0.05 read, 2.50 output; plus 3 web searches at $10 per 1,000.
     let b2 = counted(&s, "claude:msg_B2:req_B2");
     assert_eq!((b2.tokens, b2.web_search_requests), (tokens(50, 210_000, 0, 0, 400), 3));
     close(
         usd(&t, b2),
-        (50.0 * 6.0 + 210_000.0 * 0.6 + 400.0 * 22.5) / 1e6 + 3.0 * 10.0 / 1000.0,
-    ); // $0.1653
+        (50.0 * 0.5 + 210_000.0 * 0.05 + 400.0 * 2.5) / 1e6 + 3.0 * 10.0 / 1000.0,
+    ); // $0.041525
     let b5 = counted(&s, "claude:msg_B5");
     assert_eq!(b5.tokens, tokens(7, 100, 0, 0, 60));
     close(usd(&t, b5), (7.0 * 3.0 + 100.0 * 0.3 + 60.0 * 15.0) / 1e6); // $0.000951
@@ -141,6 +145,17 @@ fn claude_home_gives_exact_buckets_and_dollars() {
         usd(&t, c1),
         (20.0 * 5.0 + 3000.0 * 0.5 + 1000.0 * 10.0 + 500.0 * 25.0) / 1e6,
     ); // $0.0241
+    // Opus 4.6 in fast mode: 30 input, 3 read, 150 output.
+    let c2 = counted(&s, "claude:msg_C2:req_C2");
+    assert_eq!(
+        (c2.tokens, c2.speed),
+        (tokens(100, 10_000, 0, 0, 1000), spend::Speed::Fast)
+    );
+    close(usd(&t, c2), (100.0 * 30.0 + 10_000.0 * 3.0 + 1000.0 * 150.0) / 1e6); // $0.183
+    // Opus 4.6 on US-only inference: the standard rates times 1.1.
+    let c3 = counted(&s, "claude:msg_C3:req_C3");
+    assert_eq!(c3.inference_geo.as_deref(), Some("us"));
+    close(usd(&t, c3), (1000.0 * 5.0 + 100.0 * 25.0) / 1e6 * 1.1); // $0.00825
 
     // The unknown model: tokens counted, unpriced (not $0).
     let b4 = counted(&s, "claude:msg_B4:req_B4");
@@ -154,12 +169,22 @@ fn claude_home_gives_exact_buckets_and_dollars() {
         .filter(|r| r.day == "2026-11-04" && r.model == "claude-sonnet-4-5-20250929")
         .filter_map(|r| r.usd)
         .sum();
-    close(day4, 0.036009 + 0.1653 + 0.000951);
+    close(day4, 0.036009 + 0.000951);
     let nova = summary.rows.iter().find(|r| r.model == "claude-nova-9").expect("row");
     assert_eq!((nova.usd, nova.priced, nova.input), (None, false, 10));
     close(
         summary.usd,
-        0.00678 + 0.00264 + 0.036009 + 0.1653 + 0.000951 + 0.0002 + 0.00049 + 0.0241 + (1.0 + 5.0) / 1e6,
+        0.00678
+            + 0.00264
+            + 0.036009
+            + 0.041525
+            + 0.000951
+            + 0.0002
+            + 0.00049
+            + 0.0241
+            + 0.183
+            + 0.00825
+            + (1.0 + 5.0) / 1e6,
     );
 
     // Per file: the streaming duplicates, the synthetic line, the refusals.

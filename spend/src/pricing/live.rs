@@ -17,7 +17,10 @@
 //!   "litellm_provider"}}`. Only entries of providers `anthropic` and `openai`
 //!   (or with no provider) are read: resellers' prices differ.
 //!
-//! A bucket with no listed price costs 0 (OpenAI cache writes are free). The
+//! Neither shape lists fast-mode rates (a fast request is then priced at the
+//! standard rates) or Anthropic's 1.1x for US-only inference (applied to
+//! Anthropic models anyway). A bucket with no listed price costs 0 (OpenAI
+//! cache writes are free). The
 //! answer is refused with a reason when it is too big, not JSON, of neither
 //! shape, or has no model with sane prices.
 
@@ -27,6 +30,9 @@ use serde_json::{Map, Value};
 
 use super::{LongContext, Price, PriceTable, Rates, Source};
 use crate::error::SpendError;
+
+/// Anthropic's factor for US-only inference, which neither shape lists.
+const US_INFERENCE: f64 = 1.1;
 
 /// The largest answer read.
 pub const MAX_LIVE_BYTES: usize = 32 * 1024 * 1024;
@@ -117,7 +123,13 @@ fn open_router(v: &Value) -> BTreeMap<String, Price> {
                 cache_write_1h: w1h,
             },
             long_context: None,
+            fast: None,
             web_search_per_1k: num(p.get("web_search")).map_or(0.0, |s| s * 1000.0),
+            us_inference_multiplier: if id.starts_with("anthropic/") {
+                US_INFERENCE
+            } else {
+                1.0
+            },
         };
         out.insert(id.to_string(), price);
     }
@@ -150,7 +162,13 @@ fn lite_llm(v: &Value) -> BTreeMap<String, Price> {
             Price {
                 rates,
                 long_context,
+                fast: None,
                 web_search_per_1k: web,
+                us_inference_multiplier: if provider == Some("anthropic") || id.starts_with("claude-") {
+                    US_INFERENCE
+                } else {
+                    1.0
+                },
             },
         );
     }

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::SpendError;
-use crate::record::UsageRecord;
+use crate::record::{Speed, UsageRecord};
 
 pub use bundled::{BUNDLED_AS_OF, bundled};
 pub use live::{LiveFormat, MAX_LIVE_BYTES, detect as detect_live, parse_live};
@@ -44,33 +44,75 @@ pub struct LongContext {
 }
 
 /// One model's prices.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Price {
     pub rates: Rates,
     pub long_context: Option<LongContext>,
+    /// Rates of a request made in fast mode ([`Speed::Fast`]); without them
+    /// a fast request is priced at `rates`.
+    #[serde(default)]
+    pub fast: Option<Rates>,
     /// Dollars per 1,000 server-side web search requests.
     pub web_search_per_1k: f64,
+    /// The factor on token costs of a request whose `inference_geo` is `us`
+    /// (Anthropic bills US-only inference at 1.1x); 1 where there is none.
+    #[serde(default = "one")]
+    pub us_inference_multiplier: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl Default for Price {
+    fn default() -> Price {
+        Price {
+            rates: Rates::default(),
+            long_context: None,
+            fast: None,
+            web_search_per_1k: 0.0,
+            us_inference_multiplier: 1.0,
+        }
+    }
 }
 
 impl Price {
-    /// What one request cost, in dollars.
+    /// What one request cost, in dollars: fast-mode rates for a fast request,
+    /// else the long-context rates when its prompt is above the tier's
+    /// threshold, else the base rates; times the US-inference factor; plus
+    /// its web searches.
     pub fn cost(&self, r: &UsageRecord) -> f64 {
         let t = &r.tokens;
-        let rates = match self.long_context {
-            Some(lc) if t.prompt() > lc.above_prompt_tokens => lc.rates,
+        let rates = match (r.speed, self.fast, self.long_context) {
+            (Speed::Fast, Some(fast), _) => fast,
+            (_, _, Some(lc)) if t.prompt() > lc.above_prompt_tokens => lc.rates,
             _ => self.rates,
         };
+        let geo = if r.inference_geo.as_deref() == Some("us") {
+            self.us_inference_multiplier
+        } else {
+            1.0
+        };
         let m = |tokens: u64, per_million: f64| tokens as f64 * per_million / 1_000_000.0;
-        m(t.input, rates.input)
+        let tokens = m(t.input, rates.input)
             + m(t.cache_read, rates.cache_read)
             + m(t.cache_write_5m, rates.cache_write_5m)
             + m(t.cache_write_1h, rates.cache_write_1h)
-            + m(t.output, rates.output)
-            + r.web_search_requests as f64 * self.web_search_per_1k / 1000.0
+            + m(t.output, rates.output);
+        tokens * geo + r.web_search_requests as f64 * self.web_search_per_1k / 1000.0
     }
 
     fn check(&self) -> Result<(), String> {
-        let all = [self.rates].into_iter().chain(self.long_context.map(|l| l.rates));
+        if !self.us_inference_multiplier.is_finite() || !(1.0..=10.0).contains(&self.us_inference_multiplier) {
+            return Err(format!(
+                "US-inference factor {} is absurd",
+                self.us_inference_multiplier
+            ));
+        }
+        let all = [self.rates]
+            .into_iter()
+            .chain(self.long_context.map(|l| l.rates))
+            .chain(self.fast);
         for r in all {
             for (name, v) in [
                 ("input", r.input),

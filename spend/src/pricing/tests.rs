@@ -17,6 +17,8 @@ fn req(model: &str, tokens: Tokens, web: u64) -> UsageRecord {
         tokens,
         web_search_requests: web,
         complete: true,
+        speed: crate::record::Speed::Standard,
+        inference_geo: None,
     }
 }
 
@@ -27,7 +29,7 @@ fn close(a: f64, b: f64) -> bool {
 #[test]
 fn bundled_prices_pass_their_own_checks() {
     let t = bundled();
-    assert_eq!(t.models.len(), 29, "an entry failed the checks");
+    assert_eq!(t.models.len(), 40, "an entry failed the checks");
     assert_eq!((t.source, t.as_of.as_str()), (Source::Bundled, BUNDLED_AS_OF));
 }
 
@@ -40,6 +42,7 @@ fn names_match_exactly_then_normalized() {
     assert_eq!(id("claude-sonnet-4-20250514").as_deref(), Some("claude-sonnet-4"));
     assert_eq!(id("claude-opus-4-1-20250805").as_deref(), Some("claude-opus-4-1"));
     assert_eq!(id("claude-3-5-sonnet-latest").as_deref(), Some("claude-3-5-sonnet"));
+    assert_eq!(id("claude-opus-5-5").as_deref(), Some("claude-opus-5-5"));
     assert_eq!(id("gpt-5.1-codex-max").as_deref(), Some("gpt-5.1-codex-max"));
     assert_eq!(id("openai/gpt-5-2025-08-07").as_deref(), Some("gpt-5"));
     assert_eq!(id("claude-haiku-4-5@20251001").as_deref(), Some("claude-haiku-4-5"));
@@ -52,7 +55,7 @@ fn names_match_exactly_then_normalized() {
 }
 
 #[test]
-fn a_request_costs_its_buckets_and_the_long_tier_applies_per_request() {
+fn a_request_costs_its_buckets() {
     let t = bundled();
     let tokens = Tokens {
         input: 1_000,
@@ -66,24 +69,79 @@ fn a_request_costs_its_buckets_and_the_long_tier_applies_per_request() {
     // + 7500 + 24000 + 7500 = 45_000 per million = $0.045, + 2 searches * $0.01.
     let c = t.cost(&req("claude-sonnet-4-5-20250929", tokens, 2)).expect("priced");
     assert!(close(c, 0.045 + 0.02), "{c}");
-    // 200_001 prompt tokens: the whole request at 6 / 22.5 (cache read 0.6).
-    let long = Tokens {
-        input: 1,
-        cache_read: 200_000,
-        output: 1_000,
-        ..Tokens::default()
-    };
-    let c = t.cost(&req("claude-sonnet-4-5", long, 0)).expect("priced");
-    assert!(close(c, (1.0 * 6.0 + 200_000.0 * 0.6 + 1_000.0 * 22.5) / 1e6), "{c}");
-    // Exactly 200_000 is not above the threshold.
-    let edge = Tokens { input: 0, ..long };
-    let c = t.cost(&req("claude-sonnet-4-5", edge, 0)).expect("priced");
-    assert!(close(c, (200_000.0 * 0.3 + 1_000.0 * 15.0) / 1e6), "{c}");
+    // Opus 5.5 (4 / 20, cache read 0.2, write-5m 5, write-1h 8): 4000 + 2000
+    // + 10000 + 32000 + 10000 = 58_000 per million.
+    let c = t.cost(&req("claude-opus-5-5", tokens, 0)).expect("priced");
+    assert!(close(c, 0.058), "{c}");
     assert_eq!(
         t.cost(&req("claude-nova-9", tokens, 0)),
         None,
         "unknown is unpriced, not $0"
     );
+}
+
+#[test]
+fn the_long_context_tier_applies_per_request_above_its_threshold() {
+    let t = bundled();
+    // Haiku 5.5 above 100k prompt tokens: the whole request at 0.5 / 2.5,
+    // cache read 0.05.
+    let long = Tokens {
+        input: 1,
+        cache_read: 100_000,
+        output: 1_000,
+        ..Tokens::default()
+    };
+    let c = t.cost(&req("claude-haiku-5-5", long, 0)).expect("priced");
+    assert!(close(c, (1.0 * 0.5 + 100_000.0 * 0.05 + 1_000.0 * 2.5) / 1e6), "{c}");
+    // Exactly 100_000 is not above it: 0.1 / 0.5, cache read 0.01.
+    let edge = Tokens { input: 0, ..long };
+    let c = t.cost(&req("claude-haiku-5-5", edge, 0)).expect("priced");
+    assert!(close(c, (100_000.0 * 0.01 + 1_000.0 * 0.5) / 1e6), "{c}");
+    // GPT-5.4 above 272k: 5 input, 0.5 cached, 22.5 output.
+    let big = Tokens {
+        input: 2_000,
+        cache_read: 280_000,
+        output: 100,
+        ..Tokens::default()
+    };
+    let c = t.cost(&req("gpt-5.4", big, 0)).expect("priced");
+    assert!(close(c, (2_000.0 * 5.0 + 280_000.0 * 0.5 + 100.0 * 22.5) / 1e6), "{c}");
+}
+
+#[test]
+fn fast_mode_and_us_inference_are_priced_as_billed() {
+    let t = bundled();
+    let tokens = Tokens {
+        input: 1_000,
+        output: 1_000,
+        ..Tokens::default()
+    };
+    let mut r = req("claude-opus-4-6", tokens, 1);
+    let standard = (1_000.0 * 5.0 + 1_000.0 * 25.0) / 1e6 + 0.01;
+    assert!(close(t.cost(&r).expect("priced"), standard));
+    r.speed = crate::record::Speed::Fast;
+    let fast = (1_000.0 * 30.0 + 1_000.0 * 150.0) / 1e6 + 0.01;
+    assert!(close(t.cost(&r).expect("priced"), fast));
+    // A model without fast rates is priced at its standard rates.
+    let mut h = req("claude-haiku-4-5", tokens, 0);
+    h.speed = crate::record::Speed::Fast;
+    assert!(close(t.cost(&h).expect("priced"), (1_000.0 + 5_000.0) / 1e6));
+    // US-only inference: tokens times 1.1, searches not.
+    r.speed = crate::record::Speed::Standard;
+    r.inference_geo = Some("us".into());
+    assert!(close(
+        t.cost(&r).expect("priced"),
+        (1_000.0 * 5.0 + 1_000.0 * 25.0) / 1e6 * 1.1 + 0.01
+    ));
+    r.inference_geo = Some("global".into());
+    assert!(close(t.cost(&r).expect("priced"), standard));
+    // OpenAI has no such factor.
+    let mut g = req("gpt-5", tokens, 0);
+    g.inference_geo = Some("us".into());
+    assert!(close(
+        t.cost(&g).expect("priced"),
+        (1_000.0 * 1.25 + 1_000.0 * 10.0) / 1e6
+    ));
 }
 
 const OPEN_ROUTER: &str = r#"{"data":[
