@@ -190,6 +190,7 @@ mod tests {
             complete: true,
             speed: crate::record::Speed::Standard,
             inference_geo: None,
+            iterations: vec![],
         }
     }
 

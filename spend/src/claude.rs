@@ -92,6 +92,10 @@ struct Usage {
     speed: Option<String>,
     #[serde(default)]
     inference_geo: Option<String>,
+    /// Several model calls within one message (read leniently: a shape this
+    /// version does not know prices the message whole).
+    #[serde(default)]
+    iterations: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -210,7 +214,8 @@ impl SessionParser for ClaudeParser {
                 Some("fast") => Speed::Fast,
                 _ => Speed::Standard,
             },
-            inference_geo: usage.inference_geo.filter(|g| !g.is_empty()),
+            inference_geo: usage.inference_geo.clone().filter(|g| !g.is_empty()),
+            iterations: iterations(usage.iterations.as_ref(), &tokens),
         };
         if state.remember(&record) {
             out.stats.usage_lines += 1;
@@ -255,7 +260,6 @@ fn tokens(u: &Usage) -> Result<(Tokens, u64), SpendError> {
     let max = MAX_TOKENS_PER_REQUEST;
     let input = check("input_tokens", u.input_tokens, max)?;
     let cache_read = check("cache_read_input_tokens", u.cache_read_input_tokens, max)?;
-    let creation = check("cache_creation_input_tokens", u.cache_creation_input_tokens, max)?;
     let output = check("output_tokens", u.output_tokens, max)?;
     let (w5, w1) = match &u.cache_creation {
         Some(c) => (
@@ -270,11 +274,16 @@ fn tokens(u: &Usage) -> Result<(Tokens, u64), SpendError> {
                 max,
             )?,
         ),
-        None => (creation, 0),
+        None => (0, 0),
     };
-    // The split is authoritative; a total above it (a TTL this version does
-    // not know) is priced as 5-minute writes rather than lost.
-    let w5 = w5 + creation.saturating_sub(w5 + w1);
+    let creation = match u.cache_creation_input_tokens {
+        Some(c) => check("cache_creation_input_tokens", Some(c), max)?,
+        None => w5 + w1,
+    };
+    // As Claude Code bills it: the 1-hour part (at most the whole), and every
+    // other cache write at the 5-minute rate (a TTL this version does not
+    // know is not lost).
+    let w1 = w1.min(creation);
     let web = match &u.server_tool_use {
         Some(s) => check("server_tool_use.web_search_requests", s.web_search_requests, 100_000)?,
         None => 0,
@@ -282,12 +291,78 @@ fn tokens(u: &Usage) -> Result<(Tokens, u64), SpendError> {
     let tokens = Tokens {
         input,
         cache_read,
-        cache_write_5m: w5,
+        cache_write_5m: creation - w1,
         cache_write_1h: w1,
         output,
         reasoning: 0,
     };
     Ok((tokens, web))
+}
+
+/// The message's iterations (two or more model calls) in buckets, when every
+/// one carries its four counts and they add up to the message's; else none
+/// (the message is priced whole). 1-hour writes the iterations do not
+/// account for go to their unsplit writes in order, as Claude Code does.
+fn iterations(v: Option<&serde_json::Value>, total: &Tokens) -> Vec<Tokens> {
+    let Some(list) = v.and_then(serde_json::Value::as_array) else {
+        return vec![];
+    };
+    let calls: Vec<&serde_json::Value> = list
+        .iter()
+        .filter(|i| i.get("type").and_then(serde_json::Value::as_str) == Some("message"))
+        .collect();
+    if calls.len() < 2 {
+        return vec![];
+    }
+    let num = |i: &serde_json::Value, k: &str| {
+        i.pointer(k)
+            .and_then(serde_json::Value::as_u64)
+            .filter(|n| *n <= MAX_TOKENS_PER_REQUEST)
+    };
+    let mut out: Vec<(Tokens, u64)> = Vec::with_capacity(calls.len());
+    for i in calls {
+        let (Some(input), Some(output), Some(cache_read), Some(creation)) = (
+            num(i, "/input_tokens"),
+            num(i, "/output_tokens"),
+            num(i, "/cache_read_input_tokens"),
+            num(i, "/cache_creation_input_tokens"),
+        ) else {
+            return vec![];
+        };
+        let one_hour = num(i, "/cache_creation/ephemeral_1h_input_tokens")
+            .unwrap_or(0)
+            .min(creation);
+        let five_min = num(i, "/cache_creation/ephemeral_5m_input_tokens")
+            .unwrap_or(0)
+            .min(creation - one_hour);
+        let t = Tokens {
+            input,
+            cache_read,
+            cache_write_5m: five_min,
+            cache_write_1h: one_hour,
+            output,
+            reasoning: 0,
+        };
+        out.push((t, creation));
+    }
+    let sum = |f: fn(&Tokens, u64) -> u64| out.iter().map(|(t, c)| f(t, *c)).sum::<u64>();
+    if sum(|t, _| t.input) != total.input
+        || sum(|t, _| t.output) != total.output
+        || sum(|t, _| t.cache_read) != total.cache_read
+        || sum(|_, c| c) != total.cache_write_5m + total.cache_write_1h
+    {
+        return vec![];
+    }
+    let mut extra = total.cache_write_1h.saturating_sub(sum(|t, _| t.cache_write_1h));
+    out.into_iter()
+        .map(|(mut t, creation)| {
+            let k = extra.min(creation - t.cache_write_5m - t.cache_write_1h);
+            extra -= k;
+            t.cache_write_1h += k;
+            t.cache_write_5m = creation - t.cache_write_1h;
+            t
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -400,6 +475,37 @@ mod tests {
         assert!(matches!(errs[3], SpendError::InvalidJson { .. }));
         assert_eq!(errs[4], &SpendError::InvalidUtf8 { at: 25 });
         assert!(matches!(errs[5], SpendError::InvalidJson { .. }));
+    }
+
+    #[test]
+    fn iterations_count_only_when_they_add_up() {
+        let with = |iters: &str| {
+            let line = assistant("m9", Some("r9"), 9, true).replace(
+                r#""server_tool_use""#,
+                &format!(r#""iterations":{iters},"server_tool_use""#),
+            );
+            parse(&format!("{line}\n")).records.remove(0).iterations
+        };
+        let call = |i: u64, read: u64, w1: u64, out: u64| {
+            format!(
+                r#"{{"type":"message","input_tokens":{i},"cache_read_input_tokens":{read},"cache_creation_input_tokens":{w1},"cache_creation":{{"ephemeral_1h_input_tokens":{w1}}},"output_tokens":{out}}}"#
+            )
+        };
+        // The message: 3 input, 100 read, 20 + 30 written, 9 output.
+        let good = with(&format!("[{},{}]", call(1, 40, 0, 4), call(2, 60, 50, 5)));
+        assert_eq!(good.len(), 2);
+        // A call's own 5m/1h split stands as written (clamped to what the call
+        // wrote), as Claude Code takes it: the second call's 50 are 1-hour.
+        assert_eq!((good[1].cache_write_1h, good[1].cache_write_5m), (50, 0));
+        assert!(
+            with(&format!("[{},{}]", call(1, 40, 0, 4), call(2, 61, 50, 5))).is_empty(),
+            "sums differ"
+        );
+        assert!(
+            with(&format!("[{}]", call(3, 100, 50, 9))).is_empty(),
+            "one call is the message"
+        );
+        assert!(with(r#""not a list""#).is_empty());
     }
 
     #[test]

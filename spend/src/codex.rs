@@ -381,6 +381,7 @@ impl CodexState {
             complete: true,
             speed: Speed::Standard,
             inference_geo: None,
+            iterations: vec![],
         });
         Ok(())
     }

@@ -122,6 +122,10 @@ pub struct UsageRecord {
     /// at [`crate::Price::us_inference_multiplier`]).
     #[serde(default)]
     pub inference_geo: Option<String>,
+    /// Claude: the model calls within this message (two or more), each in
+    /// buckets adding up to `tokens`; a long-context tier is decided per call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub iterations: Vec<Tokens>,
 }
 
 /// Which of two records for one key is the more complete.
@@ -257,6 +261,7 @@ mod tests {
             complete: false,
             speed: Speed::Standard,
             inference_geo: None,
+            iterations: vec![],
         }
     }
 

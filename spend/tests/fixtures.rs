@@ -71,7 +71,7 @@ fn claude_home_gives_exact_buckets_and_dollars() {
     // A1, A2 (once, though session C copies it), B1 (once: three streaming
     // lines and a sidechain replay under req_ZZ), B2, B3 (an inline sidechain
     // request: real), B4 (unknown model), S1 (the subagent's own), B5 (no
-    // requestId), C1, C2 and C3 (CLI 2.1.332), D1. Not: the synthetic line,
+    // requestId), C1, C2, C3 and C4 (CLI 2.1.332), D1. Not: the synthetic line,
     // D2-D6, the cut last line, the CLI's cost-state and api-request lines.
     assert_eq!(
         keys,
@@ -87,6 +87,7 @@ fn claude_home_gives_exact_buckets_and_dollars() {
             "claude:msg_C1:req_C1",
             "claude:msg_C2:req_C2",
             "claude:msg_C3:req_C3",
+            "claude:msg_C4:req_C4",
             "claude:msg_D1:req_D1",
         ]
     );
@@ -156,6 +157,16 @@ fn claude_home_gives_exact_buckets_and_dollars() {
     let c3 = counted(&s, "claude:msg_C3:req_C3");
     assert_eq!(c3.inference_geo.as_deref(), Some("us"));
     close(usd(&t, c3), (1000.0 * 5.0 + 100.0 * 25.0) / 1e6 * 1.1); // $0.00825
+    // Two model calls in one message (Haiku 5.5): 10 + 60,000 prompt tokens
+    // are under 100k, 20 + 120,000 over it; the compaction iteration is not a
+    // call. Priced whole, all 180,030 would be long-context ($0.010015).
+    let c4 = counted(&s, "claude:msg_C4:req_C4");
+    assert_eq!(c4.tokens, tokens(30, 180_000, 0, 0, 400));
+    assert_eq!(c4.iterations.len(), 2);
+    close(
+        usd(&t, c4),
+        (10.0 * 0.1 + 60_000.0 * 0.01 + 100.0 * 0.5) / 1e6 + (20.0 * 0.5 + 120_000.0 * 0.05 + 300.0 * 2.5) / 1e6,
+    ); // $0.007411
 
     // The unknown model: tokens counted, unpriced (not $0).
     let b4 = counted(&s, "claude:msg_B4:req_B4");
@@ -184,6 +195,7 @@ fn claude_home_gives_exact_buckets_and_dollars() {
             + 0.0241
             + 0.183
             + 0.00825
+            + 0.007411
             + (1.0 + 5.0) / 1e6,
     );
 

@@ -42,8 +42,8 @@ fn scan_reports_both_homes_offline() {
 
     assert_eq!(v["pricing"]["source"], "bundled");
     assert_eq!(v["pricing"]["as_of"], spend::pricing::BUNDLED_AS_OF);
-    // 12 Claude requests + 7 Codex requests (see spend/tests/fixtures.rs).
-    assert_eq!(v["requests"], 19);
+    // 13 Claude requests + 7 Codex requests (see spend/tests/fixtures.rs).
+    assert_eq!(v["requests"], 20);
     assert_eq!(v["unpriced_models"], serde_json::json!(["claude-nova-9"]));
     // The corrupt Claude file, the corrupt rollout, the .zst that is not zstd.
     assert_eq!(v["unparseable_files"], 3);
@@ -67,10 +67,14 @@ fn scan_reports_both_homes_offline() {
         (3.0 * 3.0 + 20_000.0 * 0.3 + 1000.0 * 3.75 + 4000.0 * 6.0 + 150.0 * 15.0) / 1e6
             + (7.0 * 3.0 + 100.0 * 0.3 + 60.0 * 15.0) / 1e6,
     );
-    // Haiku 5.5's long-context request (above 100k) and its 3 searches.
+    // Haiku 5.5: the long-context request (above 100k) with its 3 searches,
+    // and the message of two calls, one under the threshold, one over.
     close(
         model("claude-haiku-5-5")["usd"].as_f64().expect("usd"),
-        (50.0 * 0.5 + 210_000.0 * 0.05 + 400.0 * 2.5) / 1e6 + 3.0 * 10.0 / 1000.0,
+        (50.0 * 0.5 + 210_000.0 * 0.05 + 400.0 * 2.5) / 1e6
+            + 3.0 * 10.0 / 1000.0
+            + (10.0 * 0.1 + 60_000.0 * 0.01 + 100.0 * 0.5) / 1e6
+            + (20.0 * 0.5 + 120_000.0 * 0.05 + 300.0 * 2.5) / 1e6,
     );
     // Opus 4.6: one fast-mode request, one on US-only inference.
     close(
@@ -111,6 +115,7 @@ fn scan_reports_both_homes_offline() {
         + 0.0241
         + 0.183
         + 0.00825
+        + 0.007411
         + 0.000006
         + 0.04375
         + 0.0085

@@ -81,24 +81,34 @@ impl Price {
     /// else the long-context rates when its prompt is above the tier's
     /// threshold, else the base rates; times the US-inference factor; plus
     /// its web searches.
+    ///
+    /// A message of several model calls ([`UsageRecord::iterations`]) meets
+    /// the long-context threshold call by call.
     pub fn cost(&self, r: &UsageRecord) -> f64 {
-        let t = &r.tokens;
-        let rates = match (r.speed, self.fast, self.long_context) {
-            (Speed::Fast, Some(fast), _) => fast,
-            (_, _, Some(lc)) if t.prompt() > lc.above_prompt_tokens => lc.rates,
-            _ => self.rates,
-        };
         let geo = if r.inference_geo.as_deref() == Some("us") {
             self.us_inference_multiplier
         } else {
             1.0
         };
-        let m = |tokens: u64, per_million: f64| tokens as f64 * per_million / 1_000_000.0;
-        let tokens = m(t.input, rates.input)
-            + m(t.cache_read, rates.cache_read)
-            + m(t.cache_write_5m, rates.cache_write_5m)
-            + m(t.cache_write_1h, rates.cache_write_1h)
-            + m(t.output, rates.output);
+        let tokens = match (r.speed, self.fast, self.long_context) {
+            (Speed::Fast, Some(fast), _) => priced(&r.tokens, &fast),
+            (_, _, Some(lc)) if !r.iterations.is_empty() => r
+                .iterations
+                .iter()
+                .map(|t| {
+                    priced(
+                        t,
+                        if t.prompt() > lc.above_prompt_tokens {
+                            &lc.rates
+                        } else {
+                            &self.rates
+                        },
+                    )
+                })
+                .sum(),
+            (_, _, Some(lc)) if r.tokens.prompt() > lc.above_prompt_tokens => priced(&r.tokens, &lc.rates),
+            _ => priced(&r.tokens, &self.rates),
+        };
         tokens * geo + r.web_search_requests as f64 * self.web_search_per_1k / 1000.0
     }
 
@@ -139,6 +149,16 @@ impl Price {
         }
         Ok(())
     }
+}
+
+/// Tokens times rates, in dollars.
+fn priced(t: &crate::record::Tokens, rates: &Rates) -> f64 {
+    let m = |tokens: u64, per_million: f64| tokens as f64 * per_million / 1_000_000.0;
+    m(t.input, rates.input)
+        + m(t.cache_read, rates.cache_read)
+        + m(t.cache_write_5m, rates.cache_write_5m)
+        + m(t.cache_write_1h, rates.cache_write_1h)
+        + m(t.output, rates.output)
 }
 
 /// No model costs more than this per million tokens of any bucket.

@@ -19,6 +19,7 @@ fn req(model: &str, tokens: Tokens, web: u64) -> UsageRecord {
         complete: true,
         speed: crate::record::Speed::Standard,
         inference_geo: None,
+        iterations: vec![],
     }
 }
 
