@@ -8,7 +8,12 @@
 //! (uncached), `cache_read_input_tokens`, `cache_creation_input_tokens` split
 //! by `cache_creation.ephemeral_5m_input_tokens` / `ephemeral_1h_input_tokens`
 //! (older versions have no split: all of it is 5-minute), `output_tokens`, and
-//! `server_tool_use.web_search_requests`. The CLI writes one line per content
+//! `server_tool_use.web_search_requests`; and, as CLI 2.1 writes them,
+//! `speed` (`fast` is billed at fast-mode rates), `inference_geo` (`us` is
+//! billed at 1.1x) and `iterations` (the model calls within one message,
+//! kept when they add up to the message). Lines of other kinds (`user`,
+//! `summary`, `system`, `attachment`, `cost-state`, `api-request`, ...) carry
+//! no usage of their own. The CLI writes one line per content
 //! block of a message, each with the message's usage so far: the key is
 //! `message.id` (+ `requestId` when present; a line without one takes the
 //! `requestId` an earlier line of the same message had), and a later line
