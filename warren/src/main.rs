@@ -87,6 +87,9 @@ enum Command {
     },
     /// Token use and cost as the CLIs reported them (a conversation's).
     Usage(cmd::UsageArgs),
+    /// Tokens and dollars from the CLIs' session files; `spend scan PATH...`
+    /// reads a Claude config dir or Codex home offline.
+    Spend(cmd::SpendArgs),
     /// Capability tokens: mint, attenuate (offline), inspect, revoke.
     Token {
         #[command(subcommand)]
@@ -288,6 +291,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tool { verb } => cmd::tool(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Token { verb } => cmd::token(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Usage(args) => cmd::usage(args, cmd::Conn::new(cli.url, cli.token), out).await,
+        Command::Spend(args) => cmd::spend(args, out),
         Command::Transcript { verb } => cmd::transcript(verb, cmd::Conn::new(cli.url, cli.token), out).await,
     }
 }

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 mod mail;
 mod monitors;
+mod spend;
 
 use crate::client::{Client, Target};
 use node::events::{Durability, Event};
@@ -22,7 +23,7 @@ use node::store::Store;
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// Which benchmark: store | latency | rss | startup | auth | supervision |
-    /// monitor | mail | recall | docker | all (`all` skips docker, which needs a Docker engine)
+    /// monitor | mail | recall | spend | docker | all (`all` skips docker, which needs a Docker engine)
     #[arg(default_value = "all")]
     which: String,
     /// Scratch directory (default: a new temp dir, removed afterwards).
@@ -106,6 +107,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "monitor",
         "mail",
         "recall",
+        "spend",
         "docker",
     ];
     if !known.contains(&args.which.as_str()) {
@@ -137,6 +139,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if all || args.which == "recall" {
         mail::bench_recall(&args).await?;
+    }
+    if all || args.which == "spend" {
+        spend::bench_spend(&args)?;
     }
     if args.which == "docker" {
         bench_docker(&args).await?;
