@@ -17,20 +17,17 @@ INSERT INTO conversation_agent (conversation, agent)
     WHERE kind = 'conversation_created' AND json_extract(body, '$.agent') IS NOT NULL;
 
 -- Recall (SQLite FTS5): each agent's stashed documents and its own transcript
--- lines, searched with bm25 and always confined to one agent. `akey` holds
--- two indexed tokens, the agent's name in hex and `kdoc` or `ktranscript`,
--- so a search intersects with its agent's rows (and one source) inside the
--- index instead of reading every match's row. The rowid is the seq of the
--- event the row came from. A derived read model:
--- `warren admin rebuild` refolds it from `events`.
-CREATE VIRTUAL TABLE recall USING fts5(
-    akey,
-    source UNINDEXED,
-    ref UNINDEXED,
-    text,
-    tokenize = 'unicode61 remove_diacritics 2'
+-- lines in a table of its own, `recall_a_<agent name in hex>(k, source, ref,
+-- text)`, made by the node the first time the agent has a row (so one agent's
+-- search never reads, ranks or returns another's rows). `k` is `kdoc` or
+-- `ktr`, indexed, so its documents are found without scanning its lines. The
+-- rowid is the seq of the event the row came from. A derived read model:
+-- `warren admin rebuild` refolds it from `events`; `recall_meta` says whether
+-- the history before this migration was indexed yet (the node does it once).
+CREATE TABLE recall_meta (
+    built INTEGER NOT NULL
 );
--- A stashed document's row in `recall`, by (agent, name).
+-- A stashed document's row in its agent's table, by (agent, name).
 CREATE TABLE recall_doc (
     agent     TEXT    NOT NULL,
     name      TEXT    NOT NULL,
@@ -39,7 +36,3 @@ CREATE TABLE recall_doc (
     ts        INTEGER NOT NULL,
     PRIMARY KEY (agent, name)
 ) WITHOUT ROWID;
-INSERT INTO recall (rowid, akey, source, ref, text)
-    SELECT t.event_seq, lower(hex(ca.agent)) || ' ktranscript', 'transcript', t.conversation || '#' || t.seq, t.text
-    FROM transcript t JOIN conversation_agent ca ON ca.conversation = t.conversation
-    WHERE t.text != '';

@@ -219,3 +219,75 @@ fn a_store_shared_by_arc_survives_its_handles() {
         assert_eq!(again.transcript_from("c", 1, 10).await.expect("read")[0].text, "kept");
     });
 }
+
+/// History written before recall existed is indexed once when the store
+/// opens; lines of one agent never answer another's search.
+#[test]
+fn recall_indexes_earlier_history_once_and_keeps_agents_apart() {
+    rt().block_on(async {
+        let dir = tempfile::tempdir().expect("dir");
+        let db = dir.path().join("w.db");
+        let created = |id: &str, agent: &str| Event::ConversationCreated {
+            id: id.into(),
+            agent: agent.into(),
+            resume_ref: None,
+            login: false,
+        };
+        {
+            let store = Store::open(&db).await.expect("open");
+            store
+                .append(vec![
+                    created("c-a", "ann"),
+                    created("c-b", "bo-b"),
+                    transcript("c-a", 1, "the zebra crossing is closed"),
+                    transcript("c-b", 1, "bob saw a zebra too"),
+                ])
+                .await
+                .expect("append");
+            assert_eq!(
+                store.recall_search("ann", "\"zebra\"", 10).await.expect("search").len(),
+                1
+            );
+        }
+        // As an older node left it: no recall tables, not yet backfilled.
+        {
+            use sqlx::ConnectOptions;
+            let mut c = sqlx::sqlite::SqliteConnectOptions::new()
+                .filename(&db)
+                .connect()
+                .await
+                .expect("connect");
+            for t in ["recall_a_616e6e", "recall_a_626f2d62"] {
+                sqlx::query(sqlx::AssertSqlSafe(format!("DROP TABLE {t}")))
+                    .execute(&mut c)
+                    .await
+                    .expect("drop");
+            }
+            sqlx::query("DELETE FROM recall_meta")
+                .execute(&mut c)
+                .await
+                .expect("meta");
+        }
+        let store = Store::open(&db).await.expect("reopen");
+        let hits = store.recall_search("ann", "\"zebra\"", 10).await.expect("search");
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].reference, "c-a#1");
+        let bob = store.recall_search("bo-b", "\"zebra\"", 10).await.expect("search");
+        assert_eq!(bob.len(), 1);
+        assert!(bob[0].text.contains("bob saw"));
+        assert!(
+            store
+                .recall_search("nobody", "\"zebra\"", 10)
+                .await
+                .expect("search")
+                .is_empty()
+        );
+        drop(store);
+        // Once: a second open adds nothing twice.
+        let store = Store::open(&db).await.expect("reopen");
+        assert_eq!(
+            store.recall_search("ann", "\"zebra\"", 10).await.expect("search").len(),
+            1
+        );
+    });
+}

@@ -59,6 +59,11 @@ impl Store {
 
         let mut conn = base.clone().synchronous(SqliteSynchronous::Full).connect().await?;
         sqlx::migrate!("./migrations").run(&mut conn).await?;
+        {
+            let mut tx = conn.begin().await?;
+            recall::backfill(&mut tx).await?;
+            tx.commit().await?;
+        }
         let next_seq: i64 = sqlx::query("SELECT COALESCE(MAX(seq), 0) + 1 FROM events")
             .fetch_one(&mut conn)
             .await?

@@ -1,9 +1,10 @@
 //! The recall read model in SQLite (FTS5): which agent each conversation
 //! belongs to, each transcript line indexed into its agent's recall as it is
-//! committed, and stashed documents. Every row carries its agent and every
-//! search filters on it, so one agent's rows never answer another's query.
+//! committed, and stashed documents. Each agent has a table of its own
+//! (`recall_a_<name in hex>`, made with its first row), so a search reads,
+//! ranks and returns only that agent's rows by construction.
 
-use sqlx::{QueryBuilder, Row, Sqlite};
+use sqlx::{AssertSqlSafe, Row, Sqlite};
 
 use super::{Store, StoreError};
 use crate::events::{Event, StoredEvent};
@@ -25,8 +26,60 @@ pub(crate) async fn insert_conversation_agents(
     Ok(())
 }
 
-/// Copies the transcript rows just written into `recall`, in one statement
-/// per batch (the rows are the batch's seq range).
+/// SQL text with a recall table's name in it: the name is built by `table`
+/// (hex digits only), or read from `sqlite_master` by that same pattern.
+fn safe(sql: String) -> AssertSqlSafe<String> {
+    AssertSqlSafe(sql)
+}
+
+/// The recall table of `agent`: its name in hex is only `[0-9a-f]`, so it
+/// is safe inside SQL text.
+fn table(agent: &str) -> String {
+    format!("recall_a_{}", hex::encode(agent.as_bytes()))
+}
+
+/// Makes `agent`'s recall table if it has none yet.
+async fn ensure_table(tx: &mut sqlx::Transaction<'_, Sqlite>, agent: &str) -> Result<(), StoreError> {
+    let sql = format!(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS {} USING fts5(k, source UNINDEXED, ref UNINDEXED, text, \
+         tokenize = 'unicode61 remove_diacritics 2')",
+        table(agent)
+    );
+    sqlx::query(safe(sql)).execute(&mut **tx).await?;
+    Ok(())
+}
+
+/// Copies the transcript rows of the seq range `first..=last` (already in
+/// `transcript`) into their agents' recall tables, one statement per agent.
+async fn index_range(tx: &mut sqlx::Transaction<'_, Sqlite>, first: u64, last: u64) -> Result<(), StoreError> {
+    let agents: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT ca.agent FROM transcript t JOIN conversation_agent ca ON ca.conversation = t.conversation \
+         WHERE t.event_seq BETWEEN ? AND ?",
+    )
+    .bind(first as i64)
+    .bind(last as i64)
+    .fetch_all(&mut **tx)
+    .await?;
+    for agent in agents {
+        ensure_table(tx, &agent).await?;
+        let sql = format!(
+            "INSERT INTO {} (rowid, k, source, ref, text) \
+             SELECT t.event_seq, 'ktr', 'transcript', t.conversation || '#' || t.seq, t.text FROM transcript t \
+             WHERE t.event_seq BETWEEN ? AND ? AND t.text != '' \
+             AND t.conversation IN (SELECT conversation FROM conversation_agent WHERE agent = ?)",
+            table(&agent)
+        );
+        sqlx::query(safe(sql))
+            .bind(first as i64)
+            .bind(last as i64)
+            .bind(&agent)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Indexes the transcript rows just written (the batch's seq range).
 pub(crate) async fn index_transcript_rows(
     tx: &mut sqlx::Transaction<'_, Sqlite>,
     events: &[&StoredEvent],
@@ -39,16 +92,26 @@ pub(crate) async fn index_transcript_rows(
         return Ok(());
     };
     let last = seqs.next_back().unwrap_or(first);
-    sqlx::query(
-        "INSERT INTO recall (rowid, akey, source, ref, text) \
-         SELECT t.event_seq, lower(hex(ca.agent)) || ' ktranscript', 'transcript', t.conversation || '#' || t.seq, t.text \
-         FROM transcript t JOIN conversation_agent ca ON ca.conversation = t.conversation \
-         WHERE t.event_seq BETWEEN ? AND ? AND t.text != ''",
-    )
-    .bind(first as i64)
-    .bind(last as i64)
-    .execute(&mut **tx)
-    .await?;
+    index_range(tx, first, last).await
+}
+
+/// Indexes the history written before recall existed, once (`recall_meta`).
+pub(crate) async fn backfill(tx: &mut sqlx::Transaction<'_, Sqlite>) -> Result<(), StoreError> {
+    let built: Option<i64> = sqlx::query_scalar("SELECT built FROM recall_meta LIMIT 1")
+        .fetch_optional(&mut **tx)
+        .await?;
+    if built.is_some() {
+        return Ok(());
+    }
+    let top: Option<i64> = sqlx::query_scalar("SELECT MAX(event_seq) FROM transcript")
+        .fetch_one(&mut **tx)
+        .await?;
+    if let Some(top) = top {
+        index_range(tx, 0, top as u64).await?;
+    }
+    sqlx::query("INSERT INTO recall_meta (built) VALUES (1)")
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 
@@ -68,7 +131,7 @@ pub(crate) async fn apply_documents(
             .fetch_optional(&mut **tx)
             .await?;
         if let Some(id) = old {
-            sqlx::query("DELETE FROM recall WHERE rowid = ?")
+            sqlx::query(safe(format!("DELETE FROM {} WHERE rowid = ?", table(agent))))
                 .bind(id)
                 .execute(&mut **tx)
                 .await?;
@@ -79,13 +142,16 @@ pub(crate) async fn apply_documents(
                 .await?;
         }
         if let Event::RecallStashed { text, .. } = &e.event {
-            sqlx::query("INSERT INTO recall (rowid, akey, source, ref, text) VALUES (?, ?, 'doc', ?, ?)")
-                .bind(e.seq as i64)
-                .bind(format!("{} kdoc", akey(agent)))
-                .bind(name)
-                .bind(text)
-                .execute(&mut **tx)
-                .await?;
+            ensure_table(tx, agent).await?;
+            sqlx::query(safe(format!(
+                "INSERT INTO {} (rowid, k, source, ref, text) VALUES (?, 'kdoc', 'doc', ?, ?)",
+                table(agent)
+            )))
+            .bind(e.seq as i64)
+            .bind(name)
+            .bind(text)
+            .execute(&mut **tx)
+            .await?;
             sqlx::query("INSERT INTO recall_doc (agent, name, recall_id, bytes, ts) VALUES (?, ?, ?, ?, ?)")
                 .bind(agent)
                 .bind(name)
@@ -99,17 +165,27 @@ pub(crate) async fn apply_documents(
     Ok(())
 }
 
-/// Empties the recall read model (before a rebuild refolds it).
+/// Empties the recall read model (before a rebuild refolds it): drops every
+/// agent's table.
 pub(crate) async fn clear(tx: &mut sqlx::Transaction<'_, Sqlite>) -> Result<(), StoreError> {
-    for table in ["recall", "recall_doc", "conversation_agent"] {
-        let mut q: QueryBuilder<Sqlite> = QueryBuilder::new("DELETE FROM ");
-        q.push(table);
-        q.build().execute(&mut **tx).await?;
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'recall_a_*' AND sql LIKE 'CREATE VIRTUAL TABLE%'")
+            .fetch_all(&mut **tx)
+            .await?;
+    for t in tables {
+        sqlx::query(safe(format!("DROP TABLE {t}"))).execute(&mut **tx).await?;
     }
+    for t in ["recall_doc", "conversation_agent", "recall_meta"] {
+        sqlx::query(safe(format!("DELETE FROM {t}"))).execute(&mut **tx).await?;
+    }
+    // The refold indexes everything: nothing is left to backfill.
+    sqlx::query("INSERT INTO recall_meta (built) VALUES (1)")
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 
-/// Transcript lines a search ranks at most: the agent's newest matches.
+/// Rows a search ranks at most beside the documents: the agent's newest matches.
 pub const TRANSCRIPT_CANDIDATES: i64 = 2_000;
 
 /// One hit of a search.
@@ -122,45 +198,49 @@ pub struct Hit {
     pub score: f64,
 }
 
-/// An agent's name as one FTS5 token (hex: names may hold `-` and `_`,
-/// which the tokenizer would split on).
-fn akey(agent: &str) -> String {
-    hex::encode(agent.as_bytes())
-}
-
 impl Store {
     /// The best `limit` rows of `agent`'s recall for the FTS5 expression
     /// `fts` (already made safe by `recall::fts_query`), best first, with
-    /// their text. Ranking reads only the index (the agent and the source are
-    /// indexed tokens; only the rowid and bm25 are selected), over all of the
-    /// agent's matching documents and its newest [`TRANSCRIPT_CANDIDATES`]
-    /// matching transcript lines, so a word that is everywhere in years of
-    /// history costs the same as a rare one. The winners' rows are read last.
+    /// their text, from the agent's own table. Ranking reads only the index
+    /// (only the rowid and bm25 are selected) over all of the agent's
+    /// matching documents (`k` is an indexed token) and its newest
+    /// [`TRANSCRIPT_CANDIDATES`] matching rows, so a word that is everywhere
+    /// in years of history costs about what a rare one does. The winners'
+    /// rows are read last.
     pub async fn recall_search(&self, agent: &str, fts: &str, limit: u32) -> Result<Vec<Hit>, StoreError> {
-        let key = akey(agent);
-        let docs: Vec<(i64, f64)> = sqlx::query_as(
-            "SELECT rowid, bm25(recall, 0.0, 0.0, 0.0, 1.0) AS score FROM recall \
-             WHERE recall MATCH ? ORDER BY score LIMIT ?",
-        )
-        .bind(format!("akey : (\"{key}\" \"kdoc\") AND text : ({fts})"))
+        let t = table(agent);
+        let exists: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM sqlite_master WHERE name = ?")
+            .bind(&t)
+            .fetch_one(&self.reads)
+            .await?;
+        if exists == 0 {
+            return Ok(vec![]);
+        }
+        let docs: Vec<(i64, f64)> = sqlx::query_as(safe(format!(
+            "SELECT rowid, bm25({t}, 0.0, 0.0, 0.0, 1.0) AS score FROM {t} \
+             WHERE {t} MATCH ? ORDER BY score LIMIT ?"
+        )))
+        .bind(format!("k : \"kdoc\" AND text : ({fts})"))
         .bind(limit as i64)
         .fetch_all(&self.reads)
         .await?;
-        let lines: Vec<(i64, f64)> = sqlx::query_as(
-            "SELECT id, score FROM (SELECT rowid AS id, bm25(recall, 0.0, 0.0, 0.0, 1.0) AS score FROM recall \
-             WHERE recall MATCH ? ORDER BY rowid DESC LIMIT ?) ORDER BY score LIMIT ?",
-        )
-        .bind(format!("akey : (\"{key}\" \"ktranscript\") AND text : ({fts})"))
+        let mut lines: Vec<(i64, f64)> = sqlx::query_as(safe(format!(
+            "SELECT id, score FROM (SELECT rowid AS id, bm25({t}, 0.0, 0.0, 0.0, 1.0) AS score FROM {t} \
+             WHERE {t} MATCH ? ORDER BY rowid DESC LIMIT ?) ORDER BY score LIMIT ?"
+        )))
+        .bind(format!("text : ({fts})"))
         .bind(TRANSCRIPT_CANDIDATES)
-        .bind(limit as i64)
+        .bind(limit as i64 * 2)
         .fetch_all(&self.reads)
         .await?;
+        // The newest rows may include documents the first query found.
+        lines.retain(|(id, _)| !docs.iter().any(|(d, _)| d == id));
         let mut top: Vec<(i64, f64)> = docs.into_iter().chain(lines).collect();
         top.sort_by(|a, b| a.1.total_cmp(&b.1));
         top.truncate(limit as usize);
         let mut out = Vec::with_capacity(top.len());
         for (id, score) in top {
-            let row = sqlx::query("SELECT source, ref, text FROM recall WHERE rowid = ?")
+            let row = sqlx::query(safe(format!("SELECT source, ref, text FROM {t} WHERE rowid = ?")))
                 .bind(id)
                 .fetch_optional(&self.reads)
                 .await?;
@@ -178,7 +258,7 @@ impl Store {
 
     /// Bytes the recall index's tables take (SQLite's dbstat).
     pub async fn recall_index_bytes(&self) -> Result<i64, StoreError> {
-        let n: Option<i64> = sqlx::query_scalar("SELECT SUM(pgsize) FROM dbstat WHERE name LIKE 'recall%'")
+        let n: Option<i64> = sqlx::query_scalar("SELECT SUM(pgsize) FROM dbstat WHERE name GLOB 'recall_a_*'")
             .fetch_one(&self.reads)
             .await?;
         Ok(n.unwrap_or(0))

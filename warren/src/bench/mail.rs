@@ -252,21 +252,27 @@ pub(super) async fn bench_recall(args: &BenchArgs) -> anyhow::Result<()> {
     let exe = std::env::current_exe()?;
     let node = NodeProcess::start(&exe, &dir.path)?;
     let mut c = Client::connect(&node.target).await?;
-    // Typical queries draw their words as the text does; the worst case
-    // asks for the five most common words, each in about a fifth of all lines.
+    // Queries draw their words as the text does; the worst case asks for the
+    // five most common words, each in more than half of all lines.
     let mut x = 99u64;
-    let typical: Vec<String> = (0..args.samples.max(100))
-        .map(|i| match i % 3 {
-            0 => word(zipf(&mut x)),
-            1 => format!("\"{} {}\"", word(zipf(&mut x)), word(zipf(&mut x))),
-            _ => {
-                let w = word(zipf(&mut x));
-                format!("{} {}*", word(zipf(&mut x)), &w[..w.len().min(4)])
-            }
+    let n = args.samples.max(100);
+    let words: Vec<String> = (0..n).map(|_| word(zipf(&mut x))).collect();
+    let phrases: Vec<String> = (0..n)
+        .map(|_| format!("\"{} {}\"", word(zipf(&mut x)), word(zipf(&mut x))))
+        .collect();
+    let prefixes: Vec<String> = (0..n)
+        .map(|_| {
+            let w = word(zipf(&mut x));
+            format!("{} {}*", word(zipf(&mut x)), &w[..w.len().min(4)])
         })
         .collect();
     let common: Vec<String> = (0..50).map(|i| word(i % 5)).collect();
-    for (label, queries) in [("typical queries", typical), ("the most common words", common)] {
+    for (label, queries) in [
+        ("one word", words),
+        ("a two-word phrase", phrases),
+        ("a word and a prefix", prefixes),
+        ("the most common words", common),
+    ] {
         let mut lat = vec![];
         let mut hits = 0usize;
         for q in &queries {
