@@ -315,8 +315,18 @@ impl Node {
     /// live set, its token renewal and supervision start, and `note` goes to
     /// the transcript.
     pub(crate) async fn went_live(&self, id: &str, live: Arc<Live>, note: String) -> NodeResult<()> {
-        if let Ok(mut m) = self.live.lock() {
-            m.insert(id.to_string(), live);
+        let exited_already = {
+            let Ok(mut m) = self.live.lock() else {
+                return Err(NodeError::Internal("the live set is poisoned".into()));
+            };
+            m.insert(id.to_string(), live.clone());
+            live.status() == Status::Exited
+        };
+        // A CLI that exited before it joined the live set had its exit note
+        // find nothing to pause (the watcher sets Exited before it sends the
+        // note): send it again. A second note finds nothing and does nothing.
+        if exited_already {
+            let _ = self.exits.try_send(id.to_string());
         }
         self.start_renewal(id);
         let login = self.catalog.lock().await.conversation(id).is_ok_and(|c| c.login);

@@ -212,7 +212,8 @@ impl Store {
         rows.iter().map(decode_row).collect()
     }
 
-    /// Tool invocations with seq < `before`, newest first.
+    /// Tool invocations with seq < `before`, newest first. (The kind is a
+    /// literal, as in `audit_before`, so SQLite uses its partial index.)
     pub async fn tools_before(&self, before: u64, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
         let rows = sqlx::query(
             "SELECT seq, ts, body FROM events WHERE kind = 'tool_invoked' AND seq < ? ORDER BY seq DESC LIMIT ?",

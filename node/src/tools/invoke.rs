@@ -169,16 +169,7 @@ async fn capped(mut r: impl AsyncRead + Unpin, cap: usize) -> (Vec<u8>, bool) {
 mod tests {
     use super::*;
 
-    fn tool(argv: &[&str]) -> OwnerTool {
-        OwnerTool {
-            argv: argv.iter().map(|s| s.to_string()).collect(),
-            env: vec![],
-            cwd: None,
-            timeout_secs: 5,
-            max_output_bytes: 1000,
-            description: None,
-        }
-    }
+    use crate::tools::test_tool as tool;
 
     #[test]
     fn arguments_take_their_place() {

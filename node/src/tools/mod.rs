@@ -148,19 +148,25 @@ pub fn still_granted(agent: &AgentRecord, tool: &str) -> bool {
     agent.grants.tools.iter().any(|t| t == tool) || (tool == "recall" && agent.grants.recall)
 }
 
+/// An owner tool running `argv` with a 5 s timeout and a 1,000-byte cap.
+#[cfg(test)]
+pub(crate) fn test_tool(argv: &[&str]) -> OwnerTool {
+    OwnerTool {
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        env: vec![],
+        cwd: None,
+        timeout_secs: 5,
+        max_output_bytes: 1000,
+        description: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn tool(argv: &[&str]) -> OwnerTool {
-        OwnerTool {
-            argv: argv.iter().map(|s| s.to_string()).collect(),
-            env: vec![],
-            cwd: None,
-            timeout_secs: 5,
-            max_output_bytes: 100,
-            description: None,
-        }
+        test_tool(argv)
     }
 
     fn agent(tools: &[&str], recall: bool) -> AgentRecord {
