@@ -120,6 +120,8 @@ pub const COMPANION_READ: &[&str] = &[
     "transcript.read",
     "transcript.subscribe",
     "subscription.cancel",
+    // Live updates: holds, trips, mail arrivals (no bodies), fleet changes.
+    "events.subscribe",
     "supervision.status",
     "supervision.audit",
     "supervision.holds",

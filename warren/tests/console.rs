@@ -279,6 +279,33 @@ async fn a_pairing_code_is_a_token_once_and_a_companion_only_reads() {
         still["conversation"]["state"], "active",
         "nothing the companion sent landed"
     );
+    // Live updates are reads: the companion follows the node's events.
+    rpc(
+        &mut phone,
+        "events.subscribe",
+        json!({ "kinds": ["event.mail.arrived"] }),
+    )
+    .await
+    .expect("the companion follows events");
+    call(
+        &mut admin,
+        "agent.create",
+        json!({ "name": "pen", "harness": "fake", "grants": { "peers": "all" } }),
+    )
+    .await;
+    call(
+        &mut admin,
+        "mailbox.send",
+        json!({ "from": "pen", "to": "pen", "body": "note to self" }),
+    )
+    .await;
+    let note = phone
+        .next_notification(std::time::Duration::from_secs(10))
+        .await
+        .expect("notification")
+        .expect("event.mail.arrived");
+    assert_eq!(note.method, "event.mail.arrived");
+    assert_eq!(note.params["event"]["agent"], "pen");
 
     // --with-actions adds the allowlisted actions only.
     let p = pair_code(&node, &["--companion", "--with-actions"]);

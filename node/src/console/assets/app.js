@@ -211,8 +211,8 @@ function start() {
   if (!token) return showSignIn();
   const profile = localStorage.getItem(PROFILE_KEY) || "console";
   ctx.readOnly = profile.startsWith("companion");
-  // A companion's token has no events.subscribe nor terminal.subscribe: its
-  // views poll instead.
+  // A companion's token has events.subscribe (read-only) but no
+  // terminal.subscribe: its terminal polls the screen instead.
   ctx.live = !ctx.readOnly;
   ctx.actions = profile === "companion_actions";
   document.body.dataset.signedIn = "yes";
@@ -230,7 +230,7 @@ function start() {
       route();
     }
     let subscribed = false;
-    if (ctx.live) {
+    {
       try {
         await ctx.rpc.subscribe("events.subscribe", {}, (method, params) => {
           if (method.startsWith("event.supervision") || method === "event.monitor.tripped") refreshNeeds();
