@@ -208,11 +208,13 @@ impl Node {
     pub async fn usage_get(&self, p: console_api::UsageGet) -> NodeResult<Value> {
         match p.scope.as_str() {
             "conversation" => {}
-            "agent" | "node" => {
-                return Err(NodeError::Invalid(format!(
-                    "scope: {:?} is not served yet: only \"conversation\" is (the first slice of usage)",
-                    p.scope
-                )));
+            "node" => return self.usage_from_ledger(None).await,
+            "agent" => {
+                let id =
+                    p.id.filter(|i| !i.is_empty())
+                        .ok_or_else(|| NodeError::Invalid("id: give the agent's name".into()))?;
+                self.catalog.lock().await.agent(&id)?;
+                return self.usage_from_ledger(Some(&id)).await;
             }
             other => {
                 return Err(NodeError::Invalid(format!(
