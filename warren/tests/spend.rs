@@ -139,6 +139,40 @@ async fn the_ledger_indexes_homed_session_files_and_keeps_them() {
     assert_eq!(strip(&h), strip(&offline));
     assert_eq!(h["unparseable_files"], offline["unparseable_files"]);
 
+    // `warren spend` asks the node and rolls up the same rows.
+    let (code, out, err) = support::warren(
+        &[
+            "spend",
+            "--since",
+            "2000-01-01",
+            "--agent",
+            "ada",
+            "--by",
+            "model",
+            "--json",
+        ],
+        &node.path(),
+    );
+    assert_eq!(code, 0, "{err}{out}");
+    let cli: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("no JSON ({e}): {out}"));
+    close(cli["usd"].as_f64().expect("usd"), h["usd"].as_f64().expect("usd"));
+    let by_s45 = cli["by"]
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["label"] == "claude-sonnet-4-5-20250929"))
+        .unwrap_or_else(|| panic!("no Sonnet 4.5 in {}", cli["by"]))
+        .clone();
+    assert_eq!(by_s45["requests"], 2);
+    close(by_s45["usd"].as_f64().expect("usd"), usd);
+    let (code, out, err) = support::warren(&["spend", "--since", "2000-01-01", "--by", "agent"], &node.path());
+    assert_eq!(code, 0, "{err}{out}");
+    assert!(
+        out.contains("ada") && out.contains('█') && out.contains("claude-nova-9"),
+        "{out}"
+    );
+    let (code, out, err) = support::warren(&["spend", "--since", "01/01/2026"], &node.path());
+    assert_ne!(code, 0, "{out}");
+    assert!(err.contains("since_day"), "{err}");
+
     // bob: a file of one request, then one appended: only the new one adds.
     let dir = projects_of(&node, "bob").join("-w-repo");
     std::fs::create_dir_all(&dir).expect("mkdir");
