@@ -1,6 +1,6 @@
 //! The node's spend ledger on a real node: session files written into an
 //! agent's home (as Claude Code would, under `<home>/.claude/projects/`) are
-//! indexed in the background; `spend.history` and `usage.get` at agent and
+//! and a Codex home under `<home>/.codex` are indexed in the background; `spend.history` and `usage.get` at agent and
 //! node scope answer from the ledger with the bundled prices; an append adds
 //! only the new request; a deleted file's requests stay; bad days are -32602.
 
@@ -15,8 +15,10 @@ use warren::client::Client;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-fn fixture_projects() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../spend/tests/fixtures/claude-home/projects")
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../spend/tests/fixtures")
+        .join(name)
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -97,11 +99,12 @@ async fn the_ledger_indexes_homed_session_files_and_keeps_them() {
     let mut c = node.client().await;
     create_agent(&mut c, "ada").await;
     create_agent(&mut c, "bob").await;
+    create_agent(&mut c, "cody").await;
 
     // ada: the spend crate's Claude fixture home (13 counted requests, one
     // unparseable file, one model without a price).
     let claude_home = node.path().join("agents/ada/home/.claude");
-    copy_dir(&fixture_projects(), &claude_home.join("projects"));
+    copy_dir(&fixture("claude-home/projects"), &claude_home.join("projects"));
     let all = json!({"since_day": "2000-01-01", "agent": "ada"});
     let h = history_until(&node, "ada's fixture requests in the ledger", all, |h| {
         requests(h) == 13 && h["unparseable_files"] == 1
@@ -173,6 +176,28 @@ async fn the_ledger_indexes_homed_session_files_and_keeps_them() {
     assert_ne!(code, 0, "{out}");
     assert!(err.contains("since_day"), "{err}");
 
+    // cody: a Codex home (rollouts, archived `.zst`s, a fork, re-emits):
+    // 7 counted requests and 2 unparseable files, as the offline scan says.
+    let codex_home = node.path().join("agents/cody/home/.codex");
+    copy_dir(&fixture("codex-home"), &codex_home);
+    let offline = offline_scan(&codex_home);
+    assert_eq!(
+        (offline["requests"].as_u64(), offline["unparseable_files"].as_u64()),
+        (Some(7), Some(2))
+    );
+    let cody = history_until(
+        &node,
+        "cody's Codex requests in the ledger",
+        json!({"since_day": "2000-01-01", "agent": "cody"}),
+        |h| requests(h) == 7 && h["unparseable_files"] == 2,
+    )
+    .await;
+    assert_eq!(strip(&cody), strip(&offline));
+    close(
+        cody["usd"].as_f64().expect("usd"),
+        offline["usd"].as_f64().expect("usd"),
+    );
+
     // bob: a file of one request, then one appended: only the new one adds.
     let dir = projects_of(&node, "bob").join("-w-repo");
     std::fs::create_dir_all(&dir).expect("mkdir");
@@ -221,12 +246,18 @@ async fn the_ledger_indexes_homed_session_files_and_keeps_them() {
     close(ada["usd"].as_f64().expect("usd"), h["usd"].as_f64().expect("usd"));
     assert_eq!(ada["unpriced_models"], json!(["claude-nova-9"]));
     let whole = call(&mut c, "usage.get", json!({"scope": "node"})).await;
+    let cody = call(&mut c, "usage.get", json!({"scope": "agent", "id": "cody"})).await;
     close(
         whole["usd"].as_f64().expect("usd"),
-        ada["usd"].as_f64().expect("usd") + bob["usd"].as_f64().expect("usd"),
+        ada["usd"].as_f64().expect("usd") + bob["usd"].as_f64().expect("usd") + cody["usd"].as_f64().expect("usd"),
     );
-    assert_eq!(whole["requests"], 16);
-    let sum = |k: &str| ada["tokens"][k].as_u64().unwrap_or(0) + bob["tokens"][k].as_u64().unwrap_or(0);
+    assert_eq!(whole["requests"], 13 + 3 + 7);
+    let sum = |k: &str| {
+        [&ada, &bob, &cody]
+            .iter()
+            .map(|v| v["tokens"][k].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
     for k in ["input", "cache_read", "cache_write", "output"] {
         assert_eq!(whole["tokens"][k].as_u64(), Some(sum(k)), "{k}");
     }

@@ -197,3 +197,137 @@ impl Store {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use ::spend::{Harness, Speed, Tokens};
+
+    use super::*;
+
+    fn rec(key: &str, complete: bool, output: u64) -> UsageRecord {
+        UsageRecord {
+            key: key.into(),
+            harness: Harness::Claude,
+            message_id: Some(format!("m-{key}")),
+            request_id: Some(format!("r-{key}")),
+            sidechain: false,
+            session_id: "s".into(),
+            model: "claude-sonnet-4-5-20250929".into(),
+            // 2026-11-20T09:00:00Z
+            timestamp_ms: 1_795_165_200_000,
+            tokens: Tokens {
+                input: 10,
+                output,
+                ..Tokens::default()
+            },
+            web_search_requests: 0,
+            complete,
+            speed: Speed::Standard,
+            inference_geo: None,
+            iterations: vec![],
+        }
+    }
+
+    fn batch(records: Vec<UsageRecord>) -> LedgerBatch {
+        LedgerBatch {
+            records: records
+                .into_iter()
+                .map(|record| LedgerRecord {
+                    agent: "ada".into(),
+                    conversation: None,
+                    record,
+                })
+                .collect(),
+            ..LedgerBatch::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_row_is_replaced_only_by_a_greater_rank_and_filters_apply() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("w.db")).await.expect("open");
+        let all = LedgerFilter {
+            since_day: None,
+            until_day: None,
+            agent: None,
+        };
+        let outputs = |rows: Vec<(String, UsageRecord)>| -> Vec<(String, u64, bool)> {
+            rows.into_iter()
+                .map(|(_, r)| (r.key, r.tokens.output, r.complete))
+                .collect()
+        };
+        // A streamed partial line, then its complete line: the complete wins.
+        store
+            .spend_write(&batch(vec![rec("a", false, 1)]))
+            .await
+            .expect("write");
+        store
+            .spend_write(&batch(vec![rec("a", true, 200)]))
+            .await
+            .expect("write");
+        assert_eq!(
+            outputs(store.spend_requests(&all).await.expect("read")),
+            [("a".into(), 200, true)]
+        );
+        // A re-read of the partial line (or a smaller one) never replaces it.
+        store
+            .spend_write(&batch(vec![rec("a", false, 1), rec("a", true, 150)]))
+            .await
+            .expect("write");
+        assert_eq!(
+            outputs(store.spend_requests(&all).await.expect("read")),
+            [("a".into(), 200, true)]
+        );
+        // Day and agent filters.
+        store.spend_write(&batch(vec![rec("b", true, 5)])).await.expect("write");
+        let day = |since: &'static str, agent: Option<&'static str>| LedgerFilter {
+            since_day: Some(since),
+            until_day: Some("2026-11-20"),
+            agent,
+        };
+        assert_eq!(
+            store
+                .spend_requests(&day("2026-11-20", None))
+                .await
+                .expect("read")
+                .len(),
+            2
+        );
+        assert_eq!(
+            store
+                .spend_requests(&day("2026-11-21", None))
+                .await
+                .expect("read")
+                .len(),
+            0
+        );
+        assert_eq!(
+            store
+                .spend_requests(&day("2026-11-01", Some("bob")))
+                .await
+                .expect("read")
+                .len(),
+            0
+        );
+        // Problems are counted per file and cleared by a clean read.
+        let problem = LedgerBatch {
+            problems: vec![LedgerProblem {
+                path: "/x.jsonl".into(),
+                agent: "ada".into(),
+                refused: 2,
+                reason: "not a JSON object".into(),
+            }],
+            ..LedgerBatch::default()
+        };
+        store.spend_write(&problem).await.expect("write");
+        store.spend_write(&problem).await.expect("write");
+        assert_eq!(store.spend_problem_count(Some("ada")).await.expect("count"), 1);
+        assert_eq!(store.spend_problem_count(Some("bob")).await.expect("count"), 0);
+        let clean = LedgerBatch {
+            clean: vec!["/x.jsonl".into()],
+            ..LedgerBatch::default()
+        };
+        store.spend_write(&clean).await.expect("write");
+        assert_eq!(store.spend_problem_count(None).await.expect("count"), 0);
+    }
+}
