@@ -1,8 +1,9 @@
 //! The node's spend ledger on a real node: session files written into an
-//! agent's home (as Claude Code would, under `<home>/.claude/projects/`) are
-//! and a Codex home under `<home>/.codex` are indexed in the background; `spend.history` and `usage.get` at agent and
-//! node scope answer from the ledger with the bundled prices; an append adds
-//! only the new request; a deleted file's requests stay; bad days are -32602.
+//! agent's home (as Claude Code would, under `<home>/.claude/projects/`, and a
+//! Codex home under `<home>/.codex`) are indexed in the background;
+//! `spend.history`, `warren spend` and `usage.get` at agent and node scope
+//! answer from the ledger with the bundled prices; an append adds only the new
+//! request; a deleted file's requests stay; bad days are -32602.
 
 mod support;
 
