@@ -44,6 +44,15 @@ struct AgentStores {
 /// A file whose last read failed, by path: its (size, mtime) then.
 type Failed = HashMap<String, (u64, i64)>;
 
+/// What the indexer task keeps between ticks: each agent's committed file
+/// states (read from the store once per agent, then kept up to date after
+/// each commit, so a tick reads no state back) and the failed files.
+#[derive(Default)]
+struct Index {
+    saved: HashMap<String, HashMap<String, FileState>>,
+    failed: Failed,
+}
+
 fn stat_key(path: &Path) -> Option<(u64, i64)> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(path)
@@ -52,8 +61,14 @@ fn stat_key(path: &Path) -> Option<(u64, i64)> {
 }
 
 /// Reads what changed in the agents' session stores, within the tick's budget.
-fn index_pass(agents: &[AgentStores], conv_of: &HashMap<String, String>, failed: &mut Failed) -> LedgerBatch {
+/// Returns the batch to write and the new states to keep once it is written.
+fn index_pass(
+    agents: &[AgentStores],
+    conv_of: &HashMap<String, String>,
+    failed: &mut Failed,
+) -> (LedgerBatch, Vec<(String, String, FileState)>) {
     let mut batch = LedgerBatch::default();
+    let mut states = vec![];
     let mut buf = Vec::new();
     let (mut files, mut bytes) = (0usize, 0u64);
     for a in agents {
@@ -70,7 +85,7 @@ fn index_pass(agents: &[AgentStores], conv_of: &HashMap<String, String>, failed:
                 };
                 for f in list {
                     if files >= MAX_FILES_PER_TICK || bytes >= MAX_BYTES_PER_TICK {
-                        return batch;
+                        return (batch, states);
                     }
                     let path = f.path.display().to_string();
                     if let Some(seen) = failed.get(&path)
@@ -122,15 +137,19 @@ fn index_pass(agents: &[AgentStores], conv_of: &HashMap<String, String>, failed:
                         batch.clean.push(path.clone());
                     }
                     if let Some(state) = s.state {
-                        batch
-                            .files
-                            .push((path, a.agent.clone(), f.harness.as_str().to_string(), state.to_json()));
+                        batch.files.push((
+                            path.clone(),
+                            a.agent.clone(),
+                            f.harness.as_str().to_string(),
+                            state.to_json(),
+                        ));
+                        states.push((a.agent.clone(), path, state));
                     }
                 }
             }
         }
     }
-    batch
+    (batch, states)
 }
 
 /// The table prices are applied from: the chain with no live answer and no
@@ -176,25 +195,23 @@ impl Node {
     pub(crate) fn start_spend_index(self: &Arc<Self>) {
         let weak: Weak<Node> = Arc::downgrade(self);
         tokio::spawn(async move {
-            let mut failed = Failed::new();
+            let mut index = Index::default();
             let mut every = tokio::time::interval(TICK);
             every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 every.tick().await;
                 let Some(node) = weak.upgrade() else { return };
-                match node.spend_tick(failed).await {
-                    Ok(f) => failed = f,
-                    Err((f, e)) => {
-                        failed = f;
-                        tracing::warn!(error = %e, "the spend ledger's tick failed; it is tried again");
-                    }
+                if let Err(e) = node.spend_tick(&mut index).await {
+                    tracing::warn!(error = %e, "the spend ledger's tick failed; it is tried again");
                 }
             }
         });
     }
 
-    /// One indexing pass. Gives back the failed-file memory either way.
-    async fn spend_tick(&self, failed: Failed) -> Result<Failed, (Failed, String)> {
+    /// One indexing pass and its one transaction. Not cancel-safe: a dropped
+    /// future loses the failed-file memory of this tick (harmless: those
+    /// files are read again).
+    async fn spend_tick(&self, index: &mut Index) -> Result<(), String> {
         let (names, conv_of) = {
             let cat = self.catalog.lock().await;
             let names: Vec<String> = cat.agents.keys().cloned().collect();
@@ -207,37 +224,41 @@ impl Node {
         };
         let mut agents = Vec::with_capacity(names.len());
         for agent in names {
-            let saved = match self.store().spend_files(&agent).await {
-                Ok(s) => s,
-                Err(e) => return Err((failed, e.to_string())),
+            let saved = match index.saved.remove(&agent) {
+                Some(s) => s,
+                None => {
+                    // A state that no longer reads (another version) means a
+                    // reparse; the upsert by key keeps the ledger consistent.
+                    let rows = self.store().spend_files(&agent).await.map_err(|e| e.to_string())?;
+                    rows.into_iter()
+                        .filter_map(|(p, s)| FileState::from_json(&s).ok().map(|st| (p, st)))
+                        .collect()
+                }
             };
-            // A state that no longer reads (another version) means a reparse;
-            // the upsert by key keeps the ledger consistent.
-            let saved = saved
-                .into_iter()
-                .filter_map(|(p, s)| FileState::from_json(&s).ok().map(|st| (p, st)))
-                .collect();
             let (home, _) = self.agent_home_dirs(&agent);
             let dirs = STORES.iter().map(|d| home.join(d)).filter(|d| d.is_dir()).collect();
             agents.push(AgentStores { agent, dirs, saved });
         }
+        let mut failed = std::mem::take(&mut index.failed);
         let pass = tokio::task::spawn_blocking(move || {
-            let mut failed = failed;
-            let batch = index_pass(&agents, &conv_of, &mut failed);
-            (batch, failed)
+            let (batch, states) = index_pass(&agents, &conv_of, &mut failed);
+            (agents, batch, states, failed)
         })
         .await;
-        let (batch, failed) = match pass {
-            Ok(p) => p,
-            Err(e) => return Err((Failed::new(), format!("the indexing pass panicked: {e}"))),
-        };
+        let (agents, batch, states, failed) = pass.map_err(|e| format!("the indexing pass panicked: {e}"))?;
+        index.failed = failed;
+        for a in agents {
+            index.saved.insert(a.agent, a.saved);
+        }
         if batch.is_empty() {
-            return Ok(failed);
+            return Ok(());
         }
-        match self.store().spend_write(&batch).await {
-            Ok(()) => Ok(failed),
-            Err(e) => Err((failed, e.to_string())),
+        self.store().spend_write(&batch).await.map_err(|e| e.to_string())?;
+        // Committed: the new states are the ones to continue from.
+        for (agent, path, state) in states {
+            index.saved.entry(agent).or_default().insert(path, state);
         }
+        Ok(())
     }
 
     /// `spend.history`: the ledger's counted requests per UTC day, model and
