@@ -96,7 +96,7 @@ fn requests(v: &Value) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ledger_indexes_homed_session_files_and_keeps_them() {
-    let node = TestNode::start();
+    let mut node = TestNode::start();
     let mut c = node.client().await;
     create_agent(&mut c, "ada").await;
     create_agent(&mut c, "bob").await;
@@ -264,6 +264,31 @@ async fn the_ledger_indexes_homed_session_files_and_keeps_them() {
     }
     let e = call_err(&mut c, "usage.get", json!({"scope": "agent", "id": "nobody"})).await;
     assert_eq!(e.code, -32004, "{}", e.message);
+
+    // A node killed (-9) and restarted keeps the ledger (the deleted file's requests too) and
+    // continues each file from its saved state: one more line adds one.
+    drop(c);
+    node.kill9();
+    node.restart();
+    let mut c = node.client().await;
+    let again = call(&mut c, "usage.get", json!({"scope": "node"})).await;
+    assert_eq!(again["requests"], whole["requests"]);
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join(format!("{later}.jsonl")))
+            .expect("open");
+        f.write_all(line(later, "msg_C2", 10, 10).as_bytes()).expect("append");
+    }
+    let four = history_until(&node, "bob's request after the restart", day.clone(), |h| {
+        requests(h) == 4
+    })
+    .await;
+    close(
+        four["usd"].as_f64().expect("usd"),
+        bob_usd + 2.0 * (10.0 * 3.0 + 10.0 * 15.0) / 1e6,
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
