@@ -265,6 +265,40 @@ async fn the_ledger_indexes_homed_session_files_and_keeps_them() {
     let e = call_err(&mut c, "usage.get", json!({"scope": "agent", "id": "nobody"})).await;
     assert_eq!(e.code, -32004, "{}", e.message);
 
+    // A conversation's CLI session (its resume reference is the session id)
+    // is that conversation's usage.
+    let conv = support::start_idle(&mut c, "bob").await;
+    let (cid, sid) = (
+        conv["id"].as_str().expect("id").to_string(),
+        conv["resume_ref"].as_str().expect("resume_ref").to_string(),
+    );
+    let other = projects_of(&node, "bob").join("-w-other");
+    std::fs::create_dir_all(&other).expect("mkdir");
+    std::fs::write(other.join("session-of-conv.jsonl"), line(&sid, "msg_D1", 100, 20)).expect("write");
+    let per_conv = wait_until("the conversation's request in the ledger", WAIT, || {
+        let target = node.target();
+        let cid = cid.clone();
+        async move {
+            let mut c = Client::connect(&target).await.ok()?;
+            let v = c
+                .call("usage.get", json!({"scope": "conversation", "id": cid}))
+                .await
+                .ok()?;
+            (v["requests"] == 1).then_some(v)
+        }
+    })
+    .await;
+    assert_eq!(
+        per_conv["tokens"],
+        json!({"input": 100, "cache_read": 0, "cache_write": 0, "output": 20})
+    );
+    close(
+        per_conv["usd"].as_f64().expect("usd"),
+        (100.0 * 3.0 + 20.0 * 15.0) / 1e6,
+    );
+    let whole = call(&mut c, "usage.get", json!({"scope": "node"})).await;
+    assert_eq!(whole["requests"], 13 + 3 + 7 + 1);
+
     // A node killed (-9) and restarted keeps the ledger (the deleted file's requests too) and
     // continues each file from its saved state: one more line adds one.
     drop(c);
@@ -281,13 +315,14 @@ async fn the_ledger_indexes_homed_session_files_and_keeps_them() {
             .expect("open");
         f.write_all(line(later, "msg_C2", 10, 10).as_bytes()).expect("append");
     }
-    let four = history_until(&node, "bob's request after the restart", day.clone(), |h| {
-        requests(h) == 4
+    // bob's day: B1, B2, C1, the conversation's D1, and now C2.
+    let five = history_until(&node, "bob's request after the restart", day.clone(), |h| {
+        requests(h) == 5
     })
     .await;
     close(
-        four["usd"].as_f64().expect("usd"),
-        bob_usd + 2.0 * (10.0 * 3.0 + 10.0 * 15.0) / 1e6,
+        five["usd"].as_f64().expect("usd"),
+        bob_usd + 2.0 * (10.0 * 3.0 + 10.0 * 15.0) / 1e6 + (100.0 * 3.0 + 20.0 * 15.0) / 1e6,
     );
 }
 

@@ -152,6 +152,14 @@ fn index_pass(
     (batch, states)
 }
 
+/// Whose usage `usage.get` sums from the ledger.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum LedgerScope<'a> {
+    Node,
+    Agent(&'a str),
+    Conversation(&'a str),
+}
+
 /// The table prices are applied from: the chain with no live answer and no
 /// cached table yet, so the bundled one.
 fn price_table() -> PriceTable {
@@ -273,6 +281,7 @@ impl Node {
             since_day: Some(&p.since_day),
             until_day: p.until_day.as_deref(),
             agent: agent.as_deref(),
+            conversation: None,
         };
         let rows = counted(self.store().spend_requests(&filter).await?);
         let table = price_table();
@@ -297,13 +306,19 @@ impl Node {
         }))
     }
 
-    /// `usage.get` at agent (`Some`) or node (`None`) scope: the ledger's
-    /// counted requests, tokens and dollars summed.
-    pub(crate) async fn usage_from_ledger(&self, agent: Option<&str>) -> NodeResult<Value> {
+    /// `usage.get` from the ledger: the counted requests of the node, an
+    /// agent or a conversation (its CLI session), tokens and dollars summed.
+    pub(crate) async fn usage_from_ledger(&self, scope: LedgerScope<'_>) -> NodeResult<Value> {
+        let (agent, conversation) = match scope {
+            LedgerScope::Node => (None, None),
+            LedgerScope::Agent(a) => (Some(a), None),
+            LedgerScope::Conversation(c) => (None, Some(c)),
+        };
         let filter = LedgerFilter {
             since_day: None,
             until_day: None,
             agent,
+            conversation,
         };
         let rows = counted(self.store().spend_requests(&filter).await?);
         let table = price_table();

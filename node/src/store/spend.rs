@@ -52,6 +52,7 @@ pub struct LedgerFilter<'a> {
     pub since_day: Option<&'a str>,
     pub until_day: Option<&'a str>,
     pub agent: Option<&'a str>,
+    pub conversation: Option<&'a str>,
 }
 
 fn int(v: u64) -> i64 {
@@ -166,12 +167,14 @@ impl Store {
         let rows = sqlx::query(
             "SELECT agent, record FROM spend_request
              WHERE (?1 IS NULL OR day >= ?1) AND (?2 IS NULL OR day <= ?2) AND (?3 IS NULL OR agent = ?3)
+               AND (?5 IS NULL OR conversation = ?5)
              ORDER BY ts_ms, key LIMIT ?4",
         )
         .bind(f.since_day)
         .bind(f.until_day)
         .bind(f.agent)
         .bind(MAX_HISTORY_ROWS)
+        .bind(f.conversation)
         .fetch_all(&self.reads)
         .await?;
         let mut out = Vec::with_capacity(rows.len());
@@ -250,6 +253,7 @@ mod tests {
             since_day: None,
             until_day: None,
             agent: None,
+            conversation: None,
         };
         let outputs = |rows: Vec<(String, UsageRecord)>| -> Vec<(String, u64, bool)> {
             rows.into_iter()
@@ -284,6 +288,7 @@ mod tests {
             since_day: Some(since),
             until_day: Some("2026-11-20"),
             agent,
+            conversation: None,
         };
         assert_eq!(
             store
