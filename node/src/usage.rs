@@ -3,8 +3,10 @@
 //! summed per conversation by `usage.get`. A usage watch per live
 //! conversation tails the harness's usage file like the transcript tails the
 //! session file: every event carries the byte offset past its line, and a
-//! relaunch reads on from the largest committed one. No quota, no pricing of
-//! our own, no agent or node totals yet.
+//! relaunch reads on from the largest committed one. `usage.get` adds the
+//! spend ledger's requests (`crate::spend`): at conversation scope those of
+//! the conversation's CLI session, at agent and node scope only those. No
+//! quota yet.
 
 use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom};
