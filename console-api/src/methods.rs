@@ -85,8 +85,10 @@ pub const TOKEN_MINT: &str = "token.mint";
 pub const TOKEN_INSPECT: &str = "token.inspect";
 pub const TOKEN_REVOKE: &str = "token.revoke";
 
-/// Token use and cost as the CLIs report them (first slice: per conversation).
+/// Token use and cost of a conversation, an agent or the node.
 pub const USAGE_GET: &str = "usage.get";
+/// Tokens and dollars per UTC day, model and agent, from the node's spend ledger.
+pub const SPEND_HISTORY: &str = "spend.history";
 pub const MONITOR_ATTACH: &str = "monitor.attach";
 pub const MONITOR_LIST: &str = "monitor.list";
 pub const MONITOR_DETACH: &str = "monitor.detach";
@@ -156,6 +158,7 @@ pub const ALL: &[&str] = &[
     TOKEN_INSPECT,
     TOKEN_REVOKE,
     USAGE_GET,
+    SPEND_HISTORY,
     MONITOR_ATTACH,
     MONITOR_LIST,
     MONITOR_DETACH,

@@ -527,7 +527,18 @@ pub struct NodeInfo {
     pub auth_limit_hits: u64,
 }
 
-/// `usage.get` params: `scope` is `conversation` (served), `agent` or `node`;
+/// `spend.history` params: inclusive UTC days (`YYYY-MM-DD`), one agent or all.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpendHistory {
+    pub since_day: String,
+    #[serde(default)]
+    pub until_day: Option<String>,
+    #[serde(default)]
+    pub agent: Option<String>,
+}
+
+/// `usage.get` params: `scope` is `conversation`, `agent` or `node`;
 /// `id` names the conversation or agent.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

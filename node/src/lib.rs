@@ -26,6 +26,7 @@ pub mod secrets;
 pub mod server;
 pub mod service;
 pub mod settings;
+pub mod spend;
 pub mod store;
 pub mod supervise;
 pub mod tokens;

@@ -238,6 +238,7 @@ impl Node {
             let node = node.clone();
             tokio::spawn(async move { node.readopt(&id, key_hash).await });
         }
+        node.start_spend_index();
         let weak = Arc::downgrade(&node);
         tokio::spawn(async move {
             while let Some(id) = exit_rx.recv().await {

@@ -3,8 +3,10 @@
 //! summed per conversation by `usage.get`. A usage watch per live
 //! conversation tails the harness's usage file like the transcript tails the
 //! session file: every event carries the byte offset past its line, and a
-//! relaunch reads on from the largest committed one. No quota, no pricing of
-//! our own, no agent or node totals yet.
+//! relaunch reads on from the largest committed one. `usage.get` adds the
+//! spend ledger's requests (`crate::spend`): at conversation scope those of
+//! the conversation's CLI session, at agent and node scope only those. No
+//! quota yet.
 
 use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom};
@@ -17,6 +19,7 @@ use serde_json::{Value, json};
 use crate::events::{Event, StoredEvent};
 use crate::live::Live;
 use crate::service::{Node, NodeError, NodeResult};
+use crate::spend::LedgerScope;
 
 /// How often the usage file is looked at.
 const POLL: Duration = Duration::from_millis(250);
@@ -204,15 +207,18 @@ impl Node {
         Some((live.clone(), path, live.agent.clone(), model, committed.min(len)))
     }
 
-    /// `usage.get`: the conversation's reported usage, summed.
+    /// `usage.get`: a conversation's reported usage and its ledger rows, or an
+    /// agent's or the node's ledger rows, summed.
     pub async fn usage_get(&self, p: console_api::UsageGet) -> NodeResult<Value> {
         match p.scope.as_str() {
             "conversation" => {}
-            "agent" | "node" => {
-                return Err(NodeError::Invalid(format!(
-                    "scope: {:?} is not served yet: only \"conversation\" is (the first slice of usage)",
-                    p.scope
-                )));
+            "node" => return self.usage_from_ledger(LedgerScope::Node).await,
+            "agent" => {
+                let id =
+                    p.id.filter(|i| !i.is_empty())
+                        .ok_or_else(|| NodeError::Invalid("id: give the agent's name".into()))?;
+                self.catalog.lock().await.agent(&id)?;
+                return self.usage_from_ledger(LedgerScope::Agent(&id)).await;
             }
             other => {
                 return Err(NodeError::Invalid(format!(
@@ -225,7 +231,25 @@ impl Node {
                 .ok_or_else(|| NodeError::Invalid("id: give the conversation's id".into()))?;
         self.catalog.lock().await.conversation(&id)?;
         let events = self.store().usage_of(&id).await?;
-        Ok(UsageTotals::of(&events).to_wire())
+        let mut v = UsageTotals::of(&events).to_wire();
+        // What the CLI reported (aider's turns) and what its session file
+        // holds (the spend ledger: Claude Code, Codex) are summed.
+        let ledger = self.usage_from_ledger(LedgerScope::Conversation(&id)).await?;
+        for k in ["input", "cache_read", "cache_write", "output"] {
+            let n = v["tokens"][k].as_u64().unwrap_or(0) + ledger["tokens"][k].as_u64().unwrap_or(0);
+            v["tokens"][k] = json!(n);
+        }
+        v["usd"] = json!(v["usd"].as_f64().unwrap_or(0.0) + ledger["usd"].as_f64().unwrap_or(0.0));
+        let unpriced: BTreeSet<String> = [&v, &ledger]
+            .iter()
+            .filter_map(|x| x["unpriced_models"].as_array())
+            .flatten()
+            .filter_map(|m| m.as_str().map(str::to_string))
+            .collect();
+        v["unpriced_models"] = json!(unpriced);
+        v["requests"] = ledger["requests"].clone();
+        v["pricing"] = ledger["pricing"].clone();
+        Ok(v)
     }
 }
 

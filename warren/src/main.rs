@@ -291,7 +291,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tool { verb } => cmd::tool(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Token { verb } => cmd::token(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Usage(args) => cmd::usage(args, cmd::Conn::new(cli.url, cli.token), out).await,
-        Command::Spend(args) => cmd::spend(args, out),
+        Command::Spend(args) => cmd::spend(args, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Transcript { verb } => cmd::transcript(verb, cmd::Conn::new(cli.url, cli.token), out).await,
     }
 }

@@ -173,7 +173,9 @@ fn scan_prints_a_table_a_chart_and_the_problems() {
     let (code, _, err) = warren(&["spend", "scan", env!("CARGO_MANIFEST_DIR")]);
     assert_eq!(code, 1);
     assert!(err.contains("neither a Claude config dir"), "{err}");
-    let (code, _, err) = warren(&["spend"]);
+    // Without a verb it asks the node (tests/spend.rs); with none running it
+    // says so.
+    let (code, _, err) = warren(&["spend", "--data-dir", "/nonexistent-dir"]);
     assert_eq!(code, 1);
-    assert!(err.contains("spend scan PATH"), "{err}");
+    assert!(err.contains("node.json"), "{err}");
 }

@@ -486,6 +486,7 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
             json!({ "revoked": true })
         }
         m::USAGE_GET => node.usage_get(params(p)?).await?,
+        m::SPEND_HISTORY => node.spend_history(params(p)?).await?,
         m::MONITOR_ATTACH => {
             let spec: monitor::AttachmentSpec = params(p)?;
             auth::may_observe_target(app, conn, &spec)?;

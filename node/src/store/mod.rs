@@ -3,6 +3,7 @@
 //! (`writer.rs`) with group commit; reads use a small pool of read connections.
 
 pub mod recall;
+pub mod spend;
 mod writer;
 
 use std::path::Path;
@@ -40,6 +41,8 @@ const WRITER_QUEUE: usize = 4_096;
 #[derive(Clone)]
 pub struct Store {
     reads: SqlitePool,
+    /// The spend ledger's own writer (`spend.rs`): one connection.
+    ledger: SqlitePool,
     writer: mpsc::Sender<writer::Job>,
     published: broadcast::Sender<Arc<StoredEvent>>,
     stats: Arc<WriterStats>,
@@ -71,7 +74,11 @@ impl Store {
 
         let reads = SqlitePoolOptions::new()
             .max_connections(4)
-            .connect_with(base.read_only(true))
+            .connect_with(base.clone().read_only(true))
+            .await?;
+        let ledger = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(base.synchronous(SqliteSynchronous::Normal))
             .await?;
 
         let (tx, rx) = mpsc::channel(WRITER_QUEUE);
@@ -80,6 +87,7 @@ impl Store {
         tokio::spawn(writer::run(conn, rx, next_seq as u64, published.clone(), stats.clone()));
         Ok(Store {
             reads,
+            ledger,
             writer: tx,
             published,
             stats,

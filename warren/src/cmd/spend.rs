@@ -1,7 +1,8 @@
 //! `warren spend`: token use and dollars from the CLIs' own session files.
 //! `warren spend scan PATH...` works offline, with no node: any Claude config
-//! dir or Codex home, priced by the bundled table. Without a verb it will ask
-//! the node (`spend.history`); that part is not built yet.
+//! dir or Codex home, priced by the bundled table. Without a verb it asks the
+//! node (`spend.history`: its ledger of the homed agents' session files) and
+//! prints the same table and bar chart.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -13,18 +14,28 @@ use serde_json::{Value, json};
 use spend::scan::{self, Job};
 use spend::{By, DayRow, Days, RecordSet, Rollup, Summary, UsageRecord};
 
-use super::Output;
+use console_api::methods as m;
+
+use super::{Conn, Output, finish};
 
 #[derive(clap::Args)]
 pub struct SpendArgs {
     #[command(subcommand)]
     verb: Option<SpendVerb>,
-    /// First UTC day (YYYY-MM-DD) of the node's history.
+    /// First UTC day (YYYY-MM-DD) of the node's history (default: 30 days ago).
     #[arg(long)]
     since: Option<String>,
+    /// Last UTC day (YYYY-MM-DD) of the node's history.
+    #[arg(long)]
+    until: Option<String>,
+    /// Only this agent's spend.
+    #[arg(long)]
+    agent: Option<String>,
     /// How to group the node's history.
     #[arg(long, value_enum, default_value_t = ByArg::Day)]
     by: ByArg,
+    #[arg(long, env = "WARREN_DATA_DIR")]
+    data_dir: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -65,7 +76,7 @@ impl ByArg {
     }
 }
 
-pub fn spend(args: SpendArgs, out: Output) -> anyhow::Result<ExitCode> {
+pub async fn spend(args: SpendArgs, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
     match args.verb {
         Some(SpendVerb::Scan {
             paths,
@@ -90,11 +101,68 @@ pub fn spend(args: SpendArgs, out: Output) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         None => {
-            let _ = (args.since, args.by);
-            anyhow::bail!(
-                "the node's spend history (spend.history) is not available yet; `warren spend scan PATH...` reads session files offline"
-            )
+            let since = args.since.unwrap_or_else(|| {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_millis() as i64)
+                    .unwrap_or(0);
+                spend::time::utc_day(now - 29 * 86_400_000)
+            });
+            let mut c = conn.connect(args.data_dir).await?;
+            let p = json!({ "since_day": since, "until_day": args.until, "agent": args.agent });
+            let by = args.by.by();
+            let result = c.call(m::SPEND_HISTORY, p).await.map(|mut v| {
+                let rows: Vec<DayRow> = v["days"]
+                    .as_array()
+                    .map(|a| a.iter().map(day_row).collect())
+                    .unwrap_or_default();
+                v["by"] = spend::rollup(&rows, by).iter().map(rollup_json).collect();
+                v
+            });
+            finish(out, result, |v| print_history(v, by))
         }
+    }
+}
+
+/// A `spend.history` row back into the aggregate's row.
+fn day_row(v: &Value) -> DayRow {
+    let n = |k: &str| v[k].as_u64().unwrap_or(0);
+    let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+    DayRow {
+        day: s("day"),
+        model: s("model"),
+        agent: s("agent"),
+        input: n("input"),
+        cache_read: n("cache_read"),
+        cache_write_5m: n("cache_write_5m"),
+        cache_write_1h: n("cache_write_1h"),
+        output: n("output"),
+        requests: n("requests"),
+        web_search_requests: n("web_search_requests"),
+        usd: v["usd"].as_f64(),
+        priced: v["priced"].as_bool().unwrap_or(false),
+    }
+}
+
+/// The node's history as the scan prints its own.
+fn print_history(v: &Value, by: By) {
+    let rows: Vec<DayRow> = v["days"]
+        .as_array()
+        .map(|a| a.iter().map(day_row).collect())
+        .unwrap_or_default();
+    let requests = rows.iter().map(|r| r.requests).sum::<u64>() as usize;
+    println!(
+        "{requests} requests counted; prices: the {} table as of {}",
+        v["pricing"]["source"].as_str().unwrap_or("?"),
+        v["pricing"]["as_of"].as_str().unwrap_or("?")
+    );
+    let unpriced: Vec<String> = v["unpriced_models"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default();
+    print_table(&rows, by, requests, v["usd"].as_f64().unwrap_or(0.0), &unpriced);
+    if let Some(n) = v["unparseable_files"].as_u64().filter(|n| *n > 0) {
+        println!("\nunparseable: {n} session files (`warren spend scan` on the agent's home names them)");
     }
 }
 
@@ -237,60 +305,7 @@ impl Report {
             s.source.as_str(),
             s.as_of
         );
-        let rows = spend::rollup(&s.rows, by);
-        let head = match by {
-            By::Day => "DAY",
-            By::Model => "MODEL",
-            By::Agent => "AGENT",
-        };
-        let width = rows
-            .iter()
-            .map(|r| r.label.len())
-            .max()
-            .unwrap_or(0)
-            .max(head.len())
-            .min(48);
-        println!(
-            "{head:<width$} {:>6} {:>12} {:>12} {:>10} {:>10} {:>10} {:>12}",
-            "REQS", "INPUT", "CACHE_READ", "WRITE_5M", "WRITE_1H", "OUTPUT", "USD"
-        );
-        for r in &rows {
-            let t = &r.tokens;
-            println!(
-                "{:<width$} {:>6} {:>12} {:>12} {:>10} {:>10} {:>10} {:>12}",
-                r.label,
-                r.requests,
-                t.input,
-                t.cache_read,
-                t.cache_write_5m,
-                t.cache_write_1h,
-                t.output,
-                usd_cell(r)
-            );
-        }
-        let mut total = spend::Tokens::default();
-        rows.iter().for_each(|r| total.add(&r.tokens));
-        println!(
-            "{:<width$} {:>6} {:>12} {:>12} {:>10} {:>10} {:>10} {:>12}",
-            "TOTAL",
-            self.requests,
-            total.input,
-            total.cache_read,
-            total.cache_write_5m,
-            total.cache_write_1h,
-            total.output,
-            format!("${:.4}", s.usd)
-        );
-        println!();
-        for line in bars(&rows, width, 40) {
-            println!("{line}");
-        }
-        if !s.unpriced_models.is_empty() {
-            println!(
-                "\nunpriced (tokens counted, no price in the table): {}",
-                s.unpriced_models.join(", ")
-            );
-        }
+        print_table(&s.rows, by, self.requests, s.usd, &s.unpriced_models);
         if !self.trouble.is_empty() {
             println!("\nunparseable: {} files", self.trouble.len());
             for t in &self.trouble {
@@ -304,6 +319,64 @@ impl Report {
         for (p, b) in &self.waiting {
             println!("waiting: {p} ends in a line not yet complete ({b} bytes), not counted");
         }
+    }
+}
+
+/// The table by `by` and its bar chart, the scan's and the node's.
+fn print_table(day_rows: &[DayRow], by: By, requests: usize, usd: f64, unpriced: &[String]) {
+    let rows = spend::rollup(day_rows, by);
+    let head = match by {
+        By::Day => "DAY",
+        By::Model => "MODEL",
+        By::Agent => "AGENT",
+    };
+    let width = rows
+        .iter()
+        .map(|r| r.label.len())
+        .max()
+        .unwrap_or(0)
+        .max(head.len())
+        .min(48);
+    println!(
+        "{head:<width$} {:>6} {:>12} {:>12} {:>10} {:>10} {:>10} {:>12}",
+        "REQS", "INPUT", "CACHE_READ", "WRITE_5M", "WRITE_1H", "OUTPUT", "USD"
+    );
+    for r in &rows {
+        let t = &r.tokens;
+        println!(
+            "{:<width$} {:>6} {:>12} {:>12} {:>10} {:>10} {:>10} {:>12}",
+            r.label,
+            r.requests,
+            t.input,
+            t.cache_read,
+            t.cache_write_5m,
+            t.cache_write_1h,
+            t.output,
+            usd_cell(r)
+        );
+    }
+    let mut total = spend::Tokens::default();
+    rows.iter().for_each(|r| total.add(&r.tokens));
+    println!(
+        "{:<width$} {:>6} {:>12} {:>12} {:>10} {:>10} {:>10} {:>12}",
+        "TOTAL",
+        requests,
+        total.input,
+        total.cache_read,
+        total.cache_write_5m,
+        total.cache_write_1h,
+        total.output,
+        format!("${usd:.4}")
+    );
+    println!();
+    for line in bars(&rows, width, 40) {
+        println!("{line}");
+    }
+    if !unpriced.is_empty() {
+        println!(
+            "\nunpriced (tokens counted, no price in the table): {}",
+            unpriced.join(", ")
+        );
     }
 }
 

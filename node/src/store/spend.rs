@@ -1,0 +1,338 @@
+//! The spend ledger's tables (`0004_spend.sql`): per session file its saved
+//! `spend::FileState`, per request one row keyed by `UsageRecord::key` that
+//! only a record of a greater `rank()` replaces, and the files that could not
+//! be read. The ledger is a projection of the CLIs' session files, not of the
+//! event log, so it has its own write connection (WAL, `synchronous=NORMAL`:
+//! a lost last tick is read again from the files) beside the event writer.
+
+use ::spend::UsageRecord;
+use sqlx::Row;
+
+use super::{Store, StoreError};
+use crate::util::now_ms;
+
+/// Most request rows one history query reads.
+pub const MAX_HISTORY_ROWS: i64 = 2_000_000;
+
+/// One request as the indexer found it.
+pub struct LedgerRecord {
+    pub agent: String,
+    /// The conversation whose CLI session this is, when the node knows it.
+    pub conversation: Option<String>,
+    pub record: UsageRecord,
+}
+
+/// A file that could not be read, or had refused lines.
+pub struct LedgerProblem {
+    pub path: String,
+    pub agent: String,
+    pub refused: u64,
+    pub reason: String,
+}
+
+/// What one indexing tick writes, in one transaction.
+#[derive(Default)]
+pub struct LedgerBatch {
+    /// (path, agent, harness, state JSON).
+    pub files: Vec<(String, String, String, String)>,
+    pub records: Vec<LedgerRecord>,
+    pub problems: Vec<LedgerProblem>,
+    /// Paths read cleanly this tick: their problem rows are cleared.
+    pub clean: Vec<String>,
+}
+
+impl LedgerBatch {
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty() && self.records.is_empty() && self.problems.is_empty() && self.clean.is_empty()
+    }
+}
+
+/// Query filter for [`Store::spend_requests`]: inclusive UTC days.
+pub struct LedgerFilter<'a> {
+    pub since_day: Option<&'a str>,
+    pub until_day: Option<&'a str>,
+    pub agent: Option<&'a str>,
+    pub conversation: Option<&'a str>,
+}
+
+fn int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+impl Store {
+    /// The saved state (JSON) of every session file of `agent`, by path.
+    pub async fn spend_files(&self, agent: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = sqlx::query("SELECT path, state FROM spend_file WHERE agent = ?")
+            .bind(agent)
+            .fetch_all(&self.reads)
+            .await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    /// Writes one tick's findings in one transaction. Cancel-safe: a dropped
+    /// future rolls the transaction back, and the files are read again.
+    pub async fn spend_write(&self, batch: &LedgerBatch) -> Result<(), StoreError> {
+        let now = now_ms() as i64;
+        let mut tx = self.ledger.begin().await?;
+        for (path, agent, harness, state) in &batch.files {
+            sqlx::query(
+                "INSERT INTO spend_file (path, agent, harness, state, updated_ms) VALUES (?, ?, ?, ?, ?)
+                 ON CONFLICT(path) DO UPDATE SET agent = excluded.agent, harness = excluded.harness,
+                   state = excluded.state, updated_ms = excluded.updated_ms",
+            )
+            .bind(path)
+            .bind(agent)
+            .bind(harness)
+            .bind(state)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for l in &batch.records {
+            let r = &l.record;
+            let rank = r.rank();
+            let json = serde_json::to_string(r).map_err(|e| StoreError::Corrupt {
+                seq: 0,
+                reason: format!("a usage record would not encode: {e}"),
+            })?;
+            sqlx::query(
+                "INSERT INTO spend_request (key, agent, harness, day, ts_ms, model, session, conversation,
+                   message_id, request_id, sidechain, input, cache_read, cache_write_5m, cache_write_1h, output,
+                   rank_complete, rank_output, rank_prompt, rank_web, record)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                 ON CONFLICT(key) DO UPDATE SET
+                   day = excluded.day, ts_ms = excluded.ts_ms, model = excluded.model,
+                   conversation = COALESCE(excluded.conversation, spend_request.conversation),
+                   message_id = excluded.message_id, request_id = excluded.request_id,
+                   sidechain = excluded.sidechain, input = excluded.input, cache_read = excluded.cache_read,
+                   cache_write_5m = excluded.cache_write_5m, cache_write_1h = excluded.cache_write_1h,
+                   output = excluded.output, rank_complete = excluded.rank_complete,
+                   rank_output = excluded.rank_output, rank_prompt = excluded.rank_prompt,
+                   rank_web = excluded.rank_web, record = excluded.record
+                 WHERE (excluded.rank_complete, excluded.rank_output, excluded.rank_prompt, excluded.rank_web)
+                     > (spend_request.rank_complete, spend_request.rank_output, spend_request.rank_prompt,
+                        spend_request.rank_web)",
+            )
+            .bind(&r.key)
+            .bind(&l.agent)
+            .bind(r.harness.as_str())
+            .bind(r.day())
+            .bind(r.timestamp_ms)
+            .bind(&r.model)
+            .bind(&r.session_id)
+            .bind(&l.conversation)
+            .bind(&r.message_id)
+            .bind(&r.request_id)
+            .bind(r.sidechain)
+            .bind(int(r.tokens.input))
+            .bind(int(r.tokens.cache_read))
+            .bind(int(r.tokens.cache_write_5m))
+            .bind(int(r.tokens.cache_write_1h))
+            .bind(int(r.tokens.output))
+            .bind(rank.0)
+            .bind(int(rank.1))
+            .bind(int(rank.2))
+            .bind(int(rank.3))
+            .bind(json)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for p in &batch.problems {
+            sqlx::query(
+                "INSERT INTO spend_problem (path, agent, refused, reason, updated_ms) VALUES (?, ?, ?, ?, ?)
+                 ON CONFLICT(path) DO UPDATE SET agent = excluded.agent, refused = excluded.refused,
+                   reason = excluded.reason, updated_ms = excluded.updated_ms",
+            )
+            .bind(&p.path)
+            .bind(&p.agent)
+            .bind(int(p.refused))
+            .bind(&p.reason)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for path in &batch.clean {
+            sqlx::query("DELETE FROM spend_problem WHERE path = ?")
+                .bind(path)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The stored requests matching `f` as (agent, record), at most
+    /// [`MAX_HISTORY_ROWS`], oldest first.
+    pub async fn spend_requests(&self, f: &LedgerFilter<'_>) -> Result<Vec<(String, UsageRecord)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT agent, record FROM spend_request
+             WHERE (?1 IS NULL OR day >= ?1) AND (?2 IS NULL OR day <= ?2) AND (?3 IS NULL OR agent = ?3)
+               AND (?5 IS NULL OR conversation = ?5)
+             ORDER BY ts_ms, key LIMIT ?4",
+        )
+        .bind(f.since_day)
+        .bind(f.until_day)
+        .bind(f.agent)
+        .bind(MAX_HISTORY_ROWS)
+        .bind(f.conversation)
+        .fetch_all(&self.reads)
+        .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let body: String = row.get(1);
+            let record: UsageRecord = serde_json::from_str(&body).map_err(|e| StoreError::Corrupt {
+                seq: 0,
+                reason: format!("a spend ledger row is unreadable: {e}"),
+            })?;
+            out.push((row.get(0), record));
+        }
+        Ok(out)
+    }
+
+    /// How many session files (of `agent`, or of every agent) are recorded as
+    /// unreadable or with refused lines.
+    pub async fn spend_problem_count(&self, agent: Option<&str>) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query("SELECT COUNT(*) FROM spend_problem WHERE (?1 IS NULL OR agent = ?1)")
+            .bind(agent)
+            .fetch_one(&self.reads)
+            .await?
+            .get(0);
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ::spend::{Harness, Speed, Tokens};
+
+    use super::*;
+
+    fn rec(key: &str, complete: bool, output: u64) -> UsageRecord {
+        UsageRecord {
+            key: key.into(),
+            harness: Harness::Claude,
+            message_id: Some(format!("m-{key}")),
+            request_id: Some(format!("r-{key}")),
+            sidechain: false,
+            session_id: "s".into(),
+            model: "claude-sonnet-4-5-20250929".into(),
+            // 2026-11-20T09:00:00Z
+            timestamp_ms: 1_795_165_200_000,
+            tokens: Tokens {
+                input: 10,
+                output,
+                ..Tokens::default()
+            },
+            web_search_requests: 0,
+            complete,
+            speed: Speed::Standard,
+            inference_geo: None,
+            iterations: vec![],
+        }
+    }
+
+    fn batch(records: Vec<UsageRecord>) -> LedgerBatch {
+        LedgerBatch {
+            records: records
+                .into_iter()
+                .map(|record| LedgerRecord {
+                    agent: "ada".into(),
+                    conversation: None,
+                    record,
+                })
+                .collect(),
+            ..LedgerBatch::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_row_is_replaced_only_by_a_greater_rank_and_filters_apply() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("w.db")).await.expect("open");
+        let all = LedgerFilter {
+            since_day: None,
+            until_day: None,
+            agent: None,
+            conversation: None,
+        };
+        let outputs = |rows: Vec<(String, UsageRecord)>| -> Vec<(String, u64, bool)> {
+            rows.into_iter()
+                .map(|(_, r)| (r.key, r.tokens.output, r.complete))
+                .collect()
+        };
+        // A streamed partial line, then its complete line: the complete wins.
+        store
+            .spend_write(&batch(vec![rec("a", false, 1)]))
+            .await
+            .expect("write");
+        store
+            .spend_write(&batch(vec![rec("a", true, 200)]))
+            .await
+            .expect("write");
+        assert_eq!(
+            outputs(store.spend_requests(&all).await.expect("read")),
+            [("a".into(), 200, true)]
+        );
+        // A re-read of the partial line (or a smaller one) never replaces it.
+        store
+            .spend_write(&batch(vec![rec("a", false, 1), rec("a", true, 150)]))
+            .await
+            .expect("write");
+        assert_eq!(
+            outputs(store.spend_requests(&all).await.expect("read")),
+            [("a".into(), 200, true)]
+        );
+        // Day and agent filters.
+        store.spend_write(&batch(vec![rec("b", true, 5)])).await.expect("write");
+        let day = |since: &'static str, agent: Option<&'static str>| LedgerFilter {
+            since_day: Some(since),
+            until_day: Some("2026-11-20"),
+            agent,
+            conversation: None,
+        };
+        assert_eq!(
+            store
+                .spend_requests(&day("2026-11-20", None))
+                .await
+                .expect("read")
+                .len(),
+            2
+        );
+        assert_eq!(
+            store
+                .spend_requests(&day("2026-11-21", None))
+                .await
+                .expect("read")
+                .len(),
+            0
+        );
+        assert_eq!(
+            store
+                .spend_requests(&day("2026-11-01", Some("bob")))
+                .await
+                .expect("read")
+                .len(),
+            0
+        );
+        // Problems are counted per file and cleared by a clean read.
+        let problem = LedgerBatch {
+            problems: vec![LedgerProblem {
+                path: "/x.jsonl".into(),
+                agent: "ada".into(),
+                refused: 2,
+                reason: "not a JSON object".into(),
+            }],
+            ..LedgerBatch::default()
+        };
+        store.spend_write(&problem).await.expect("write");
+        store.spend_write(&problem).await.expect("write");
+        assert_eq!(store.spend_problem_count(Some("ada")).await.expect("count"), 1);
+        assert_eq!(store.spend_problem_count(Some("bob")).await.expect("count"), 0);
+        let clean = LedgerBatch {
+            clean: vec!["/x.jsonl".into()],
+            ..LedgerBatch::default()
+        };
+        store.spend_write(&clean).await.expect("write");
+        assert_eq!(store.spend_problem_count(None).await.expect("count"), 0);
+    }
+}
