@@ -210,26 +210,24 @@ impl Store {
 
     /// Supervision audit events with seq < `before`, newest first.
     pub async fn audit_before(&self, before: u64, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT seq, ts, body FROM events WHERE kind = 'supervision_acted' AND seq < ? ORDER BY seq DESC LIMIT ?",
-        )
-        .bind(before.min(i64::MAX as u64) as i64)
-        .bind(limit as i64)
-        .fetch_all(&self.reads)
-        .await?;
-        rows.iter().map(decode_row).collect()
+        self.kind_before("supervision_acted", before, limit).await
     }
 
-    /// Tool invocations with seq < `before`, newest first. (The kind is a
-    /// literal, as in `audit_before`, so SQLite uses its partial index.)
+    /// Tool invocations with seq < `before`, newest first.
     pub async fn tools_before(&self, before: u64, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT seq, ts, body FROM events WHERE kind = 'tool_invoked' AND seq < ? ORDER BY seq DESC LIMIT ?",
-        )
-        .bind(before.min(i64::MAX as u64) as i64)
-        .bind(limit as i64)
-        .fetch_all(&self.reads)
-        .await?;
+        self.kind_before("tool_invoked", before, limit).await
+    }
+
+    /// Events of `kind` with seq < `before`, newest first. The kind is written
+    /// into the SQL as a literal (a static name, never input), so SQLite
+    /// uses that kind's partial index; a bound parameter would not.
+    async fn kind_before(&self, kind: &'static str, before: u64, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
+        let sql = format!("SELECT seq, ts, body FROM events WHERE kind = '{kind}' AND seq < ? ORDER BY seq DESC LIMIT ?");
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(before.min(i64::MAX as u64) as i64)
+            .bind(limit as i64)
+            .fetch_all(&self.reads)
+            .await?;
         rows.iter().map(decode_row).collect()
     }
 
