@@ -363,10 +363,11 @@ impl Node {
         // plans with them (Claude Code approves the key it will be given).
         let secrets = self.agent_secrets(&agent.name).map_err(LaunchError::internal)?;
         settings.env.extend(secrets.clone());
-        // The granted tools (made before the plan: the CLI is told).
+        // The granted tools (made before the plan: the CLI is told); the
+        // instance token is minted from the same list.
+        let mounted = self.mounted_tools(agent).await;
         let (tools_dir, tools) = self
-            .prepare_tools(agent, &home)
-            .await
+            .prepare_tools(&mounted, &home)
             .map_err(|e| LaunchError::internal(NodeError::Internal(format!("the conversation's tools: {e}"))))?;
         let tool_notes = self.tool_notes(&tools);
         let warren_exe = self.warren_exe_for_cli();
@@ -449,7 +450,7 @@ impl Node {
         // The granted tools lead PATH; nothing else of warren is on it.
         let mut env = base_env(&home, &c.id, &agent.name, tools_dir.as_deref());
         let (token, token_file) = self
-            .issue_and_record_instance_token(&c.id, agent, &home)
+            .issue_and_record_instance_token(&c.id, agent, &home, &mounted)
             .await
             .map_err(LaunchError::internal)?;
         env.push(("WARREN_TOKEN".into(), token));

@@ -23,16 +23,9 @@ impl Node {
         }
         let id = new_id("mail-");
         let (from, to) = (p.from.clone(), p.to.clone());
-        let e = {
-            let cat = self.catalog.lock().await;
-            if speaker.is_some() && !crate::tools::still_granted(&cat.agent(&p.from)?.record, "mail") {
-                return Err(NodeError::Forbidden(format!(
-                    "agent {:?} is not granted the mail tool (grants.tools)",
-                    p.from
-                )));
-            }
-            cat.decide_mail_send(p, id.clone())?
-        };
+        // (An instance token's mail grant was checked with every other
+        // built-in tool call, in `instance_tool_call`.)
+        let e = self.catalog.lock().await.decide_mail_send(p, id.clone())?;
         self.take_mail_allowance(&from)?;
         // Mail is not catalog state: no catalog lock is held across the
         // commit, so senders commit together (group commit).

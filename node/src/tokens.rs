@@ -153,10 +153,10 @@ impl Node {
         conversation: &str,
         agent: &crate::events::AgentRecord,
         home: &Path,
+        tools: &[String],
     ) -> Result<(String, PathBuf), NodeError> {
         let extra = self.monitor_rights(&agent.name).await;
-        let tools = self.mounted_tools(agent).await;
-        let (token, path, ids) = self.issue_instance_token(conversation, agent, home, extra, &tools)?;
+        let (token, path, ids) = self.issue_instance_token(conversation, agent, home, extra, tools)?;
         let e = crate::events::Event::InstanceTokenIssued {
             conversation: conversation.to_string(),
             revocation_ids: ids,
@@ -210,7 +210,8 @@ impl Node {
                     a.record.clone()
                 };
                 let home = node.agent_dir(&agent.name).join("home");
-                if let Err(e) = node.issue_and_record_instance_token(&id, &agent, &home).await {
+                let tools = node.mounted_tools(&agent).await;
+                if let Err(e) = node.issue_and_record_instance_token(&id, &agent, &home, &tools).await {
                     tracing::warn!(conversation = %id, error = %e, "instance token renewal failed");
                 }
             }

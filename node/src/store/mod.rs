@@ -222,7 +222,8 @@ impl Store {
     /// into the SQL as a literal (a static name, never input), so SQLite
     /// uses that kind's partial index; a bound parameter would not.
     async fn kind_before(&self, kind: &'static str, before: u64, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
-        let sql = format!("SELECT seq, ts, body FROM events WHERE kind = '{kind}' AND seq < ? ORDER BY seq DESC LIMIT ?");
+        let sql =
+            format!("SELECT seq, ts, body FROM events WHERE kind = '{kind}' AND seq < ? ORDER BY seq DESC LIMIT ?");
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(before.min(i64::MAX as u64) as i64)
             .bind(limit as i64)

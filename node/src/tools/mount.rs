@@ -43,15 +43,14 @@ impl Node {
         super::mounted(agent, &self.cfg.tools, !advising.is_empty(), advising.contains(&true))
     }
 
-    /// Makes the tools dir of a launch of `agent` (a stale one goes first)
-    /// and returns it with the mounted executables' names; no dir when the
-    /// agent mounts nothing.
-    pub(crate) async fn prepare_tools(
+    /// Makes the tools dir of a launch (a stale one goes first) holding
+    /// `tools` (`mounted_tools`) and returns it with the executables' names;
+    /// no dir when nothing is mounted.
+    pub(crate) fn prepare_tools(
         &self,
-        agent: &AgentRecord,
+        tools: &[String],
         home: &Path,
     ) -> std::io::Result<(Option<PathBuf>, Vec<String>)> {
-        let tools = self.mounted_tools(agent).await;
         let dir = tools_dir(home);
         if dir.exists() {
             std::fs::remove_dir_all(&dir)?;
