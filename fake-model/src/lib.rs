@@ -38,14 +38,53 @@ use sse::{message_json, sse_body};
 const BODY_LIMIT: usize = 8 * 1024 * 1024;
 /// Most API keys kept (the first ones; later requests are not recorded).
 const MAX_KEYS: usize = 4096;
+/// Most Messages replies whose usage is kept.
+const MAX_SENT: usize = 4096;
+
+/// The usage one Messages reply reported, as the API bills it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentUsage {
+    pub message_id: String,
+    pub model: String,
+    /// Uncached input.
+    pub input: u64,
+    pub cache_read: u64,
+    pub cache_write_5m: u64,
+    pub cache_write_1h: u64,
+    pub output: u64,
+    /// The CLI session the request named (`x-claude-code-session-id`).
+    pub session: Option<String>,
+    /// Whether the request offered tools (the CLI's main loop does; its side
+    /// requests, such as a title, may not).
+    pub tools: bool,
+}
 
 /// What the server counts and records.
-#[derive(Default)]
 struct Shared {
     /// Model requests answered with a reply (both APIs).
     served: AtomicU64,
     /// The API key of each request that carried one, in arrival order.
     keys: Mutex<Vec<String>>,
+    /// Makes this server's message ids its own (`msg_fake_<tag><seq>`), so
+    /// two servers (or runs) never report one id for two messages.
+    tag: String,
+    /// The usage of each Messages reply, in order.
+    sent: Mutex<Vec<SentUsage>>,
+}
+
+impl Default for Shared {
+    fn default() -> Shared {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        Shared {
+            served: AtomicU64::new(0),
+            keys: Mutex::new(vec![]),
+            tag: format!("{:x}{:05x}_", std::process::id(), nanos & 0xf_ffff),
+            sent: Mutex::new(vec![]),
+        }
+    }
 }
 
 impl Shared {
@@ -104,6 +143,12 @@ impl FakeModel {
     /// probes included; at most the first 4,096.
     pub fn keys_seen(&self) -> Vec<String> {
         self.shared.keys.lock().map(|k| k.clone()).unwrap_or_default()
+    }
+
+    /// The usage every Messages reply reported, in order (at most the first
+    /// 4,096).
+    pub fn usage_sent(&self) -> Vec<SentUsage> {
+        self.shared.sent.lock().map(|s| s.clone()).unwrap_or_default()
     }
 }
 
@@ -193,7 +238,7 @@ async fn handle(
         Err(rejection) => return error(rejection.status(), &rejection.body_text()),
     };
     match endpoint {
-        Endpoint::Messages => messages(&shared.served, &body),
+        Endpoint::Messages => messages(&shared, &headers, &body),
         Endpoint::CountTokens => json_response(StatusCode::OK, &json!({"input_tokens": sse::INPUT_TOKENS})),
         Endpoint::ChatCompletions => chat_completions(&shared.served, &body),
         Endpoint::Models => json_response(
@@ -236,26 +281,49 @@ fn openai_error(status: StatusCode, message: &str) -> Response {
 }
 
 /// Answers one Messages API request.
-fn messages(served: &AtomicU64, body: &[u8]) -> Response {
+fn messages(shared: &Shared, headers: &HeaderMap, body: &[u8]) -> Response {
     let request: Value = match serde_json::from_slice(body) {
         Ok(request) => request,
         Err(err) => return error(StatusCode::BAD_REQUEST, &format!("body is not JSON: {err}")),
     };
-    let seq = served.fetch_add(1, Ordering::SeqCst) + 1;
+    let seq = shared.served.fetch_add(1, Ordering::SeqCst) + 1;
     let reply = decide(&request);
     let model = request.get("model").and_then(Value::as_str).unwrap_or("claude-fake");
     tracing::debug!(seq, ?reply, "fake model reply");
-    let request_id = (HeaderName::from_static("request-id"), format!("req_fake_{seq}"));
+    let tag = shared.tag.as_str();
+    let (input, cache_read, cache_write_5m, cache_write_1h, output) = sse::usage_numbers(&reply);
+    if let Ok(mut sent) = shared.sent.lock()
+        && sent.len() < MAX_SENT
+    {
+        sent.push(SentUsage {
+            message_id: format!("msg_fake_{tag}{seq}"),
+            model: model.to_string(),
+            input,
+            cache_read,
+            cache_write_5m,
+            cache_write_1h,
+            output,
+            session: headers
+                .get("x-claude-code-session-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+            tools: request
+                .get("tools")
+                .and_then(Value::as_array)
+                .is_some_and(|t| !t.is_empty()),
+        });
+    }
+    let request_id = (HeaderName::from_static("request-id"), format!("req_fake_{tag}{seq}"));
     if request.get("stream").and_then(Value::as_bool) == Some(true) {
         let headers = [
             (header::CONTENT_TYPE, "text/event-stream".to_owned()),
             (header::CACHE_CONTROL, "no-cache".to_owned()),
             request_id,
         ];
-        (headers, sse_body(&reply, model, seq)).into_response()
+        (headers, sse_body(&reply, model, seq, tag)).into_response()
     } else {
         let headers = [(header::CONTENT_TYPE, "application/json".to_owned()), request_id];
-        (headers, message_json(&reply, model, seq).to_string()).into_response()
+        (headers, message_json(&reply, model, seq, tag).to_string()).into_response()
     }
 }
 

@@ -6,14 +6,21 @@ use crate::decide::{CREATED_CONTENT, Reply};
 
 /// Input token count reported for every request; the fake does not tokenize.
 pub(crate) const INPUT_TOKENS: u64 = 42;
+/// Cache tokens reported for every Messages request: read, then written for
+/// 5 minutes and for 1 hour (so every bucket a parser keeps is non-zero).
+pub(crate) const CACHE_READ_TOKENS: u64 = 64;
+pub(crate) const CACHE_WRITE_5M_TOKENS: u64 = 16;
+pub(crate) const CACHE_WRITE_1H_TOKENS: u64 = 8;
 
 /// How many deltas a text or tool input is split into (at most).
 pub(crate) const CHUNKS: usize = 3;
 
 /// Renders the whole SSE body of a streamed reply, as Claude Code expects to read it.
-pub(crate) fn sse_body(reply: &Reply, model: &str, seq: u64) -> String {
+/// `tag` makes the message ids of one server unique among servers
+/// (`msg_fake_<tag><seq>`).
+pub(crate) fn sse_body(reply: &Reply, model: &str, seq: u64, tag: &str) -> String {
     let content = Content::of(reply);
-    let mut message = message(&content, model, seq);
+    let mut message = message(&content, model, seq, tag);
     message["content"] = json!([]);
     message["stop_reason"] = Value::Null;
     message["usage"]["output_tokens"] = json!(1);
@@ -29,7 +36,8 @@ pub(crate) fn sse_body(reply: &Reply, model: &str, seq: u64) -> String {
         &json!({"type": "content_block_stop", "index": 0}),
     ));
     let stop = json!({"stop_reason": content.stop_reason(), "stop_sequence": null});
-    let usage = json!({"output_tokens": content.output_tokens()});
+    // As the API now sends it: the whole usage again, with the final output.
+    let usage = usage(&content);
     body.push_str(&event(
         "message_delta",
         &json!({"type": "message_delta", "delta": stop, "usage": usage}),
@@ -39,25 +47,46 @@ pub(crate) fn sse_body(reply: &Reply, model: &str, seq: u64) -> String {
 }
 
 /// The complete, non-streamed message object for a reply (the `stream: false` answer).
-pub(crate) fn message_json(reply: &Reply, model: &str, seq: u64) -> Value {
-    message(&Content::of(reply), model, seq)
+pub(crate) fn message_json(reply: &Reply, model: &str, seq: u64, tag: &str) -> Value {
+    message(&Content::of(reply), model, seq, tag)
 }
 
-fn message(content: &Content<'_>, model: &str, seq: u64) -> Value {
+/// The usage a reply is reported with: `(input, cache_read, cache_write_5m,
+/// cache_write_1h, output)`.
+pub(crate) fn usage_numbers(reply: &Reply) -> (u64, u64, u64, u64, u64) {
+    let out = Content::of(reply).output_tokens();
+    (
+        INPUT_TOKENS,
+        CACHE_READ_TOKENS,
+        CACHE_WRITE_5M_TOKENS,
+        CACHE_WRITE_1H_TOKENS,
+        out,
+    )
+}
+
+fn usage(content: &Content<'_>) -> Value {
     json!({
-        "id": format!("msg_fake_{seq}"),
+        "input_tokens": INPUT_TOKENS,
+        "output_tokens": content.output_tokens(),
+        "cache_creation_input_tokens": CACHE_WRITE_5M_TOKENS + CACHE_WRITE_1H_TOKENS,
+        "cache_read_input_tokens": CACHE_READ_TOKENS,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": CACHE_WRITE_5M_TOKENS,
+            "ephemeral_1h_input_tokens": CACHE_WRITE_1H_TOKENS
+        }
+    })
+}
+
+fn message(content: &Content<'_>, model: &str, seq: u64, tag: &str) -> Value {
+    json!({
+        "id": format!("msg_fake_{tag}{seq}"),
         "type": "message",
         "role": "assistant",
         "model": model,
         "content": [content.block(seq, true)],
         "stop_reason": content.stop_reason(),
         "stop_sequence": null,
-        "usage": {
-            "input_tokens": INPUT_TOKENS,
-            "output_tokens": content.output_tokens(),
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0
-        }
+        "usage": usage(content)
     })
 }
 
@@ -202,7 +231,7 @@ mod tests {
 
     #[test]
     fn text_stream_round_trips() {
-        let body = sse_body(&Reply::Text("You said: hello there, héllo".into()), "claude-x", 7);
+        let body = sse_body(&Reply::Text("You said: hello there, héllo".into()), "claude-x", 7, "");
         let (events, joined) = check_stream(&body, "end_turn");
         assert_eq!(joined, "You said: hello there, héllo");
         assert!(events.len() - 5 >= 2, "text is split into several deltas");
@@ -222,7 +251,7 @@ mod tests {
             command: "cargo test".into(),
             description: "Run cargo test".into(),
         };
-        let (events, joined) = check_stream(&sse_body(&reply, "m", 3), "tool_use");
+        let (events, joined) = check_stream(&sse_body(&reply, "m", 3, ""), "tool_use");
         assert!(events.len() - 5 >= 2, "tool input is split into several deltas");
         let input: Value = serde_json::from_str(&joined).unwrap();
         assert_eq!(input, json!({"command": "cargo test", "description": "Run cargo test"}));
@@ -235,7 +264,7 @@ mod tests {
     #[test]
     fn short_and_empty_text_still_stream() {
         for text in ["", "k"] {
-            let (_, joined) = check_stream(&sse_body(&Reply::Text(text.into()), "m", 1), "end_turn");
+            let (_, joined) = check_stream(&sse_body(&Reply::Text(text.into()), "m", 1, ""), "end_turn");
             assert_eq!(joined, text);
         }
     }
@@ -246,13 +275,13 @@ mod tests {
             command: "ls".into(),
             description: "Run ls".into(),
         };
-        let message = message_json(&reply, "m", 2);
+        let message = message_json(&reply, "m", 2, "");
         assert_eq!(message["stop_reason"], "tool_use");
         assert_eq!(
             message["content"][0]["input"],
             json!({"command": "ls", "description": "Run ls"})
         );
-        let message = message_json(&Reply::Text("hi".into()), "m", 2);
+        let message = message_json(&Reply::Text("hi".into()), "m", 2, "");
         assert_eq!(message["content"], json!([{"type": "text", "text": "hi"}]));
         assert_eq!(message["stop_reason"], "end_turn");
     }
@@ -265,6 +294,7 @@ mod tests {
             },
             "m",
             5,
+            "",
         );
         assert_eq!(message["stop_reason"], "tool_use");
         assert_eq!(message["content"][0]["name"], "Write");

@@ -81,6 +81,8 @@ pub struct Config {
     pub console: crate::console::ConsoleSettings,
     /// `[tls]`: serve the API over TLS (`https://`, `wss://`).
     pub tls: crate::api::tls::TlsSettings,
+    /// `[pricing]`: the live price source and how often it is asked.
+    pub pricing: crate::spend::pricing::PricingSettings,
 }
 
 /// `[mail]` in warren.toml.
@@ -123,6 +125,7 @@ impl Default for Config {
             mail: MailSettings::default(),
             console: Default::default(),
             tls: Default::default(),
+            pricing: Default::default(),
         }
     }
 }
@@ -172,6 +175,7 @@ const ENV_KEYS: &[&str] = &[
     "docker",
     "console",
     "tls",
+    "pricing",
 ];
 
 impl Config {

@@ -160,6 +160,9 @@ pub async fn run(
     if !(cfg.mail.rate_per_sec >= 0.0 && cfg.mail.rate_per_sec.is_finite()) || cfg.mail.burst == 0 {
         anyhow::bail!("warren.toml [mail]: rate_per_sec must be 0 or more and burst at least 1");
     }
+    cfg.pricing
+        .validate()
+        .map_err(|e| anyhow::anyhow!("warren.toml [pricing]: {e}"))?;
     let name = cfg.name.clone().unwrap_or_else(host_name);
     let fleet = crate::fleet::FleetRuntime::open(&data_dir, cfg.fleet.clone(), name)
         .context("setting up the node's fleet identity")?;
@@ -182,6 +185,7 @@ pub async fn run(
                 per_sec: cfg.mail.rate_per_sec,
                 burst: cfg.mail.burst,
             },
+            pricing: cfg.pricing.clone(),
         },
         store,
         runtime.clone(),

@@ -113,6 +113,8 @@ pub struct CoreConfig {
     pub tools: std::collections::BTreeMap<String, crate::tools::OwnerTool>,
     /// `[mail]`: each sender's rate.
     pub mail_rate: mailbox::RateLimit,
+    /// `[pricing]`: the live price source.
+    pub pricing: crate::spend::pricing::PricingSettings,
 }
 
 pub struct Node {
@@ -155,6 +157,8 @@ pub struct Node {
     /// Per-sender mail rate limits, and the clock they are read on.
     pub(crate) mail_limits: Mutex<mailbox::RateLimiter>,
     pub(crate) started: std::time::Instant,
+    /// The price table the ledger is priced by now (`spend/pricing.rs`).
+    pub(crate) pricing: crate::spend::pricing::Pricing,
 }
 
 impl Node {
@@ -227,6 +231,7 @@ impl Node {
             tool_slots: tokio::sync::Semaphore::new(crate::tools::MAX_RUNNING),
             mail_limits: Mutex::new(mailbox::RateLimiter::new(mail_rate)),
             started: std::time::Instant::now(),
+            pricing: Default::default(),
             monitors: Default::default(),
         });
         let _ = node.me.set(Arc::downgrade(&node));
@@ -239,6 +244,7 @@ impl Node {
             tokio::spawn(async move { node.readopt(&id, key_hash).await });
         }
         node.start_spend_index();
+        node.start_pricing();
         let weak = Arc::downgrade(&node);
         tokio::spawn(async move {
             while let Some(id) = exit_rx.recv().await {

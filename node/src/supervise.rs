@@ -487,6 +487,7 @@ impl Node {
     }
 
     async fn handle_dialog(&self, live: &Live, shown: &ScreenDialog) {
+        self.observe_limit_screen(live, shown).await;
         let dir = self.agent_home_dirs(&live.agent);
         let mut dialog = live.harness.supervision_dialog(shown, &dir.1);
         // Prefer the hook's exact command when the screen confirms it.

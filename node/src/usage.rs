@@ -5,8 +5,8 @@
 //! session file: every event carries the byte offset past its line, and a
 //! relaunch reads on from the largest committed one. `usage.get` adds the
 //! spend ledger's requests (`crate::spend`): at conversation scope those of
-//! the conversation's CLI session, at agent and node scope only those. No
-//! quota yet.
+//! the conversation's CLI session, at agent and node scope only those, and
+//! the quota windows the CLIs showed (`spend/quota.rs`).
 
 use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom};
@@ -247,6 +247,7 @@ impl Node {
             .filter_map(|m| m.as_str().map(str::to_string))
             .collect();
         v["unpriced_models"] = json!(unpriced);
+        v["quota"] = ledger["quota"].clone();
         v["requests"] = ledger["requests"].clone();
         v["pricing"] = ledger["pricing"].clone();
         Ok(v)

@@ -123,6 +123,9 @@ impl SessionParser for ClaudeParser {
             Ok(t) => t,
             Err(e) => return out.refuse(at.offset, e),
         };
+        if memchr::memmem::find(line, b"limit reached").is_some() || memchr::memmem::find(line, b"hit your").is_some() {
+            limit_notice(text, at, out);
+        }
         if memchr::memmem::find(line, b"\"usage\"").is_none() {
             if looks_like_object(text) {
                 out.stats.skipped += 1;
@@ -258,6 +261,35 @@ impl ClaudeState {
             rank,
         });
         true
+    }
+}
+
+/// A usage-limit notice: the synthetic assistant message (or API error
+/// message) Claude Code writes when a limit is hit, as a quota sample. What a
+/// user or a tool wrote never counts.
+fn limit_notice(text: &str, at: LineAt<'_>, out: &mut Parsed) {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(text) else {
+        return;
+    };
+    let synthetic = v["message"]["model"] == "<synthetic>" || v["isApiErrorMessage"] == true;
+    if v["type"] != "assistant" || !synthetic {
+        return;
+    }
+    let words = match &v["message"]["content"] {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => return,
+    };
+    let Some(observed_ms) = v["timestamp"].as_str().and_then(parse_rfc3339_ms) else {
+        return;
+    };
+    let session = v["sessionId"].as_str().unwrap_or(at.session_hint);
+    if let Some(sample) = crate::quota::claude_limit(&words, session, observed_ms) {
+        out.quota.push(sample);
     }
 }
 
@@ -522,5 +554,23 @@ mod tests {
         let out = parse(&text);
         assert!(out.records.is_empty());
         assert_eq!((out.stats.skipped, out.stats.synthetic, out.stats.refused), (3, 1, 0));
+    }
+
+    #[test]
+    fn a_limit_notice_is_a_quota_sample_and_a_user_saying_it_is_not() {
+        let notice = r#"{"type":"assistant","sessionId":"s9","timestamp":"2026-12-01T10:00:00Z","isApiErrorMessage":true,"message":{"id":"m9","model":"<synthetic>","content":[{"type":"text","text":"5-hour limit reached \u2219 resets 3pm"}],"usage":{"input_tokens":0,"output_tokens":0}}}"#;
+        let user = r#"{"type":"user","sessionId":"s9","timestamp":"2026-12-01T10:00:00Z","message":{"role":"user","content":"what does 5-hour limit reached mean?"}}"#;
+        let out = parse(&format!("{notice}\n{user}\n"));
+        assert!(out.records.is_empty());
+        assert_eq!(out.quota.len(), 1, "{out:?}");
+        let q = &out.quota[0];
+        assert_eq!(
+            (q.name.as_str(), q.session_id.as_str(), q.used_percent),
+            ("claude.5h", "s9", 100.0)
+        );
+        assert_eq!(
+            q.resets_at_ms.map(crate::quota::rfc3339).as_deref(),
+            Some("2026-12-01T15:00:00Z")
+        );
     }
 }

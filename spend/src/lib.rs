@@ -36,6 +36,7 @@ mod cursor;
 mod error;
 mod fields;
 pub mod pricing;
+pub mod quota;
 mod record;
 pub mod scan;
 pub mod time;
@@ -50,6 +51,7 @@ pub use cursor::{
 pub use error::SpendError;
 pub use fields::{MAX_TOKENS_CUMULATIVE, MAX_TOKENS_PER_REQUEST};
 pub use pricing::{
-    Bundled, CachedTable, Chosen, LiveAnswer, Price, PriceTable, PricingChain, PricingSource, Rates, Source,
+    Bundled, CachedTable, Chosen, LiveAnswer, MAX_LIVE_BYTES, Price, PriceTable, PricingChain, PricingSource, Rates,
+    Source, bundled,
 };
 pub use record::{Harness, QuotaSample, Rank, RecordSet, Speed, Tokens, UsageRecord};

@@ -287,7 +287,7 @@ impl Lab {
         std::fs::write(
             dir.join("warren.toml"),
             format!(
-                "name = {name:?}\n[fleet]\nlisten = \"/ip4/{ip}/tcp/{FABRIC_PORT}\"\nheartbeat_ms = 500\nunhealthy_after_ms = 2500\nprove_within_ms = 2000\n"
+                "name = {name:?}\n[fleet]\nlisten = \"/ip4/{ip}/tcp/{FABRIC_PORT}\"\nheartbeat_ms = 500\nunhealthy_after_ms = 2500\nprove_within_ms = 2000\n[pricing]\nurl = \"\"\n"
             ),
         )?;
         self.nodes.push(LabNode {

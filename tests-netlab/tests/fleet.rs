@@ -457,6 +457,65 @@ async fn an_agent_on_n3_is_created_driven_and_watched_from_n1() {
         }
     }
 
+    // far's live quota, as its Codex home on n3 holds it, read through n1:
+    // the agent's usage and n3's; n1's own node has none.
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64
+        - 60_000;
+    let t = spend::quota::rfc3339(at);
+    let session = "019ad000-0000-7000-8000-0000000000f3";
+    let rollout: String = [
+        json!({"timestamp": t, "type": "session_meta", "payload": {"id": session, "timestamp": t, "cwd": "/w"}}),
+        json!({"timestamp": t, "type": "turn_context", "payload": {"cwd": "/w", "model": "gpt-5-codex"}}),
+        json!({"timestamp": t, "type": "event_msg", "payload": {"type": "token_count",
+            "info": {"total_token_usage": {"input_tokens": 100, "cached_input_tokens": 0, "output_tokens": 5, "total_tokens": 105}},
+            "rate_limits": {"primary": {"used_percent": 21.0, "window_minutes": 300, "resets_in_seconds": 3600}}}}),
+    ]
+    .iter()
+    .map(|l| format!("{l}\n"))
+    .collect();
+    let day = spend::time::utc_day(at).replace('-', "/");
+    let sessions = n3.dir.join("agents/far/home/.codex/sessions").join(day);
+    std::fs::create_dir_all(&sessions).expect("mkdir");
+    std::fs::write(
+        sessions.join(format!("rollout-2026-12-01T10-00-00-{session}.jsonl")),
+        rollout,
+    )
+    .expect("rollout");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let far_usage = loop {
+        let u = c
+            .call("usage.get", json!({ "scope": "agent", "id": "far@n3" }))
+            .await
+            .expect("far's usage through n1");
+        if u["quota"].as_array().is_some_and(|q| !q.is_empty()) {
+            break u;
+        }
+        assert!(Instant::now() < deadline, "no quota for far within 20 s: {u}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(
+        (
+            far_usage["quota"][0]["name"].clone(),
+            far_usage["quota"][0]["used"].clone()
+        ),
+        (json!("codex.primary"), json!(21.0)),
+        "{far_usage}"
+    );
+    assert_eq!(far_usage["tokens"]["input"], 100, "{far_usage}");
+    let n3_usage = c
+        .call("usage.get", json!({ "scope": "node", "id": "n3" }))
+        .await
+        .expect("n3's usage through n1");
+    assert_eq!(n3_usage["quota"], far_usage["quota"], "{n3_usage}");
+    let n1_usage = c
+        .call("usage.get", json!({ "scope": "node" }))
+        .await
+        .expect("n1's own usage");
+    assert_eq!(n1_usage["quota"], json!([]), "{n1_usage}");
+
     // One list over the fleet, each agent naming its node.
     n2.call("agent.create", json!({ "name": "near", "harness": "fake" }))
         .await

@@ -84,6 +84,8 @@ pub fn aim(method: &str, params: Option<&Value>) -> Option<Aim> {
         "usage.get" => match s("scope").as_deref() {
             Some("agent") => aim(Target::Agent(s("id")?), "id"),
             Some("conversation") => aim(Target::Conversation(s("id")?), "id"),
+            // `{scope: "node", id: NODE}`: that member's usage.
+            Some("node") => aim(Target::Node(s("id")?), "id"),
             _ => None,
         },
         m if ROUTED.contains(&m) => {
@@ -211,6 +213,11 @@ mod tests {
                 Some((Target::Conversation("c-3".into()), "id")),
             ),
             ("usage.get", json!({"scope": "node"}), None),
+            (
+                "usage.get",
+                json!({"scope": "node", "id": "n2"}),
+                Some((Target::Node("n2".into()), "id")),
+            ),
             ("supervision.status", json!({}), None),
             ("conversation.list", json!({"state": "active"}), None),
             ("node.info", json!({}), None),

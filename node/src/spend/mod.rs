@@ -6,9 +6,10 @@
 //! (`store/spend.rs`). `spend.history` and `usage.get` at agent and node scope
 //! read the ledger and price it at query time.
 //!
-//! Pricing: the `PricingChain` is asked with no live answer and no cached
-//! table yet, so the bundled table prices everything (`pricing.source` says
-//! so); the live source and the store's cache are the next slice.
+//! Pricing (`pricing.rs`): the table the node holds now, from the live
+//! endpoint, the store's cache of its last good answer, or the bundled table;
+//! a model the table has no price for asks for an early refresh. Quota
+//! (`quota.rs`): the rate-limit windows the CLIs show, as `usage.get` metrics.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -16,11 +17,14 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use ::spend::scan::{self, Outcome};
-use ::spend::{CachedTable, Days, FileState, LiveAnswer, PriceTable, PricingChain, RecordSet, UsageRecord};
+use ::spend::{Days, FileState, RecordSet, UsageRecord};
 use serde_json::{Value, json};
 
 use crate::service::{Node, NodeError, NodeResult};
-use crate::store::spend::{LedgerBatch, LedgerFilter, LedgerProblem, LedgerRecord};
+
+pub mod pricing;
+pub mod quota;
+use crate::store::spend::{LedgerBatch, LedgerFilter, LedgerProblem, LedgerQuota, LedgerRecord};
 
 /// How often the session stores are looked at.
 const TICK: Duration = Duration::from_secs(2);
@@ -99,6 +103,13 @@ fn index_pass(
                     }
                     files += 1;
                     bytes += s.parsed.stats.bytes;
+                    for sample in s.parsed.quota {
+                        batch.quota.push(LedgerQuota {
+                            agent: a.agent.clone(),
+                            conversation: conv_of.get(&sample.session_id).cloned(),
+                            sample,
+                        });
+                    }
                     for record in s.parsed.records {
                         let conversation = conv_of.get(&record.session_id).cloned();
                         batch.records.push(LedgerRecord {
@@ -158,17 +169,6 @@ pub(crate) enum LedgerScope<'a> {
     Node,
     Agent(&'a str),
     Conversation(&'a str),
-}
-
-/// The table prices are applied from: the chain with no live answer and no
-/// cached table yet, so the bundled one.
-fn price_table() -> PriceTable {
-    let live = LiveAnswer {
-        body: Err("no live pricing source is configured yet".into()),
-        fetched_on: String::new(),
-    };
-    let cached = CachedTable(None);
-    PricingChain::standard(&live, &cached).choose().table
 }
 
 /// Checks a `YYYY-MM-DD` day named `field`.
@@ -262,6 +262,12 @@ impl Node {
             return Ok(());
         }
         self.store().spend_write(&batch).await.map_err(|e| e.to_string())?;
+        let table = self.pricing.table();
+        for l in &batch.records {
+            if table.lookup(&l.record.model).is_none() {
+                self.pricing.met_unknown_model(&l.record.model);
+            }
+        }
         // Committed: the new states are the ones to continue from.
         for (agent, path, state) in states {
             index.saved.entry(agent).or_default().insert(path, state);
@@ -284,7 +290,7 @@ impl Node {
             conversation: None,
         };
         let rows = counted(self.store().spend_requests(&filter).await?);
-        let table = price_table();
+        let table = self.pricing.table();
         let days = Days {
             since: Some(p.since_day.clone()),
             until: p.until_day.clone(),
@@ -302,7 +308,7 @@ impl Node {
             "usd": summary.usd,
             "unpriced_models": summary.unpriced_models,
             "unparseable_files": unparseable,
-            "pricing": { "source": summary.source.as_str(), "as_of": summary.as_of },
+            "pricing": self.pricing.to_wire(&table),
         }))
     }
 
@@ -321,7 +327,7 @@ impl Node {
             conversation,
         };
         let rows = counted(self.store().spend_requests(&filter).await?);
-        let table = price_table();
+        let table = self.pricing.table();
         let (mut input, mut cache_read, mut cache_write, mut output, mut usd) = (0u64, 0u64, 0u64, 0u64, 0.0);
         let mut unpriced = BTreeSet::new();
         for (_, r) in &rows {
@@ -337,13 +343,14 @@ impl Node {
                 }
             }
         }
+        let quota = self.quota_of(scope).await?;
         Ok(json!({
-            "quota": [],
+            "quota": quota,
             "tokens": { "input": input, "cache_read": cache_read, "cache_write": cache_write, "output": output },
             "usd": usd,
             "unpriced_models": unpriced,
             "requests": rows.len(),
-            "pricing": { "source": table.source.as_str(), "as_of": table.as_of },
+            "pricing": self.pricing.to_wire(&table),
         }))
     }
 }

@@ -5,7 +5,7 @@
 //! event log, so it has its own write connection (WAL, `synchronous=NORMAL`:
 //! a lost last tick is read again from the files) beside the event writer.
 
-use ::spend::UsageRecord;
+use ::spend::{Harness, QuotaSample, UsageRecord};
 use sqlx::Row;
 
 use super::{Store, StoreError};
@@ -20,6 +20,13 @@ pub struct LedgerRecord {
     /// The conversation whose CLI session this is, when the node knows it.
     pub conversation: Option<String>,
     pub record: UsageRecord,
+}
+
+/// A quota sample as the indexer (or the screen) found it.
+pub struct LedgerQuota {
+    pub agent: String,
+    pub conversation: Option<String>,
+    pub sample: QuotaSample,
 }
 
 /// A file that could not be read, or had refused lines.
@@ -39,11 +46,17 @@ pub struct LedgerBatch {
     pub problems: Vec<LedgerProblem>,
     /// Paths read cleanly this tick: their problem rows are cleared.
     pub clean: Vec<String>,
+    /// Quota samples the files held.
+    pub quota: Vec<LedgerQuota>,
 }
 
 impl LedgerBatch {
     pub fn is_empty(&self) -> bool {
-        self.files.is_empty() && self.records.is_empty() && self.problems.is_empty() && self.clean.is_empty()
+        self.files.is_empty()
+            && self.records.is_empty()
+            && self.problems.is_empty()
+            && self.clean.is_empty()
+            && self.quota.is_empty()
     }
 }
 
@@ -53,6 +66,33 @@ pub struct LedgerFilter<'a> {
     pub until_day: Option<&'a str>,
     pub agent: Option<&'a str>,
     pub conversation: Option<&'a str>,
+}
+
+async fn write_quota(tx: &mut sqlx::SqliteConnection, samples: &[LedgerQuota]) -> Result<(), StoreError> {
+    for q in samples {
+        let s = &q.sample;
+        sqlx::query(
+            "INSERT INTO spend_quota (agent, harness, session, conversation, name, observed_ms, used_percent,
+               window_minutes, resets_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT(agent, session, name) DO UPDATE SET harness = excluded.harness,
+               conversation = COALESCE(excluded.conversation, spend_quota.conversation),
+               observed_ms = excluded.observed_ms, used_percent = excluded.used_percent,
+               window_minutes = excluded.window_minutes, resets_at_ms = excluded.resets_at_ms
+             WHERE excluded.observed_ms >= spend_quota.observed_ms",
+        )
+        .bind(&q.agent)
+        .bind(s.harness.as_str())
+        .bind(&s.session_id)
+        .bind(&q.conversation)
+        .bind(&s.name)
+        .bind(s.observed_ms)
+        .bind(s.used_percent)
+        .bind(s.window_minutes.map(int))
+        .bind(s.resets_at_ms)
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
 }
 
 fn int(v: u64) -> i64 {
@@ -157,6 +197,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
+        write_quota(&mut tx, &batch.quota).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -189,6 +230,70 @@ impl Store {
         Ok(out)
     }
 
+    /// The cached live price table (JSON) and when it was fetched.
+    pub async fn pricing_cached(&self) -> Result<Option<(String, u64)>, StoreError> {
+        let row = sqlx::query("SELECT table_json, fetched_ms FROM pricing_cache WHERE id = 1")
+            .fetch_optional(&self.reads)
+            .await?;
+        Ok(row.map(|r| (r.get(0), u64::try_from(r.get::<i64, _>(1)).unwrap_or(0))))
+    }
+
+    /// Keeps `table_json` as the last good live table.
+    pub async fn pricing_cache(&self, table_json: &str, fetched_ms: u64) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO pricing_cache (id, table_json, fetched_ms) VALUES (1, ?, ?)
+             ON CONFLICT(id) DO UPDATE SET table_json = excluded.table_json, fetched_ms = excluded.fetched_ms",
+        )
+        .bind(table_json)
+        .bind(int(fetched_ms))
+        .execute(&self.ledger)
+        .await?;
+        Ok(())
+    }
+
+    /// Keeps each quota sample that is newer than the one held for its agent,
+    /// session and window (samples the node saw on a screen).
+    pub async fn quota_write(&self, samples: &[LedgerQuota]) -> Result<(), StoreError> {
+        let mut tx = self.ledger.begin().await?;
+        write_quota(&mut tx, samples).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The quota samples of an agent or a conversation (or all), newest first.
+    pub async fn quota_samples(&self, f: &LedgerFilter<'_>) -> Result<Vec<LedgerQuota>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT agent, harness, session, conversation, name, observed_ms, used_percent, window_minutes,
+                    resets_at_ms
+             FROM spend_quota WHERE (?1 IS NULL OR agent = ?1) AND (?2 IS NULL OR conversation = ?2)
+             ORDER BY observed_ms DESC LIMIT 1000",
+        )
+        .bind(f.agent)
+        .bind(f.conversation)
+        .fetch_all(&self.reads)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| LedgerQuota {
+                agent: r.get(0),
+                conversation: r.get(3),
+                sample: QuotaSample {
+                    harness: if r.get::<String, _>(1) == "codex" {
+                        Harness::Codex
+                    } else {
+                        Harness::Claude
+                    },
+                    session_id: r.get(2),
+                    name: r.get(4),
+                    observed_ms: r.get(5),
+                    used_percent: r.get(6),
+                    window_minutes: r.get::<Option<i64>, _>(7).map(|m| u64::try_from(m).unwrap_or(0)),
+                    resets_at_ms: r.get(8),
+                },
+            })
+            .collect())
+    }
+
     /// How many session files (of `agent`, or of every agent) are recorded as
     /// unreadable or with refused lines.
     pub async fn spend_problem_count(&self, agent: Option<&str>) -> Result<u64, StoreError> {
@@ -203,7 +308,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use ::spend::{Harness, Speed, Tokens};
+    use ::spend::{Speed, Tokens};
 
     use super::*;
 

@@ -341,6 +341,14 @@ impl NodeProcess {
         env: &[(String, String)],
     ) -> anyhow::Result<NodeProcess> {
         let _ = std::fs::remove_file(node::server::endpoint_path(data_dir));
+        // A scratch node prices offline unless its config names a pricing
+        // endpoint: tests and benchmarks never reach out to the internet.
+        let config = data_dir.join("warren.toml");
+        let toml = std::fs::read_to_string(&config).unwrap_or_default();
+        if !toml.contains("[pricing]") {
+            std::fs::write(&config, format!("{toml}\n[pricing]\nurl = \"\"\n"))
+                .with_context(|| format!("write {}", config.display()))?;
+        }
         // The node's log goes to `node.log` in its data dir (appended across
         // restarts), so a node that fails to start says why.
         let log_path = data_dir.join("node.log");

@@ -661,3 +661,100 @@ async fn real_claude_runs_its_mail_and_recall_tools_with_no_dialog() {
         "the tools ran without a dialog: {audit}"
     );
 }
+
+/// What the fake model's replies to the CLI's main loop reported (requests
+/// that offered tools; the session header, when sent, is the CLI session).
+fn main_loop_usage(model: &fake_model::FakeModel, session: &str) -> Vec<fake_model::SentUsage> {
+    model
+        .usage_sent()
+        .into_iter()
+        .filter(|u| u.tools && u.session.as_deref().is_none_or(|s| s == session))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_claude_usage_in_warren_equals_what_the_model_reported() {
+    let listen = if RUNTIME == "docker" { "0.0.0.0:0" } else { "127.0.0.1:0" };
+    let model = fake_model::FakeModel::start(listen.parse().expect("addr"))
+        .await
+        .expect("fake model");
+    let (node, id) = claude_node(&model).await;
+    let mut c = node.client().await;
+    // A text turn, then a tool turn (two model messages: the tool call, then
+    // the answer after its result).
+    let at = say(&mut c, &id, "hello usage").await;
+    reply_starting(&mut c, &id, at, "You said: hello usage").await;
+    let at = say(&mut c, &id, "run: echo counted > ./counted.txt").await;
+    reply_starting(&mut c, &id, at, "Tool finished:").await;
+    wait_idle(&mut c, &id).await;
+
+    let conv = call(&mut c, "conversation.get", json!({ "conversation": id })).await;
+    let session = conv["conversation"]["resume_ref"]
+        .as_str()
+        .or(conv["resume_ref"].as_str())
+        .unwrap_or_else(|| panic!("the conversation has its CLI session: {conv:#}"))
+        .to_string();
+    let sent = main_loop_usage(&model, &session);
+    assert!(sent.len() >= 3, "at least three model messages: {sent:#?}");
+    let sum = |f: fn(&fake_model::SentUsage) -> u64| sent.iter().map(f).sum::<u64>();
+    let want = json!({
+        "input": sum(|u| u.input),
+        "cache_read": sum(|u| u.cache_read),
+        "cache_write": sum(|u| u.cache_write_5m + u.cache_write_1h),
+        "output": sum(|u| u.output),
+    });
+    // The ledger reads the session file every 2 s.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let usage = loop {
+        let u = call(&mut c, "usage.get", json!({ "scope": "conversation", "id": id })).await;
+        if u["tokens"] == want && u["requests"] == json!(sent.len()) {
+            break u;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "warren's usage {u:#} is not what the model sent: {want} over {} messages {sent:#?}",
+            sent.len()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    };
+    // Per bucket, per day: the 5-minute and 1-hour cache writes apart.
+    let today = spend::time::utc_day(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock")
+            .as_millis() as i64,
+    );
+    let h = call(&mut c, "spend.history", json!({ "since_day": today, "agent": "cc" })).await;
+    let rows = h["days"].as_array().expect("days");
+    let total = |k: &str| rows.iter().map(|r| r[k].as_u64().unwrap_or(0)).sum::<u64>();
+    assert_eq!(
+        (total("cache_write_5m"), total("cache_write_1h"), total("requests")),
+        (
+            sum(|u| u.cache_write_5m),
+            sum(|u| u.cache_write_1h),
+            sent.len() as u64
+        ),
+        "{h:#}"
+    );
+    let models: std::collections::BTreeSet<&str> = sent.iter().map(|u| u.model.as_str()).collect();
+    let row_models: std::collections::BTreeSet<&str> = rows.iter().filter_map(|r| r["model"].as_str()).collect();
+    assert_eq!(models, row_models, "{h:#}");
+    // Priced from a named table, or flagged unpriced: never a silent $0.
+    assert!(h["pricing"]["source"].is_string(), "{h:#}");
+    for r in rows {
+        assert_eq!(r["priced"] == true, r["usd"].as_f64().is_some_and(|d| d > 0.0), "{r}");
+    }
+    // Dollars by hand: the pinned CLI's default model is Opus 5.5, bundled at
+    // $4 in, $20 out, $5 5-minute writes, $8 1-hour writes, $0.20 reads (per
+    // million); the fake endpoint is not configured, so the bundled table.
+    assert_eq!(row_models, ["claude-opus-5-5"].into(), "the CLI's model changed: price it here");
+    let by_hand = (sum(|u| u.input) as f64 * 4.0
+        + sum(|u| u.output) as f64 * 20.0
+        + sum(|u| u.cache_write_5m) as f64 * 5.0
+        + sum(|u| u.cache_write_1h) as f64 * 8.0
+        + sum(|u| u.cache_read) as f64 * 0.2)
+        / 1e6;
+    assert!((usage["usd"].as_f64().unwrap_or(0.0) - by_hand).abs() < 1e-12, "{usage} vs {by_hand}");
+    assert_eq!(h["pricing"]["source"], "bundled", "{h:#}");
+    assert_eq!(usage["usd"].as_f64().unwrap_or(0.0) > 0.0, rows.iter().any(|r| r["priced"] == true));
+}
