@@ -182,6 +182,7 @@ pub async fn run(
                 per_sec: cfg.mail.rate_per_sec,
                 burst: cfg.mail.burst,
             },
+            budget_max_wait: Duration::from_secs(cfg.budget.max_wait_secs),
         },
         store,
         runtime.clone(),

@@ -48,6 +48,13 @@ pub enum NodeError {
         setting: Option<String>,
         conversation: String,
     },
+    /// The agent's budget cannot cover the next step (-32013).
+    #[error("{message}")]
+    PausedForBudget {
+        message: String,
+        retry_after_ms: Option<u64>,
+        state: &'static str,
+    },
     #[error("{0}")]
     Internal(String),
 }
@@ -113,6 +120,8 @@ pub struct CoreConfig {
     pub tools: std::collections::BTreeMap<String, crate::tools::OwnerTool>,
     /// `[mail]`: each sender's rate.
     pub mail_rate: mailbox::RateLimit,
+    /// `[budget] max_wait_secs`: the longest wait for accrual.
+    pub budget_max_wait: Duration,
 }
 
 pub struct Node {
@@ -155,6 +164,8 @@ pub struct Node {
     /// Per-sender mail rate limits, and the clock they are read on.
     pub(crate) mail_limits: Mutex<mailbox::RateLimiter>,
     pub(crate) started: std::time::Instant,
+    /// The agents' budget timers (the state itself is the catalog's fold).
+    pub(crate) budgets: crate::budget::BudgetRuntime,
 }
 
 impl Node {
@@ -228,6 +239,7 @@ impl Node {
             mail_limits: Mutex::new(mailbox::RateLimiter::new(mail_rate)),
             started: std::time::Instant::now(),
             monitors: Default::default(),
+            budgets: Default::default(),
         });
         let _ = node.me.set(Arc::downgrade(&node));
         // The tokens of the CLIs that died with the last run die too.
@@ -239,6 +251,7 @@ impl Node {
             tokio::spawn(async move { node.readopt(&id, key_hash).await });
         }
         node.start_spend_index();
+        node.resume_budget_timers().await;
         let weak = Arc::downgrade(&node);
         tokio::spawn(async move {
             while let Some(id) = exit_rx.recv().await {
@@ -350,7 +363,9 @@ impl Node {
     }
 
     pub(crate) fn conv_wire(&self, c: &ConvEntry) -> api::Conversation {
-        c.to_wire(self.status_of(c))
+        let mut w = c.to_wire(self.status_of(c));
+        w.budget = self.live(&c.id).and_then(|l| Node::budget_label(l.budget_phase()));
+        w
     }
 
     // ---- agents ----
@@ -360,10 +375,15 @@ impl Node {
         if let Some(g) = &p.grants {
             crate::tools::check_grants(&self.cfg.tools, &g.tools).map_err(|e| NodeError::Invalid(e.to_string()))?;
         }
+        let budget = match &p.budget {
+            Some(b) => Some(self.budget_create_event(&p.name, b)?),
+            None => None,
+        };
         let mut cat = self.catalog.lock().await;
         let name = p.name.clone();
         let e = cat.decide_create_agent(p)?;
-        self.commit(&mut cat, vec![e]).await?;
+        self.commit(&mut cat, std::iter::once(e).chain(budget).collect())
+            .await?;
         Ok(cat.agent(&name)?.to_wire())
     }
 
@@ -502,6 +522,7 @@ impl Node {
     pub async fn send_message(&self, p: api::SendMessage, speaker: &str) -> NodeResult<api::SendMessageResult> {
         validate::message_text(&p.text).map_err(|e| NodeError::Invalid(e.to_string()))?;
         let live = self.require_live(&p.conversation).await?;
+        self.budget_check_send(&live.agent).await?;
         let d = live.send_message(p.text, speaker.to_string()).await?;
         Ok(api::SendMessageResult {
             message_id: d.message_id,

@@ -162,7 +162,7 @@ pub(crate) enum LedgerScope<'a> {
 
 /// The table prices are applied from: the chain with no live answer and no
 /// cached table yet, so the bundled one.
-fn price_table() -> PriceTable {
+pub(crate) fn price_table() -> PriceTable {
     let live = LiveAnswer {
         body: Err("no live pricing source is configured yet".into()),
         fetched_on: String::new(),
@@ -261,10 +261,14 @@ impl Node {
         if batch.is_empty() {
             return Ok(());
         }
-        self.store().spend_write(&batch).await.map_err(|e| e.to_string())?;
+        let changes = self.store().spend_write(&batch).await.map_err(|e| e.to_string())?;
         // Committed: the new states are the ones to continue from.
         for (agent, path, state) in states {
             index.saved.entry(agent).or_default().insert(path, state);
+        }
+        // The new and upgraded requests are charged to budgeted agents.
+        if !changes.is_empty() {
+            self.budget_charge_ledger(&changes, &price_table()).await;
         }
         Ok(())
     }
