@@ -49,7 +49,7 @@ fn cli_state(session: &str) -> Option<char> {
             continue;
         };
         let words: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-        let is_cli = words.iter().any(|w| *w == b"fake-cli") && words.iter().any(|w| *w == session.as_bytes());
+        let is_cli = words.contains(&b"fake-cli".as_slice()) && words.contains(&session.as_bytes());
         if !is_cli {
             continue;
         }

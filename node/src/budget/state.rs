@@ -108,7 +108,7 @@ mod tests {
 
     #[test]
     fn replay_of_the_events_is_the_live_state() {
-        let events = vec![
+        let events = [
             Event::BudgetSet {
                 agent: "a".into(),
                 micros_per_hour: 36_000_000,
@@ -144,6 +144,7 @@ mod tests {
         assert_eq!(live.of("a").phase.as_str(), "waiting");
         assert_eq!(live.agents["a"].conversation.as_deref(), Some("c"));
         assert!(!live.has("b"), "a charge without a bucket sets none up");
-        assert_eq!(live.of("a").available_micros(200), -20_000);
+        // Charged at 100 ms, then 100 ms at $0.01/s accrued.
+        assert_eq!(live.of("a").available_micros(200), -19_000);
     }
 }
