@@ -100,6 +100,9 @@ pub const TABLE: &[(&str, Need)] = &[
     ("recall.forget", need(Agent, Invoke)),
     ("usage.get", need(Narrowest, Observe)),
     ("spend.history", need(Node, Observe)),
+    ("budget.get", need(Agent, Observe)),
+    ("budget.set", need(Agent, Admin)),
+    ("budget.topup", need(Agent, Admin)),
     ("config.set", need(Node, Admin)),
 ];
 
@@ -127,6 +130,7 @@ pub const COMPANION_READ: &[&str] = &[
     "supervision.holds",
     "supervision.rules",
     "usage.get",
+    "budget.get",
 ];
 
 /// The companion's optional actions (no standing authority).
@@ -148,6 +152,9 @@ pub const LOCAL_ONLY: &[&str] = &[
     "config.set",
     // A pairing code becomes a token of the node's own root.
     "session.pair_code",
+    // Money: who may spend how much is the owner's standing decision.
+    "budget.set",
+    "budget.topup",
 ];
 
 /// What every conversation's instance token may call, whatever its agent's

@@ -21,6 +21,9 @@ pub enum ErrorCode {
     /// The CLI could not be launched because of the node's setup (a harness
     /// program, image or file): the message names the setting to fix.
     LaunchFailed,
+    /// The agent's spend bucket cannot cover the next step (`data.retry_after_ms`
+    /// when it accrues; `data.state: "exhausted"` when a human must act).
+    PausedForBudget,
     Busy,
 }
 
@@ -39,6 +42,7 @@ impl ErrorCode {
             ErrorCode::LocalOnly => -32010,
             ErrorCode::Unreachable => -32012,
             ErrorCode::LaunchFailed => -32014,
+            ErrorCode::PausedForBudget => -32013,
             ErrorCode::Busy => -32029,
         }
     }
@@ -47,7 +51,7 @@ impl ErrorCode {
         ErrorCode::ALL.into_iter().find(|c| c.code() == code)
     }
 
-    pub const ALL: [ErrorCode; 13] = [
+    pub const ALL: [ErrorCode; 14] = [
         ErrorCode::Parse,
         ErrorCode::InvalidRequest,
         ErrorCode::MethodNotFound,
@@ -60,6 +64,7 @@ impl ErrorCode {
         ErrorCode::LocalOnly,
         ErrorCode::Unreachable,
         ErrorCode::LaunchFailed,
+        ErrorCode::PausedForBudget,
         ErrorCode::Busy,
     ];
 }

@@ -47,12 +47,17 @@ pub const EVENT_MONITOR_TRIPPED: &str = "event.monitor.tripped";
 pub const EVENT_FLEET_CHANGED: &str = "event.fleet.changed";
 /// `{agent, from, message_id, seq}`: mail reached an agent's inbox (no body).
 pub const EVENT_MAIL_ARRIVED: &str = "event.mail.arrived";
+/// `{agent, conversation?, available_usd, usd_per_hour}`: an agent's budget
+/// will not accrue enough in time; a human tops up, raises the rate or stops.
+/// Once per exhaustion episode.
+pub const EVENT_BUDGET_EXHAUSTED: &str = "event.budget.exhausted";
 pub const EVENT_KINDS: &[&str] = &[
     EVENT_MAIL_ARRIVED,
     EVENT_SUPERVISION_ACTED,
     EVENT_SUPERVISION_NEEDS_YOU,
     EVENT_MONITOR_TRIPPED,
     EVENT_FLEET_CHANGED,
+    EVENT_BUDGET_EXHAUSTED,
 ];
 
 pub const SUPERVISION_GET: &str = "supervision.get";
@@ -89,6 +94,12 @@ pub const TOKEN_REVOKE: &str = "token.revoke";
 pub const USAGE_GET: &str = "usage.get";
 /// Tokens and dollars per UTC day, model and agent, from the node's spend ledger.
 pub const SPEND_HISTORY: &str = "spend.history";
+/// `{agent}` -> `{usd_per_hour, burst_usd, available_usd, state}`.
+pub const BUDGET_GET: &str = "budget.get";
+/// `{agent, usd_per_hour?, burst_usd?}` (local-only).
+pub const BUDGET_SET: &str = "budget.set";
+/// `{agent, usd}` (local-only).
+pub const BUDGET_TOPUP: &str = "budget.topup";
 pub const MONITOR_ATTACH: &str = "monitor.attach";
 pub const MONITOR_LIST: &str = "monitor.list";
 pub const MONITOR_DETACH: &str = "monitor.detach";
@@ -159,6 +170,9 @@ pub const ALL: &[&str] = &[
     TOKEN_REVOKE,
     USAGE_GET,
     SPEND_HISTORY,
+    BUDGET_GET,
+    BUDGET_SET,
+    BUDGET_TOPUP,
     MONITOR_ATTACH,
     MONITOR_LIST,
     MONITOR_DETACH,

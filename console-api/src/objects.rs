@@ -73,6 +73,36 @@ pub struct AgentCreate {
     pub rules: Option<Vec<FakeRule>>,
     #[serde(default)]
     pub resources: Option<Resources>,
+    /// A spend-rate bucket: the agent's conversations wait when it is empty.
+    #[serde(default)]
+    pub budget: Option<BudgetSpec>,
+}
+
+/// `agent.create {budget}`: dollars per hour and the bucket's size.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSpec {
+    pub usd_per_hour: f64,
+    pub burst_usd: f64,
+}
+
+/// `budget.set`: a new rate and/or burst (the accrued level is kept).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSet {
+    pub agent: String,
+    #[serde(default)]
+    pub usd_per_hour: Option<f64>,
+    #[serde(default)]
+    pub burst_usd: Option<f64>,
+}
+
+/// `budget.topup`: add exactly `usd` to the agent's bucket.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetTopup {
+    pub agent: String,
+    pub usd: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -152,6 +182,10 @@ pub struct Conversation {
     /// When the CLI stopped by itself: the last lines of its screen (what it said).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub last_lines: Vec<String>,
+    /// Set while the conversation waits for its agent's budget
+    /// (`"waiting"`: it continues by itself; `"exhausted"`: a human must act).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
 }
 
 /// `conversation.continue`: resume with the CLI's native resume, or (`fresh`)

@@ -67,6 +67,8 @@ pub(crate) struct App {
     dialog: Option<OpenDialog>,
     always_allowed: HashSet<String>,
     exit: Option<ExitRequest>,
+    /// Requests recorded with `/fake spend` (numbers their ids).
+    spent: u64,
 }
 
 impl App {
@@ -93,6 +95,7 @@ impl App {
             dialog: None,
             always_allowed: HashSet::new(),
             exit: None,
+            spent: 0,
         }
     }
 
@@ -251,6 +254,16 @@ impl App {
             Action::Limit => {
                 self.open_dialog(DialogKind::Limit, now);
                 Ok(())
+            }
+            Action::Spend { model, input, output } => {
+                self.spent += 1;
+                let Some(path) = crate::spend::usage_file(&self.session_id) else {
+                    return self.record(Kind::System, "spend: neither CLAUDE_CONFIG_DIR nor HOME is set");
+                };
+                let ms = crate::spend::now_ms();
+                let line = crate::spend::line(&self.session_id, self.spent, &model, input, output, ms);
+                crate::spend::append(&path, &line)?;
+                self.record(Kind::Assistant, format!("Spent {input} in, {output} out on {model}"))
             }
             Action::Busy { secs, label } => {
                 if let Some(turn) = self.turn.as_mut() {

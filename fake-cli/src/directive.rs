@@ -17,6 +17,8 @@ pub(crate) enum Action {
     Ask { question: String, options: Vec<String> },
     /// Stay busy for `secs`; `label` is how the duration is shown in the reply.
     Busy { secs: f64, label: String },
+    /// Record one model request's usage (Claude Code's session format).
+    Spend { model: String, input: u64, output: u64 },
     /// Usage-limit menu.
     Limit,
     /// Leave the CLI, printing the resume hint.
@@ -60,11 +62,24 @@ pub(crate) fn parse_directive(rest: &str) -> Action {
             secs,
             label: arg.to_string(),
         }),
+        "spend" => parse_spend(arg),
         "limit" if arg.is_empty() => Some(Action::Limit),
         "exit" if arg.is_empty() => Some(Action::Exit),
         _ => None,
     };
     parsed.unwrap_or_else(|| Action::Say(format!("unknown directive: {rest}")))
+}
+
+/// Parses `MODEL INPUT OUTPUT` into an [`Action::Spend`].
+pub(crate) fn parse_spend(spec: &str) -> Option<Action> {
+    let mut parts = spec.split_whitespace();
+    let model = parts.next()?.to_string();
+    let input = parts.next()?.parse().ok()?;
+    let output = parts.next()?.parse().ok()?;
+    if parts.next().is_some() {
+        return None;
+    }
+    Some(Action::Spend { model, input, output })
 }
 
 /// Parses `Q | A | B ...` into an [`Action::Ask`]; needs a question and at least one option.
@@ -165,6 +180,16 @@ mod tests {
         assert_eq!(parse_directive("tool python x"), unknown("tool python x"));
         assert_eq!(parse_directive("tool bash"), unknown("tool bash"));
         assert_eq!(parse_directive("busy soon"), unknown("busy soon"));
+        assert_eq!(
+            parse_directive("spend claude-sonnet-4-5 10 2000"),
+            Action::Spend {
+                model: "claude-sonnet-4-5".into(),
+                input: 10,
+                output: 2000
+            }
+        );
+        assert_eq!(parse_directive("spend m 1"), unknown("spend m 1"));
+        assert_eq!(parse_directive("spend m 1 x"), unknown("spend m 1 x"));
         assert_eq!(parse_directive("busy -1"), unknown("busy -1"));
         assert_eq!(parse_directive("busy inf"), unknown("busy inf"));
         assert_eq!(parse_directive("ask only a question"), unknown("ask only a question"));

@@ -10,6 +10,7 @@ mod keys;
 mod rules;
 mod screen;
 mod session;
+mod spend;
 mod term;
 
 use std::io::{self, Write};

@@ -269,6 +269,7 @@ async fn answer(pty: &Arc<Pty>, request: NodeMsg) -> GuestMsg {
             Ok(None)
         }
         NodeMsg::Ping { .. } => Ok(None),
+        NodeMsg::Freeze { frozen, .. } => pty.freeze(frozen).map(|()| None),
         NodeMsg::Welcome { .. } | NodeMsg::Refused { .. } => Err("not a request".into()),
     };
     GuestMsg::reply(id, outcome)

@@ -115,6 +115,12 @@ pub enum NodeMsg {
     Ping {
         id: u64,
     },
+    /// Freeze (`frozen: true`, SIGSTOP) or thaw (SIGCONT) the CLI's process
+    /// group: its conversation waits for its budget with the CLI warm.
+    Freeze {
+        id: u64,
+        frozen: bool,
+    },
 }
 
 impl NodeMsg {
@@ -128,7 +134,8 @@ impl NodeMsg {
             | NodeMsg::Alive { id }
             | NodeMsg::Quota { id }
             | NodeMsg::Close { id }
-            | NodeMsg::Ping { id } => Some(*id),
+            | NodeMsg::Ping { id }
+            | NodeMsg::Freeze { id, .. } => Some(*id),
         }
     }
 }
@@ -292,6 +299,10 @@ mod tests {
             (NodeMsg::Screen { id: 5 }, json!({"type": "screen", "id": 5})),
             (NodeMsg::Alive { id: 6 }, json!({"type": "alive", "id": 6})),
             (NodeMsg::Quota { id: 7 }, json!({"type": "quota", "id": 7})),
+            (
+                NodeMsg::Freeze { id: 9, frozen: true },
+                json!({"type": "freeze", "id": 9, "frozen": true}),
+            ),
             (NodeMsg::Close { id: 8 }, json!({"type": "close", "id": 8})),
             (NodeMsg::Ping { id: 9 }, json!({"type": "ping", "id": 9})),
         ];

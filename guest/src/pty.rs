@@ -299,6 +299,16 @@ impl Pty {
         lock(&self.tap).sink = None;
     }
 
+    /// Freezes (SIGSTOP) or thaws (SIGCONT) the CLI's process group: a
+    /// conversation waiting for its budget keeps its CLI warm but still.
+    pub(crate) fn freeze(&self, frozen: bool) -> Result<(), String> {
+        if !self.alive() {
+            return Err("the CLI has exited".into());
+        }
+        signal_group(self.pid, if frozen { libc::SIGSTOP } else { libc::SIGCONT });
+        Ok(())
+    }
+
     /// Hangs up the CLI (SIGHUP to its process group), gives it 2 s, then
     /// SIGKILLs it. Returns once it has exited, or after another 2 s.
     pub(crate) async fn terminate(&self) {
@@ -306,6 +316,8 @@ impl Pty {
             return;
         }
         signal_group(self.pid, libc::SIGHUP);
+        // A CLI frozen for its budget takes the hang-up once it runs again.
+        signal_group(self.pid, libc::SIGCONT);
         if tokio::time::timeout(HANGUP_GRACE, self.wait()).await.is_err() {
             if self.alive() {
                 signal_group(self.pid, libc::SIGKILL);

@@ -72,6 +72,8 @@ pub struct Catalog {
     pub fleet: crate::fleet::state::FleetState,
     /// Monitor attachments (in their monitor agents' definitions).
     pub monitors: crate::monitors::state::MonitorState,
+    /// The agents' spend-rate budgets.
+    pub budgets: crate::budget::state::Budgets,
     /// Seq of the last event applied.
     pub applied_seq: u64,
 }
@@ -215,6 +217,12 @@ impl Catalog {
             | Event::MonitorBreaker { .. }
             | Event::MonitorCursor { .. }
             | Event::MonitorConversation { .. } => self.monitors.apply(ts, &e.event),
+            Event::BudgetSet { .. }
+            | Event::BudgetToppedUp { .. }
+            | Event::BudgetCharged { .. }
+            | Event::BudgetWaiting { .. }
+            | Event::BudgetResumed { .. }
+            | Event::BudgetExhausted { .. } => self.budgets.apply(ts, &e.event),
             Event::Transcript { .. }
             | Event::UsageRecorded { .. }
             | Event::ToolInvoked { .. }
@@ -634,6 +642,7 @@ impl ConvEntry {
             launches: self.launches,
             exit_code: self.exit.as_ref().and_then(|x| x.code),
             last_lines: self.exit.as_ref().map(|x| x.last_lines.clone()).unwrap_or_default(),
+            budget: None,
         }
     }
 }
@@ -659,6 +668,7 @@ mod tests {
             grants: None,
             rules: None,
             resources: None,
+            budget: None,
         }
     }
 

@@ -77,6 +77,8 @@ pub struct Config {
     pub tools: std::collections::BTreeMap<String, crate::tools::OwnerTool>,
     /// `[mail]`: the mailbox's per-sender rate.
     pub mail: MailSettings,
+    /// `[budget]`: how agents' spend-rate budgets wait.
+    pub budget: BudgetSettings,
     /// `[console]`: the host names and origins browsers may use.
     pub console: crate::console::ConsoleSettings,
     /// `[tls]`: serve the API over TLS (`https://`, `wss://`).
@@ -93,6 +95,23 @@ pub struct MailSettings {
     pub rate_per_sec: f64,
     /// Sends an agent may make at once.
     pub burst: u32,
+}
+
+/// `[budget]` in warren.toml.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BudgetSettings {
+    /// The longest a budgeted conversation waits for accrual before the node
+    /// asks a human (`event.budget.exhausted`).
+    pub max_wait_secs: u64,
+}
+
+impl Default for BudgetSettings {
+    fn default() -> BudgetSettings {
+        BudgetSettings {
+            max_wait_secs: ::spend::budget::DEFAULT_MAX_WAIT_MS / 1000,
+        }
+    }
 }
 
 impl Default for MailSettings {
@@ -123,6 +142,7 @@ impl Default for Config {
             fleet: Default::default(),
             tools: Default::default(),
             mail: MailSettings::default(),
+            budget: BudgetSettings::default(),
             console: Default::default(),
             tls: Default::default(),
             pricing: Default::default(),

@@ -279,6 +279,47 @@ pub enum Event {
         target: String,
         conversation: String,
     },
+    /// An agent's spend-rate budget (`agent.create {budget}`, `budget.set`):
+    /// the rate and burst after the change, in micro-dollars.
+    BudgetSet {
+        agent: String,
+        micros_per_hour: i64,
+        burst_micros: i64,
+    },
+    /// A human added exactly `micros` to the agent's bucket.
+    BudgetToppedUp {
+        agent: String,
+        micros: i64,
+    },
+    /// Recorded usage was charged: `micros` for `requests` requests (one
+    /// event per ledger commit or usage report).
+    BudgetCharged {
+        agent: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversation: Option<String>,
+        micros: i64,
+        requests: u64,
+    },
+    /// The bucket cannot cover the next step: the agent's conversation waits
+    /// (its CLI frozen) and the node decides again in `retry_after_ms`.
+    BudgetWaiting {
+        agent: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversation: Option<String>,
+        retry_after_ms: u64,
+    },
+    /// The bucket covers the next step again: the conversation continues.
+    BudgetResumed {
+        agent: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversation: Option<String>,
+    },
+    /// Accrual will not do (a zero or far too slow rate): a human was asked.
+    BudgetExhausted {
+        agent: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conversation: Option<String>,
+    },
 }
 
 /// How a CLI that stopped by itself left: its exit code (where the runtime
@@ -337,6 +378,12 @@ impl Event {
             Event::ToolInvoked { .. } => "tool_invoked",
             Event::RecallStashed { .. } => "recall_stashed",
             Event::RecallForgot { .. } => "recall_forgot",
+            Event::BudgetSet { .. } => "budget_set",
+            Event::BudgetToppedUp { .. } => "budget_topped_up",
+            Event::BudgetCharged { .. } => "budget_charged",
+            Event::BudgetWaiting { .. } => "budget_waiting",
+            Event::BudgetResumed { .. } => "budget_resumed",
+            Event::BudgetExhausted { .. } => "budget_exhausted",
         }
     }
 
@@ -353,7 +400,11 @@ impl Event {
             Event::Guest { conversation, .. }
             | Event::GuestAttached { conversation, .. }
             | Event::InstanceTokenIssued { conversation, .. } => Some(conversation),
-            Event::ToolInvoked { conversation, .. } => conversation.as_deref(),
+            Event::ToolInvoked { conversation, .. }
+            | Event::BudgetCharged { conversation, .. }
+            | Event::BudgetWaiting { conversation, .. }
+            | Event::BudgetResumed { conversation, .. }
+            | Event::BudgetExhausted { conversation, .. } => conversation.as_deref(),
             _ => None,
         }
     }
@@ -450,6 +501,28 @@ mod tests {
                     cursor,
                 }
             ),
+            (arb_text(), any::<i64>(), any::<i64>()).prop_map(|(agent, micros_per_hour, burst_micros)| {
+                Event::BudgetSet {
+                    agent,
+                    micros_per_hour,
+                    burst_micros,
+                }
+            }),
+            (arb_text(), any::<Option<String>>(), any::<i64>(), any::<u64>()).prop_map(
+                |(agent, conversation, micros, requests)| Event::BudgetCharged {
+                    agent,
+                    conversation,
+                    micros,
+                    requests,
+                }
+            ),
+            (arb_text(), any::<Option<String>>(), any::<u64>()).prop_map(|(agent, conversation, retry_after_ms)| {
+                Event::BudgetWaiting {
+                    agent,
+                    conversation,
+                    retry_after_ms,
+                }
+            }),
             (arb_text(), any::<u64>(), arb_text(), any::<Option<u64>>()).prop_map(
                 |(conversation, seq, text, cursor)| {
                     Event::Transcript {

@@ -322,6 +322,7 @@ impl Node {
             m.insert(id.to_string(), live.clone());
             live.status() == Status::Exited
         };
+        self.budget_on_launch(&live).await;
         // A CLI that exited before it joined the live set had its exit note
         // find nothing to pause (the watcher sets Exited before it sends the
         // note): send it again. A second note finds nothing and does nothing.

@@ -5,6 +5,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 pub mod api;
+pub mod budget;
 pub mod catalog;
 pub mod config;
 pub mod console;

@@ -115,6 +115,12 @@ pub struct Live {
     /// Files routine approvals let the agent write in this conversation
     /// (supervision's repository-code rule), at most `MAX_CHANGED`.
     changed: Mutex<Vec<PathBuf>>,
+    /// Whether the agent's budget covers the next step: while it is false
+    /// the sender holds every queued message (nudges, mail, advice) and the
+    /// CLI is frozen.
+    budget_open: watch::Sender<bool>,
+    /// The agent's budget phase as last applied here.
+    budget_phase: Mutex<::spend::budget::Phase>,
 }
 
 /// At most this many changed files are remembered per conversation.
@@ -257,7 +263,15 @@ impl Live {
             on_exit,
             ready.clone(),
         ));
-        let sender = tokio::spawn(send_loop(session.clone(), status_rx.clone(), send_rx, pending, limits));
+        let budget_open = watch::channel(true).0;
+        let sender = tokio::spawn(send_loop(
+            session.clone(),
+            status_rx.clone(),
+            budget_open.subscribe(),
+            send_rx,
+            pending,
+            limits,
+        ));
         Arc::new(Live {
             id,
             agent,
@@ -274,7 +288,42 @@ impl Live {
             ready,
             exit_recorded: watch::channel(false).0,
             changed: Mutex::new(Vec::new()),
+            budget_open,
+            budget_phase: Mutex::new(::spend::budget::Phase::Ok),
         })
+    }
+
+    /// Applies the agent's budget phase: the gate open and the CLI running
+    /// when ok, else frozen with its queue held.
+    pub async fn set_budget_phase(&self, phase: ::spend::budget::Phase) {
+        if let Ok(mut p) = self.budget_phase.lock() {
+            *p = phase;
+        }
+        self.set_budget_open(phase == ::spend::budget::Phase::Ok).await;
+    }
+
+    /// The agent's budget phase as last applied to this conversation.
+    pub fn budget_phase(&self) -> ::spend::budget::Phase {
+        self.budget_phase.lock().map(|p| *p).unwrap_or_default()
+    }
+
+    /// Opens or closes the budget gate and freezes or thaws the CLI to match
+    /// (nothing when it already stands so). Logs a CLI that would not.
+    async fn set_budget_open(&self, open: bool) {
+        if *self.budget_open.borrow() == open {
+            return;
+        }
+        // Frozen before the gate closes, thawed before it opens: a message
+        // is never typed into a stopped CLI.
+        if let Err(e) = self.session.freeze(!open).await {
+            tracing::warn!(conversation = %self.id, error = %e, open, "could not freeze or thaw the CLI for its budget");
+        }
+        self.budget_open.send_replace(open);
+    }
+
+    /// Whether the budget gate is open (the CLI is not frozen for it).
+    pub fn budget_open(&self) -> bool {
+        *self.budget_open.borrow()
     }
 
     /// The files routine approvals let the agent write so far.
@@ -447,11 +496,18 @@ async fn watch_loop(
 async fn send_loop(
     session: Arc<dyn Session>,
     mut status: watch::Receiver<Status>,
+    mut budget_open: watch::Receiver<bool>,
     mut jobs: mpsc::Receiver<SendJob>,
     pending: Arc<Mutex<VecDeque<Pending>>>,
     limits: LiveLimits,
 ) {
     while let Some(job) = jobs.recv().await {
+        // A message waits for the budget as it waits for IDLE (without a
+        // bound: the budget's own timer or a human opens it).
+        if budget_open.wait_for(|o| *o).await.is_err() {
+            let _ = job.reply.send(Err(SendError::Ended));
+            continue;
+        }
         let result = deliver(&session, &mut status, &pending, &limits, job.text, job.speaker).await;
         let _ = job.reply.send(result);
     }

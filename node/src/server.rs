@@ -186,6 +186,7 @@ pub async fn run(
                 burst: cfg.mail.burst,
             },
             pricing: cfg.pricing.clone(),
+            budget_max_wait: Duration::from_secs(cfg.budget.max_wait_secs),
         },
         store,
         runtime.clone(),

@@ -48,6 +48,13 @@ pub enum NodeError {
         setting: Option<String>,
         conversation: String,
     },
+    /// The agent's budget cannot cover the next step (-32013).
+    #[error("{message}")]
+    PausedForBudget {
+        message: String,
+        retry_after_ms: Option<u64>,
+        state: &'static str,
+    },
     #[error("{0}")]
     Internal(String),
 }
@@ -115,6 +122,8 @@ pub struct CoreConfig {
     pub mail_rate: mailbox::RateLimit,
     /// `[pricing]`: the live price source.
     pub pricing: crate::spend::pricing::PricingSettings,
+    /// `[budget] max_wait_secs`: the longest wait for accrual.
+    pub budget_max_wait: Duration,
 }
 
 pub struct Node {
@@ -159,6 +168,8 @@ pub struct Node {
     pub(crate) started: std::time::Instant,
     /// The price table the ledger is priced by now (`spend/pricing.rs`).
     pub(crate) pricing: crate::spend::pricing::Pricing,
+    /// The agents' budget timers (the state itself is the catalog's fold).
+    pub(crate) budgets: crate::budget::BudgetRuntime,
 }
 
 impl Node {
@@ -233,6 +244,7 @@ impl Node {
             started: std::time::Instant::now(),
             pricing: Default::default(),
             monitors: Default::default(),
+            budgets: Default::default(),
         });
         let _ = node.me.set(Arc::downgrade(&node));
         // The tokens of the CLIs that died with the last run die too.
@@ -245,6 +257,7 @@ impl Node {
         }
         node.start_spend_index();
         node.start_pricing();
+        node.resume_budget_timers().await;
         let weak = Arc::downgrade(&node);
         tokio::spawn(async move {
             while let Some(id) = exit_rx.recv().await {
@@ -356,7 +369,9 @@ impl Node {
     }
 
     pub(crate) fn conv_wire(&self, c: &ConvEntry) -> api::Conversation {
-        c.to_wire(self.status_of(c))
+        let mut w = c.to_wire(self.status_of(c));
+        w.budget = self.live(&c.id).and_then(|l| Node::budget_label(l.budget_phase()));
+        w
     }
 
     // ---- agents ----
@@ -366,10 +381,15 @@ impl Node {
         if let Some(g) = &p.grants {
             crate::tools::check_grants(&self.cfg.tools, &g.tools).map_err(|e| NodeError::Invalid(e.to_string()))?;
         }
+        let budget = match &p.budget {
+            Some(b) => Some(self.budget_create_event(&p.name, b)?),
+            None => None,
+        };
         let mut cat = self.catalog.lock().await;
         let name = p.name.clone();
         let e = cat.decide_create_agent(p)?;
-        self.commit(&mut cat, vec![e]).await?;
+        self.commit(&mut cat, std::iter::once(e).chain(budget).collect())
+            .await?;
         Ok(cat.agent(&name)?.to_wire())
     }
 
@@ -508,6 +528,7 @@ impl Node {
     pub async fn send_message(&self, p: api::SendMessage, speaker: &str) -> NodeResult<api::SendMessageResult> {
         validate::message_text(&p.text).map_err(|e| NodeError::Invalid(e.to_string()))?;
         let live = self.require_live(&p.conversation).await?;
+        self.budget_check_send(&live.agent).await?;
         let d = live.send_message(p.text, speaker.to_string()).await?;
         Ok(api::SendMessageResult {
             message_id: d.message_id,

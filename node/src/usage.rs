@@ -173,12 +173,20 @@ impl Node {
                         });
                     }
                 }
-                if !events.is_empty()
-                    && let Err(e) = node.store().append(events).await
-                {
-                    // Not recorded: read those lines again next time.
-                    tracing::error!(conversation = %id, error = %e, "could not record usage");
-                    offset = node.store().usage_cursor(&id).await.ok().flatten().unwrap_or(0);
+                if !events.is_empty() {
+                    match node.store().append(events).await {
+                        // Recorded: each report is charged to a budgeted agent.
+                        Ok(stored) => {
+                            for e in &stored {
+                                node.budget_charge_recorded(&e.event).await;
+                            }
+                        }
+                        Err(e) => {
+                            // Not recorded: read those lines again next time.
+                            tracing::error!(conversation = %id, error = %e, "could not record usage");
+                            offset = node.store().usage_cursor(&id).await.ok().flatten().unwrap_or(0);
+                        }
+                    }
                 }
             }
         });

@@ -10,6 +10,7 @@
 //! - [`RecordSet`] is the dedupe rule over records from many files.
 //! - [`PriceTable`], [`PricingSource`] and [`PricingChain`] price records at
 //!   query time; [`aggregate::daily`] makes `spend.history` rows.
+//! - [`budget`] is the per-agent spend-rate bucket ("wait, then ask").
 //! - [`scan`] is the only IO: walking a Claude config dir or a Codex home and
 //!   reading files for the offline `warren spend scan` (and the node's indexer).
 //!
@@ -30,6 +31,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 pub mod aggregate;
+pub mod budget;
 mod claude;
 mod codex;
 mod cursor;

@@ -55,6 +55,11 @@ enum Command {
         #[command(subcommand)]
         verb: cmd::SupervisionVerb,
     },
+    /// An agent's spend-rate budget: get; set and topup (local only).
+    Budget {
+        #[command(subcommand)]
+        verb: cmd::BudgetVerb,
+    },
     /// The mailbox between agents: send, inbox, ack.
     Mail {
         #[command(subcommand)]
@@ -285,6 +290,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Console { verb } => cmd::console(verb, out).await,
         Command::Fleet { verb } => cmd::fleet(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Supervision { verb } => cmd::supervision(verb, cmd::Conn::new(cli.url, cli.token), out).await,
+        Command::Budget { verb } => cmd::budget(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Mail { verb } => cmd::mail(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Monitor { verb } => cmd::monitor(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Recall { verb } => cmd::recall(verb, cmd::Conn::new(cli.url, cli.token), out).await,

@@ -92,6 +92,17 @@ impl From<NodeError> for RpcError {
             NodeError::Unreachable { node, message } => {
                 RpcError::new(ErrorCode::Unreachable, message).with_data(json!({ "node": node }))
             }
+            NodeError::PausedForBudget {
+                message,
+                retry_after_ms,
+                state,
+            } => {
+                let mut data = json!({ "state": state });
+                if let Some(ms) = retry_after_ms {
+                    data["retry_after_ms"] = json!(ms);
+                }
+                RpcError::new(ErrorCode::PausedForBudget, message).with_data(data)
+            }
             NodeError::Internal(m) => RpcError::new(ErrorCode::Internal, m),
         }
     }
@@ -487,6 +498,9 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
         }
         m::USAGE_GET => node.usage_get(params(p)?).await?,
         m::SPEND_HISTORY => node.spend_history(params(p)?).await?,
+        m::BUDGET_GET => node.budget_get(&params::<console_api::AgentRef>(p)?.agent).await?,
+        m::BUDGET_SET => node.budget_set(params(p)?).await?,
+        m::BUDGET_TOPUP => node.budget_topup(params(p)?).await?,
         m::MONITOR_ATTACH => {
             let spec: monitor::AttachmentSpec = params(p)?;
             auth::may_observe_target(app, conn, &spec)?;

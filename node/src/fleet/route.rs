@@ -60,6 +60,9 @@ const ROUTED: &[&str] = &[
     "supervision.nudge",
     "mailbox.inbox",
     "mailbox.ack",
+    "budget.get",
+    "budget.set",
+    "budget.topup",
 ];
 
 /// Methods whose answer is a stream of notifications afterwards.

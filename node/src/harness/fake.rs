@@ -54,7 +54,12 @@ impl Harness for FakeHarness {
         Ok(LaunchPlan {
             program: self.program(ctx.settings, ctx.self_exe),
             args,
-            env: vec![],
+            // Where `/fake spend` writes its Claude-format usage lines (the
+            // spend ledger reads `<home>/.claude`).
+            env: vec![(
+                "CLAUDE_CONFIG_DIR".to_string(),
+                ctx.home.join(".claude").display().to_string(),
+            )],
             files,
             transcript_file: Some(session_dir.join(format!("{}.jsonl", ctx.resume_ref))),
         })

@@ -568,6 +568,10 @@ impl Session for GuestSession {
     fn pid(&self) -> Option<u32> {
         None
     }
+
+    fn freeze(&self, frozen: bool) -> BoxFuture<'_, Result<(), RuntimeError>> {
+        Box::pin(async move { self.request(|id| NodeMsg::Freeze { id, frozen }).await.map(|_| ()) })
+    }
 }
 
 #[cfg(test)]

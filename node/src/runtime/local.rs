@@ -200,6 +200,8 @@ impl Session for LocalSession {
             if let Ok(mut k) = self.killer.lock() {
                 let _ = k.kill();
             }
+            // A CLI frozen for its budget takes the hang-up once it runs again.
+            let _ = signal_group(self.pid, libc::SIGCONT);
             let mut exited = self.exited.clone();
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), exited.wait_for(|e| *e)).await;
         }
@@ -235,5 +237,29 @@ impl Session for LocalSession {
 
     fn pid(&self) -> Option<u32> {
         self.pid
+    }
+
+    fn freeze(&self, frozen: bool) -> BoxFuture<'_, Result<(), RuntimeError>> {
+        let result = if self.alive() {
+            signal_group(self.pid, if frozen { libc::SIGSTOP } else { libc::SIGCONT })
+        } else {
+            Err(RuntimeError::Exited)
+        };
+        async move { result }.boxed()
+    }
+}
+
+/// Sends `signal` to the CLI's process group (portable-pty makes it a
+/// session leader, so its group id is its pid).
+fn signal_group(pid: Option<u32>, signal: libc::c_int) -> Result<(), RuntimeError> {
+    let pid = pid
+        .and_then(|p| libc::pid_t::try_from(p).ok())
+        .ok_or_else(|| RuntimeError::Io("the CLI has no process id".into()))?;
+    // SAFETY: a plain kill(2); a stale group only yields ESRCH.
+    let rc = unsafe { libc::kill(-pid, signal) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(RuntimeError::Io(std::io::Error::last_os_error().to_string()))
     }
 }

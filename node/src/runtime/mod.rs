@@ -117,6 +117,11 @@ pub trait Session: Send + Sync {
     /// Process id where the runtime has one (diagnostics).
     fn pid(&self) -> Option<u32>;
 
+    /// Freezes (`true`) or thaws (`false`) the CLI with everything it started
+    /// (its process group: SIGSTOP / SIGCONT): a conversation waiting for its
+    /// budget keeps its CLI warm, making no requests, and thaws in place.
+    fn freeze(&self, frozen: bool) -> BoxFuture<'_, Result<(), RuntimeError>>;
+
     /// Types `text` as it is (no Enter).
     fn send_text(&self, text: &str) -> BoxFuture<'_, Result<(), RuntimeError>> {
         self.write(text.as_bytes().to_vec())

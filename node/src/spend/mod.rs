@@ -261,7 +261,7 @@ impl Node {
         if batch.is_empty() {
             return Ok(());
         }
-        self.store().spend_write(&batch).await.map_err(|e| e.to_string())?;
+        let changes = self.store().spend_write(&batch).await.map_err(|e| e.to_string())?;
         let table = self.pricing.table();
         for l in &batch.records {
             if table.lookup(&l.record.model).is_none() {
@@ -271,6 +271,10 @@ impl Node {
         // Committed: the new states are the ones to continue from.
         for (agent, path, state) in states {
             index.saved.entry(agent).or_default().insert(path, state);
+        }
+        // The new and upgraded requests are charged to budgeted agents.
+        if !changes.is_empty() {
+            self.budget_charge_ledger(&changes, &table).await;
         }
         Ok(())
     }

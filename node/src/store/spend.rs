@@ -60,6 +60,16 @@ impl LedgerBatch {
     }
 }
 
+/// A request row the write inserted or upgraded: what it held before (none
+/// for a new key) and what it holds now. Charging a budget the difference
+/// charges each request once, however often it was re-read or upgraded.
+pub struct LedgerChange {
+    pub agent: String,
+    pub conversation: Option<String>,
+    pub before: Option<UsageRecord>,
+    pub after: UsageRecord,
+}
+
 /// Query filter for [`Store::spend_requests`]: inclusive UTC days.
 pub struct LedgerFilter<'a> {
     pub since_day: Option<&'a str>,
@@ -109,10 +119,12 @@ impl Store {
         Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
     }
 
-    /// Writes one tick's findings in one transaction. Cancel-safe: a dropped
-    /// future rolls the transaction back, and the files are read again.
-    pub async fn spend_write(&self, batch: &LedgerBatch) -> Result<(), StoreError> {
+    /// Writes one tick's findings in one transaction, and returns the
+    /// request rows it inserted or upgraded (in batch order). Cancel-safe: a
+    /// dropped future rolls the transaction back, and the files are read again.
+    pub async fn spend_write(&self, batch: &LedgerBatch) -> Result<Vec<LedgerChange>, StoreError> {
         let now = now_ms() as i64;
+        let mut changes = Vec::new();
         let mut tx = self.ledger.begin().await?;
         for (path, agent, harness, state) in &batch.files {
             sqlx::query(
@@ -135,6 +147,20 @@ impl Store {
                 seq: 0,
                 reason: format!("a usage record would not encode: {e}"),
             })?;
+            let held: Option<String> = sqlx::query_scalar("SELECT record FROM spend_request WHERE key = ?")
+                .bind(&r.key)
+                .fetch_optional(&mut *tx)
+                .await?;
+            // A row that no longer decodes is treated as replaced in full.
+            let before = held.and_then(|h| serde_json::from_str::<UsageRecord>(&h).ok());
+            if before.as_ref().is_none_or(|b| rank > b.rank()) {
+                changes.push(LedgerChange {
+                    agent: l.agent.clone(),
+                    conversation: l.conversation.clone(),
+                    before: before.clone(),
+                    after: r.clone(),
+                });
+            }
             sqlx::query(
                 "INSERT INTO spend_request (key, agent, harness, day, ts_ms, model, session, conversation,
                    message_id, request_id, sidechain, input, cache_read, cache_write_5m, cache_write_1h, output,
@@ -199,7 +225,7 @@ impl Store {
         }
         write_quota(&mut tx, &batch.quota).await?;
         tx.commit().await?;
-        Ok(())
+        Ok(changes)
     }
 
     /// The stored requests matching `f` as (agent, record), at most
@@ -366,23 +392,29 @@ mod tests {
                 .collect()
         };
         // A streamed partial line, then its complete line: the complete wins.
-        store
+        let first = store
             .spend_write(&batch(vec![rec("a", false, 1)]))
             .await
             .expect("write");
-        store
+        assert_eq!(first.len(), 1);
+        assert!(first[0].before.is_none());
+        let upgraded = store
             .spend_write(&batch(vec![rec("a", true, 200)]))
             .await
             .expect("write");
+        assert_eq!(upgraded.len(), 1, "the upgrade is a change");
+        assert_eq!(upgraded[0].before.as_ref().map(|b| b.tokens.output), Some(1));
+        assert_eq!(upgraded[0].after.tokens.output, 200);
         assert_eq!(
             outputs(store.spend_requests(&all).await.expect("read")),
             [("a".into(), 200, true)]
         );
         // A re-read of the partial line (or a smaller one) never replaces it.
-        store
+        let reread = store
             .spend_write(&batch(vec![rec("a", false, 1), rec("a", true, 150)]))
             .await
             .expect("write");
+        assert!(reread.is_empty(), "a re-read changes nothing, so charges nothing");
         assert_eq!(
             outputs(store.spend_requests(&all).await.expect("read")),
             [("a".into(), 200, true)]

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 use crate::client::{self, CallError, Client, Target};
 
+mod budget;
 mod console;
 mod fleet;
 pub mod hook;
@@ -25,6 +26,7 @@ mod supervision;
 mod tokens;
 mod usage;
 
+pub use budget::{BudgetVerb, budget};
 pub use console::{ConsoleVerb, console};
 pub use fleet::{FleetVerb, fleet};
 pub use mail::{MailVerb, mail};

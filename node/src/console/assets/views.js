@@ -46,6 +46,8 @@ export function agentState(agent, conversations, holds) {
   const live = mine.find((c) => c.state === "active" || c.state === "starting");
   if (live) {
     if (live.status === "DIALOG") return "needs-you";
+    // Out of budget (rate zero or far too slow): a human must top up.
+    if (live.budget === "exhausted") return "needs-you";
     return live.status === "BUSY" ? "busy" : "idle";
   }
   return mine.some((c) => c.state === "paused") ? "paused" : "none";
