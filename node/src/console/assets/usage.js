@@ -43,7 +43,8 @@ export function spendText(rows) {
 
 /** The chart: one bar per day, stacked by `key` (model or agent). */
 function chart(rows, days, key) {
-  const series = [...new Set(rows.map((r) => r[key]))].sort();
+  // Only what has dollars gets a colour; unpriced use is its own mark.
+  const series = [...new Set(rows.filter((r) => r.priced).map((r) => r[key]))].sort();
   const perDay = days.map((d) => rows.filter((r) => r.day === d));
   const max = Math.max(0.000001, ...perDay.map((rs) => rs.reduce((a, r) => a + (r.priced ? r.usd || 0 : 0), 0)));
   const W = 700;
