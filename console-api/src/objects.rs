@@ -248,6 +248,16 @@ pub struct Resize {
     pub cols: u16,
 }
 
+/// `conversation.screen {conversation, cells?}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScreenRead {
+    pub conversation: String,
+    /// Also answer the screen as styled runs (`Screen::cells`).
+    #[serde(default)]
+    pub cells: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Screen {
     pub rows: u16,
@@ -256,6 +266,64 @@ pub struct Screen {
     /// `[row, col]`.
     pub cursor: (u16, u16),
     pub status: Status,
+    /// The screen as styled runs, when asked for (`cells: true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cells: Option<ScreenCells>,
+}
+
+/// A screen's cells as runs of one style per row, and the cursor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScreenCells {
+    /// One entry per screen row, top first: its runs, left to right. A row's
+    /// trailing blank cells in the default style are left out.
+    pub rows: Vec<Vec<Run>>,
+    pub cursor: Cursor,
+    /// The run budget ran out: rows from the first one over it carry their
+    /// text as one unstyled run.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub truncated: bool,
+}
+
+/// Consecutive cells of one row with the same style. A wide character is
+/// one character of `text` that covers two columns.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    pub text: String,
+    /// How many columns `text` covers.
+    pub width: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fg: Option<CellColor>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bg: Option<CellColor>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub bold: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub italic: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub underline: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub inverse: bool,
+}
+
+/// A cell colour: an index of the 256-colour palette (0-15 the terminal's
+/// own sixteen) as a number, or RGB as `"#rrggbb"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CellColor {
+    Indexed(u8),
+    Rgb(String),
+}
+
+/// Where the cursor is (0-based) and whether the program shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cursor {
+    pub row: u16,
+    pub col: u16,
+    pub visible: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// One attributed transcript event.

@@ -59,11 +59,23 @@ pub(crate) fn layout(view: &View<'_>, width: usize, height: usize) -> Frame {
     }
 }
 
+/// The banner's first line, which the CLI draws in colour (as real CLIs
+/// colour theirs): the star red, the words bold.
+const BANNER: &str = "✻ Welcome to Fake Code!";
+
 /// The bytes for a full redraw of `frame`.
 pub(crate) fn encode(frame: &Frame) -> String {
+    let lines: Vec<String> = frame
+        .lines
+        .iter()
+        .map(|l| match l.strip_prefix(BANNER) {
+            Some(rest) => format!("\x1b[31m✻\x1b[0m \x1b[1mWelcome to Fake Code!\x1b[0m{rest}"),
+            None => l.clone(),
+        })
+        .collect();
     format!(
         "\x1b[H\x1b[2J{}\x1b[{};{}H",
-        frame.lines.join("\r\n"),
+        lines.join("\r\n"),
         frame.cursor_row + 1,
         frame.cursor_col + 1
     )
@@ -72,7 +84,7 @@ pub(crate) fn encode(frame: &Frame) -> String {
 /// Banner plus every entry, each followed by a blank line (not wrapped).
 fn history_lines(view: &View<'_>) -> Vec<String> {
     let mut lines = vec![
-        "✻ Welcome to Fake Code!".to_string(),
+        BANNER.to_string(),
         format!("  session: {}", view.session_id),
         format!("  cwd: {}", view.cwd),
         String::new(),
@@ -366,5 +378,14 @@ mod tests {
             cursor_col: 4,
         };
         assert_eq!(encode(&frame), "\x1b[H\x1b[2Ja\r\n❯ hi\x1b[2;5H");
+        let banner = Frame {
+            lines: vec![BANNER.into()],
+            cursor_row: 0,
+            cursor_col: 0,
+        };
+        assert_eq!(
+            encode(&banner),
+            "\x1b[H\x1b[2J\x1b[31m✻\x1b[0m \x1b[1mWelcome to Fake Code!\x1b[0m\x1b[1;1H"
+        );
     }
 }

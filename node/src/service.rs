@@ -513,15 +513,21 @@ impl Node {
         Ok(self.require_live(id).await?.session.clone())
     }
 
-    pub async fn screen(&self, id: &str) -> NodeResult<api::Screen> {
-        let live = self.require_live(id).await?;
-        let s = live.session.screen();
+    /// `conversation.screen`: the text, and with `cells` the styled runs.
+    pub async fn screen(&self, p: &api::ScreenRead) -> NodeResult<api::Screen> {
+        let live = self.require_live(&p.conversation).await?;
+        let s = if p.cells {
+            live.session.styled_screen()
+        } else {
+            live.session.screen()
+        };
         Ok(api::Screen {
             rows: s.rows,
             cols: s.cols,
             lines: s.lines,
             cursor: s.cursor,
             status: live.status(),
+            cells: s.styled,
         })
     }
 

@@ -29,6 +29,8 @@ const STABLE_FOR: Duration = Duration::from_millis(250);
 const MAX_AUDIT: u32 = 200;
 /// Most holds kept (oldest dropped first).
 const MAX_HOLDS: usize = 1024;
+/// A hold's command, content and detail are each cut to this many characters.
+const MAX_HOLD_TEXT: usize = 4000;
 
 /// The file system answering the scope rules' one question (symlinks).
 pub struct FsResolver;
@@ -65,6 +67,15 @@ pub struct Held {
 
 impl Held {
     pub fn to_wire(&self) -> Value {
+        // What the dialog asks, so a human reads it before answering: the
+        // command of a Bash dialog, the diff or text of an edit, the paths it
+        // writes, and the dialog as the screen shows it (`detail`).
+        let command = self.dialog.command.as_deref().map(bounded);
+        let content = (!self.dialog.content.is_empty()).then(|| bounded(&self.dialog.content));
+        let detail = bounded(&self.screen.lines.join("\n"));
+        let cut = [&command, &content, &Some(detail.clone())]
+            .iter()
+            .any(|t| t.as_ref().is_some_and(|(_, cut)| *cut));
         json!({
             "id": self.id,
             "agent": self.agent,
@@ -73,7 +84,23 @@ impl Held {
             "summary": self.summary,
             "since": self.since,
             "options": self.dialog.options,
+            "title": self.dialog.title,
+            "command": command.map(|c| c.0),
+            "content": content.map(|c| c.0),
+            "paths": self.dialog.paths,
+            "detail": detail.0,
+            "detail_truncated": cut,
         })
+    }
+}
+
+/// At most `MAX_HOLD_TEXT` characters of a hold's text, and whether any
+/// was cut.
+fn bounded(text: &str) -> (String, bool) {
+    let mut chars = text.char_indices();
+    match chars.nth(MAX_HOLD_TEXT) {
+        Some((i, _)) => (text[..i].to_string(), true),
+        None => (text.to_string(), false),
     }
 }
 

@@ -20,6 +20,76 @@ use serde_json::{Value, json};
 use support::*;
 use web::*;
 
+/// Keys typed one at a time into the terminal per viewport (the echo figure).
+const ECHO_KEYS: usize = 200;
+
+/// One Claude Code assistant line (the spend ledger's input) of `model` on `day`.
+fn claude_line(session: &str, msg: &str, model: &str, day: &str, input: u64, output: u64) -> String {
+    json!({
+        "parentUuid": null, "isSidechain": false, "userType": "external", "cwd": "/w/repo",
+        "sessionId": session, "version": "2.1.3", "type": "assistant",
+        "message": {
+            "id": msg, "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": input, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+                      "output_tokens": output, "service_tier": "standard"},
+        },
+        "uuid": format!("u-{msg}"), "timestamp": format!("{day}T09:00:00.000Z"), "requestId": format!("req_{msg}"),
+    })
+    .to_string()
+        + "\n"
+}
+
+/// An agent whose home holds Claude session files of the last days: a
+/// priced model and one the price table does not know.
+async fn agent_with_spend(node: &TestNode, api: &mut warren::client::Client) {
+    call(api, "agent.create", json!({ "name": "spender", "harness": "fake" })).await;
+    let dir = node.path().join("agents/spender/home/.claude/projects/-w-repo");
+    std::fs::create_dir_all(&dir).expect("projects dir");
+    let mut text = String::new();
+    for back in 0..6u64 {
+        let day = utc_day(back);
+        let n = back + 1;
+        text += &claude_line(
+            "s-1",
+            &format!("m{back}"),
+            "claude-sonnet-4-5-20250929",
+            &day,
+            20_000 * n,
+            4_000 * n,
+        );
+        if back % 2 == 0 {
+            text += &claude_line(
+                "s-1",
+                &format!("h{back}"),
+                "claude-haiku-4-5-20251001",
+                &day,
+                50_000,
+                9_000,
+            );
+        }
+    }
+    text += &claude_line("s-1", "x0", "acme-mystery-1", &utc_day(0), 1_000, 500);
+    std::fs::write(dir.join("s-1.jsonl"), text).expect("session file");
+    eventually(
+        "the ledger indexed the session file",
+        Duration::from_secs(30),
+        async || {
+            let h = api
+                .call("spend.history", json!({ "since_day": utc_day(13) }))
+                .await
+                .ok()?;
+            let models: Vec<&str> = h["days"]
+                .as_array()?
+                .iter()
+                .filter_map(|r| r["model"].as_str())
+                .collect();
+            (models.contains(&"acme-mystery-1") && models.contains(&"claude-sonnet-4-5-20250929")).then_some(())
+        },
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
     let (_one, driver) = start_driver().await;
@@ -37,6 +107,14 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
             .to_string(),
     ];
     let mut figures = vec![];
+    let mut measured = serde_json::Map::new();
+    agent_with_spend(&node, &mut api).await;
+    call(
+        &mut api,
+        "agent.create",
+        json!({ "name": "postie", "harness": "fake", "grants": { "peers": "all" } }),
+    )
+    .await;
 
     for (label, width, height) in VIEWPORTS {
         let profile = tempfile::tempdir().expect("profile dir");
@@ -57,7 +135,14 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
             .await
             .expect("token");
         tokens_seen.push(token.as_str().expect("a stored token").to_string());
-        shot(&c, &format!("{label}-1-fleet")).await;
+        shot(
+            &c,
+            &format!("{label}-1-fleet"),
+            &format!(
+                "{label} {width}x{height}: the fleet view just after pairing (nodes, agents, holds and breakers tiles)"
+            ),
+        )
+        .await;
 
         // Create an agent from the fleet view.
         let agent = format!("web-{label}");
@@ -78,7 +163,14 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
             "return document.querySelector('#mail li') && document.querySelector('#activity li')",
         )
         .await;
-        shot(&c, &format!("{label}-2-agent")).await;
+        shot(
+            &c,
+            &format!("{label}-2-agent"),
+            &format!(
+                "{label}: a new agent's view (definition, grants, conversations, supervision grid, activity, mail)"
+            ),
+        )
+        .await;
 
         // Start a conversation; its terminal shows the CLI's prompt.
         click(&c, "#agent button.primary").await;
@@ -87,6 +179,81 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
             "the conversation's terminal at IDLE",
             Duration::from_secs(30),
             "return location.hash.startsWith('#/conv/') && document.querySelector('#conv-status')?.textContent === 'IDLE' && document.querySelector('#terminal').textContent.trim().length > 0",
+        )
+        .await;
+        // The CLI's banner star is SGR red and its words bold: the page
+        // draws that cell red and those bold, from the node's cells.
+        let styled = wait_js(
+            &c,
+            "the banner's red star and bold words",
+            Duration::from_secs(20),
+            "const spans = [...document.querySelectorAll('#terminal .trow span')];
+             const star = spans.find(e => e.textContent === '✻');
+             const words = spans.find(e => e.textContent === 'Welcome to Fake Code!');
+             if (!star || !words) return null;
+             const rgb = getComputedStyle(star).color.match(/\\d+/g).map(Number);
+             return { rgb, weight: getComputedStyle(words).fontWeight, plain: getComputedStyle(spans.find(e => e.textContent.includes('session:'))).color };",
+        )
+        .await;
+        let rgb: Vec<u64> = styled["rgb"]
+            .as_array()
+            .expect("rgb")
+            .iter()
+            .filter_map(Value::as_u64)
+            .collect();
+        assert!(
+            rgb[0] > 180 && rgb[1] < 120 && rgb[2] < 120,
+            "the star is not red: {styled}"
+        );
+        assert_eq!(styled["weight"], "700", "the banner's words are not bold: {styled}");
+        assert_ne!(
+            styled["plain"].as_str(),
+            Some(format!("rgb({}, {}, {})", rgb[0], rgb[1], rgb[2]).as_str()),
+            "unstyled text is red too: {styled}"
+        );
+        // The cursor is drawn on the cell the node's screen says.
+        let conv_now = c
+            .execute(
+                "return decodeURIComponent(location.hash.slice('#/conv/'.length))",
+                vec![],
+            )
+            .await
+            .expect("conversation id");
+        let screen = call(
+            &mut api,
+            "conversation.screen",
+            json!({ "conversation": conv_now, "cells": true }),
+        )
+        .await;
+        let cursor = &screen["cells"]["cursor"];
+        assert_eq!(
+            screen["cells"]["rows"][0][0]["fg"],
+            json!(1),
+            "the node's cells: {screen}"
+        );
+        let drawn = wait_js(
+            &c,
+            "the cursor element",
+            Duration::from_secs(20),
+            "const cur = document.querySelector('#terminal .cursor');
+             if (!cur) return null;
+             const row = cur.closest('.trow');
+             const r = document.createRange();
+             r.setStart(row, 0);
+             r.setEndBefore(cur);
+             return { row: Number(row.dataset.row), col: [...r.toString()].length, prompt: row.textContent };",
+        )
+        .await;
+        assert_eq!(
+            (&drawn["row"], &drawn["col"]),
+            (&cursor["row"], &cursor["col"]),
+            "the cursor is not drawn at the node's cursor cell: {drawn} vs {cursor}"
+        );
+        assert!(drawn["prompt"].as_str().unwrap_or_default().starts_with('❯'), "{drawn}");
+        shot(
+            &c,
+            &format!("{label}-3a-terminal-colours"),
+            &format!("{label}: the live terminal from the node's styled cells: the banner's red star and bold words, the cursor on the prompt"),
         )
         .await;
 
@@ -123,33 +290,34 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
                 .any(|e| e["speaker"] == "human" && e["text"] == text.as_str()),
             "the node recorded the browser's message as the human's"
         );
-        // Keys typed on the terminal reach the CLI as they are; each echo
-        // is timed by the page (keydown -> the screen showing it).
+        // Keys typed on the terminal reach the CLI as they are. The page
+        // times each one, keydown to its echo in the drawn terminal: five
+        // lines of 40 keys, each line a message of its own.
         let keys_css = if *label == "phone" { "#term-keys" } else { "#terminal" };
-        let word = "keystrokesfromthebrowser";
-        let mut samples = type_in_terminal(&c, keys_css, word).await;
-        wait_js(
-            &c,
-            "the typed line's reply",
-            Duration::from_secs(30),
-            &format!(
-                "return [...document.querySelectorAll('#transcript li.speaker-agent .text')].some(e => e.textContent === 'echo: {word}')"
-            ),
-        )
-        .await;
-        assert_eq!(samples.len(), word.len(), "one echo per key");
+        let lines: Vec<String> = (0..ECHO_KEYS / 40)
+            .map(|i| {
+                let tag = ["alpha", "bravo", "charlie", "delta", "echo"][i % 5];
+                format!("{tag}{}", "abcdefghijklmnopqrstuvwxyz0123456789xyzw")[..40].to_string()
+            })
+            .collect();
+        let mut samples = echo_latency(&c, keys_css, &lines).await;
+        assert_eq!(samples.len(), ECHO_KEYS, "one echo per key");
         samples.sort_by(f64::total_cmp);
+        let (p50, p99) = (percentile(&samples, 0.5), percentile(&samples, 0.99));
         // The target is p99 <= 50 ms on loopback (printed below); a node
         // whose small frames wait for delayed ACKs (no TCP_NODELAY) sits
         // near 45 ms on every key, which this catches without flaking on a
         // busy machine.
-        assert!(percentile(&samples, 0.5) < 25.0, "keystroke echo p50 {:?}", samples);
+        assert!(p50 < 25.0, "keystroke echo p50 {p50} ms: {samples:?}");
         figures.push(format!(
-            "{label}: keystroke-to-echo over {} keys p50 {:.1} ms, p99 {:.1} ms",
-            samples.len(),
-            percentile(&samples, 0.5),
-            percentile(&samples, 0.99)
+            "{label}: keystroke-to-echo over {} keys p50 {p50:.1} ms, p99 {p99:.1} ms",
+            samples.len()
         ));
+        measured.insert(
+            label.to_string(),
+            json!({ "viewport": format!("{width}x{height}"), "echo_keys": samples.len(), "echo_p50_ms": p50, "echo_p99_ms": p99,
+                    "echo_max_ms": samples.last() }),
+        );
         wait_js(
             &c,
             "IDLE again",
@@ -157,7 +325,7 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
             "return document.querySelector('#conv-status')?.textContent === 'IDLE'",
         )
         .await;
-        shot(&c, &format!("{label}-3-conversation")).await;
+        shot(&c, &format!("{label}-3-conversation"), &format!("{label}: a conversation after {ECHO_KEYS} keys typed into its terminal, their replies in the transcript")).await;
 
         // A dialog the supervision holds (its master switch is off by
         // default): the title counts it, the holds view approves it.
@@ -175,10 +343,17 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
             &c,
             "the hold",
             Duration::from_secs(20),
-            "return document.querySelector('#holds li.hold pre')?.textContent.includes('git push')",
+            "return document.querySelector('#holds li.hold pre.command')?.textContent === 'git push --force'",
         )
         .await;
-        shot(&c, &format!("{label}-4-hold")).await;
+        shot(
+            &c,
+            &format!("{label}-4-hold-command"),
+            &format!(
+                "{label}: the holds inbox with a held Bash dialog, its command shown monospace above Approve / Deny"
+            ),
+        )
+        .await;
         click(&c, "#holds li.hold button.approve").await;
         wait_js(
             &c,
@@ -195,6 +370,70 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
                 .iter()
                 .any(|e| e["decision"] == "approve" && e["trigger"] == "answer" && e["outcome"] == "sent"),
             "the approval is audited as a human's: {audit}"
+        );
+
+        // An edit: the hold shows the file and its diff, and is denied with
+        // one tap.
+        click(&c, "#nav-fleet").await;
+        c.goto(&format!("{base}#/conv/{conv}")).await.expect("the conversation");
+        wait_js(
+            &c,
+            "the conversation at IDLE",
+            Duration::from_secs(30),
+            "return document.querySelector('#conv-status')?.textContent === 'IDLE' && document.querySelector('#send-text')",
+        )
+        .await;
+        type_into(&c, "#send-text", "/fake edit notes/plan.txt").await;
+        click(&c, "#send-button").await;
+        click(&c, "#needs-you").await;
+        let hold = wait_js(
+            &c,
+            "the edit's hold with its file and diff",
+            Duration::from_secs(30),
+            "const card = document.querySelector('#holds li.hold');
+             const add = card?.querySelector('pre.diff .add');
+             return add ? { add: add.textContent, paths: card.querySelector('pre.paths')?.textContent, cls: card.dataset.class,
+                            approve: !!card.querySelector('button.approve'), deny: !!card.querySelector('button.deny') } : null",
+        )
+        .await;
+        assert!(
+            hold["add"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("+ edited by fake-cli"),
+            "{hold}"
+        );
+        assert!(
+            hold["paths"].as_str().unwrap_or_default().contains("plan.txt"),
+            "{hold}"
+        );
+        assert_eq!(
+            (&hold["approve"], &hold["deny"]),
+            (&json!(true), &json!(true)),
+            "{hold}"
+        );
+        shot(
+            &c,
+            &format!("{label}-4b-hold-diff"),
+            &format!("{label}: a held edit dialog: its file and its diff (+ lines green) in monospace, Approve / Deny one tap each"),
+        )
+        .await;
+        click(&c, "#holds li.hold button.deny").await;
+        wait_js(
+            &c,
+            "the edit denied",
+            Duration::from_secs(20),
+            "return document.querySelector('#no-holds') && document.title === 'warren'",
+        )
+        .await;
+        let audit = call(&mut api, "supervision.audit", json!({ "agent": agent })).await;
+        assert!(
+            audit["entries"]
+                .as_array()
+                .expect("entries")
+                .iter()
+                .any(|e| e["decision"] == "deny" && e["trigger"] == "answer"),
+            "the denial is audited as a human's: {audit}"
         );
 
         // A nudge from the agent view (the companion's allowlisted action).
@@ -239,14 +478,115 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
                 (Some("watcher"), Some(false)),
                 "{l}"
             );
-            shot(&c, &format!("{label}-5-monitors")).await;
+            shot(
+                &c,
+                &format!("{label}-5-monitors"),
+                "desktop: the monitors view with a new watch-only attachment, armed",
+            )
+            .await;
         }
+
+        // Mail: the agent's unread messages in its view, and the count on
+        // the fleet view.
+        for body in ["the build is green", "please look at the flaky test"] {
+            call(
+                &mut api,
+                "mailbox.send",
+                json!({ "from": "postie", "to": agent, "body": body, "context": "ci" }),
+            )
+            .await;
+        }
+        c.goto(&format!("{base}#/agent/{agent}")).await.expect("the agent view");
+        wait_js(
+            &c,
+            "the agent's two unread messages",
+            Duration::from_secs(20),
+            "const texts = [...document.querySelectorAll('#mail li .text')].map(e => e.textContent);
+             return texts.includes('the build is green') && texts.includes('please look at the flaky test')
+                 && document.querySelector('#mail-count')?.textContent.startsWith('(2 unread')",
+        )
+        .await;
+        c.execute("document.getElementById('mail').scrollIntoView()", vec![])
+            .await
+            .expect("scroll");
+        shot(
+            &c,
+            &format!("{label}-7-mail"),
+            &format!("{label}: an agent's mailbox: two unread messages with sender, context and body (read-only: the agent acknowledges its own)"),
+        )
+        .await;
+
+        // Usage: spend per day as a bar chart; the unpriced model is named
+        // "unpriced", never $0.
+        click(&c, "#nav-usage").await;
+        let usage = wait_js(
+            &c,
+            "the usage chart",
+            Duration::from_secs(20),
+            "const bars = document.querySelectorAll('#usage-chart rect.bar:not(.unpriced)');
+             const unpriced = [...document.querySelectorAll('#usage-table tr')].find(r => r.dataset.name === 'acme-mystery-1');
+             return bars.length >= 6 && unpriced ? { bars: bars.length, marks: document.querySelectorAll('#usage-chart rect.unpriced').length,
+                 spend: unpriced.lastElementChild.textContent, total: document.querySelector('#usage-total').textContent } : null",
+        )
+        .await;
+        assert_eq!(usage["spend"], "unpriced", "{usage}");
+        assert_eq!(usage["marks"], json!(1), "one day has unpriced use: {usage}");
+        assert!(
+            usage["total"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("unpriced (acme-mystery-1)"),
+            "{usage}"
+        );
+        shot(
+            &c,
+            &format!("{label}-6-usage"),
+            &format!("{label}: usage: spend per UTC day for 14 days as an SVG bar chart stacked by model, the unpriced model marked and listed as unpriced"),
+        )
+        .await;
+        click(&c, "#usage-by button[data-key=agent]").await;
+        wait_js(
+            &c,
+            "the chart by agent",
+            Duration::from_secs(10),
+            "return document.querySelector('#usage-chart rect.bar[data-series=\"spender\"]') && !document.querySelector('#usage-chart rect.bar[data-series^=\"claude\"]')",
+        )
+        .await;
+        click(&c, "#nav-fleet").await;
+        let tiles = wait_js(
+            &c,
+            "the fleet's mail count and today's spend",
+            Duration::from_secs(20),
+            &format!(
+                "const mail = document.querySelector('#mail-waiting'); const spend = document.querySelector('#spend-today');
+                 return mail && spend && mail.textContent.includes('{agent} 2') ? [mail.textContent, spend.textContent] : null"
+            ),
+        )
+        .await;
+        let spend_today = tiles[1].as_str().unwrap_or_default();
+        assert!(
+            spend_today.contains('$') && spend_today.contains("unpriced (acme-mystery-1)"),
+            "{tiles}"
+        );
+        shot(
+            &c,
+            &format!("{label}-8-fleet-mail-spend"),
+            &format!(
+                "{label}: the fleet view with the unread-mail tile (per agent) and today's spend (dollars + unpriced)"
+            ),
+        )
+        .await;
 
         // First paint of the fleet view, signed in, from a cold cache.
         let (ms, http_bytes, ws_bytes) = measure_fleet_paint(&c, &base).await;
         figures.push(format!(
             "{label} {width}x{height}: fleet view usable after {ms:.0} ms; {http_bytes} bytes over HTTP, {ws_bytes} bytes of WebSocket frames"
         ));
+        if let Some(m) = measured.get_mut(*label).and_then(Value::as_object_mut) {
+            m.insert("first_paint_ms".into(), json!(ms));
+            m.insert("fleet_http_bytes".into(), json!(http_bytes));
+            m.insert("fleet_ws_bytes".into(), json!(ws_bytes));
+        }
         assert_no_token_in_urls(&c, &tokens_seen).await;
         c.close().await.expect("close");
     }
@@ -304,7 +644,12 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
         .await
         .expect("count");
     assert_eq!(writes, json!(0), "the companion's conversation view offers writes");
-    shot(&c, "companion-conversation").await;
+    shot(
+        &c,
+        "companion-conversation",
+        "phone, companion token: a conversation read-only (no send box, keys box or controls)",
+    )
+    .await;
     let token = c
         .execute("return localStorage.getItem('warren.token')", vec![])
         .await
@@ -320,6 +665,13 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
     for f in &figures {
         eprintln!("figure: {f}");
     }
+    let path = shots_dir().join("figures.json");
+    std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&Value::Object(measured)).expect("json") + "\n",
+    )
+    .expect("write figures.json");
+    eprintln!("figures: {}", path.display());
 }
 
 /// The node stops under the page and comes back on the same port: the page
@@ -382,7 +734,12 @@ async fn the_console_reconnects_and_resumes_from_its_cursor() {
         "return document.querySelector('#conn-state').textContent === 'reconnecting'",
     )
     .await;
-    shot(&c, "reconnecting").await;
+    shot(
+        &c,
+        "reconnecting",
+        "desktop: the page while the node is down, saying it is reconnecting",
+    )
+    .await;
     // ... and comes back on the same address; the conversation goes on.
     proc = Some(NodeProcess::start_listening(exe, dir.path(), "local", &listen).expect("node restarts"));
     let mut api = warren::client::Client::connect(&proc.as_ref().expect("node").target)
@@ -430,7 +787,12 @@ async fn the_console_reconnects_and_resumes_from_its_cursor() {
         .filter_map(Value::as_u64)
         .collect();
     assert_eq!(shown, stored, "the page's transcript is the store's, once each");
-    shot(&c, "reconnected").await;
+    shot(
+        &c,
+        "reconnected",
+        "desktop: the page after the node came back, the transcript resumed from its cursor",
+    )
+    .await;
     c.close().await.expect("close");
 }
 
@@ -526,7 +888,12 @@ async fn the_phone_sees_a_second_node_and_rearms_a_tripped_breaker() {
             && document.querySelector('#tripped-breakers b')?.textContent === '1'",
     )
     .await;
-    shot(&c, "phone-5-fleet-two-nodes").await;
+    shot(
+        &c,
+        "phone-5-fleet-two-nodes",
+        "phone: a fleet of two healthy nodes and one tripped breaker",
+    )
+    .await;
     click(&c, "#tripped-breakers").await;
     wait_js(
         &c,
@@ -535,7 +902,12 @@ async fn the_phone_sees_a_second_node_and_rearms_a_tripped_breaker() {
         "return document.querySelector('#monitors li.monitor.tripped button.rearm')",
     )
     .await;
-    shot(&c, "phone-6-monitor-tripped").await;
+    shot(
+        &c,
+        "phone-6-monitor-tripped",
+        "phone: the monitors view with the tripped monitor and its Re-arm button",
+    )
+    .await;
     click(&c, "#monitors li.monitor.tripped button.rearm").await;
     wait_js(
         &c,
@@ -548,7 +920,12 @@ async fn the_phone_sees_a_second_node_and_rearms_a_tripped_breaker() {
         state(&mut api, "armed").await
     })
     .await;
-    shot(&c, "phone-7-monitor-rearmed").await;
+    shot(
+        &c,
+        "phone-7-monitor-rearmed",
+        "phone: the same monitor armed again after one tap",
+    )
+    .await;
     c.close().await.expect("close");
 }
 
@@ -575,6 +952,11 @@ async fn the_console_over_tls() {
         .await
         .expect("secure");
     assert_eq!(secure, json!(true), "a secure context (what a phone needs)");
-    shot(&c, "tls-fleet").await;
+    shot(
+        &c,
+        "tls-fleet",
+        "phone: the fleet view over https/wss with a self-signed certificate",
+    )
+    .await;
     c.close().await.expect("close");
 }

@@ -2,7 +2,8 @@
 //! guard (a foreign Origin's upgrade and an unlisted Host get 403, a request
 //! through a proxy is not local, `/healthz` stays open), the security headers
 //! on every page, the embedded assets, and pairing (a one-time code from
-//! `warren console pair` for a token, once; a companion's writes refused).
+//! `warren console pair` for a token, once; a companion's writes refused),
+//! and the views' data: the screen as styled cells, a hold's command.
 
 mod support;
 
@@ -98,7 +99,17 @@ fn the_guard_refuses_foreign_origins_and_hosts_and_every_page_is_locked_down() {
         "{body}"
     );
     assert_security_headers(&head, "GET /");
-    for asset in ["app.js", "rpc.js", "views.js", "conversation.js", "dom.js", "app.css"] {
+    for asset in [
+        "app.js",
+        "rpc.js",
+        "views.js",
+        "conversation.js",
+        "terminal.js",
+        "holds.js",
+        "usage.js",
+        "dom.js",
+        "app.css",
+    ] {
         let (status, head, body) = http(&addr, &format!("/assets/{asset}"), &[("Host", &addr)]);
         assert_eq!(status, 200, "{asset}: {head}");
         assert!(!body.is_empty(), "{asset} is empty");
@@ -421,4 +432,71 @@ async fn a_tls_node_speaks_wss_with_its_self_signed_certificate() {
             .is_some_and(|t| t.contains("a -> t: sent over tls")),
         "warren-mail inbox over wss: {line}"
     );
+}
+
+/// `conversation.screen {cells: true}`: the fake CLI's red banner star is an
+/// SGR red run, the cells' cursor is the screen's, the answer without
+/// `cells` is unchanged; and a held Bash dialog carries its command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_screen_as_styled_cells_and_a_hold_with_its_command() {
+    let node = TestNode::start();
+    let mut c = node.client().await;
+    let id = agent_with_conversation(&mut c, "cells").await;
+    let plain = call(&mut c, "conversation.screen", json!({ "conversation": id })).await;
+    assert!(plain.get("cells").is_none(), "cells only when asked: {plain}");
+    let s = call(
+        &mut c,
+        "conversation.screen",
+        json!({ "conversation": id, "cells": true }),
+    )
+    .await;
+    let cells = &s["cells"];
+    let rows = cells["rows"].as_array().expect("rows");
+    assert_eq!(
+        rows.len() as u64,
+        s["rows"].as_u64().expect("rows"),
+        "one entry per screen row"
+    );
+    assert_eq!(rows[0][0], json!({ "text": "✻", "width": 1, "fg": 1 }), "{s}");
+    assert_eq!(rows[0][2]["text"], "Welcome to Fake Code!");
+    assert_eq!(rows[0][2]["bold"], true);
+    assert_eq!(
+        (&cells["cursor"]["row"], &cells["cursor"]["col"]),
+        (&s["cursor"][0], &s["cursor"][1]),
+        "{s}"
+    );
+    // Each row's runs are its line's text (trailing blanks left out).
+    for (i, row) in rows.iter().enumerate() {
+        let text: String = row
+            .as_array()
+            .expect("runs")
+            .iter()
+            .filter_map(|r| r["text"].as_str())
+            .collect();
+        assert_eq!(text, s["lines"][i].as_str().expect("line").trim_end(), "row {i}");
+    }
+    let e = call_err(
+        &mut c,
+        "conversation.screen",
+        json!({ "conversation": id, "cell": true }),
+    )
+    .await;
+    assert_eq!(e.code, -32602, "{e:?}");
+
+    send(&mut c, &id, "/fake tool bash git push --force").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let hold = loop {
+        let h = call(&mut c, "supervision.holds", json!({})).await;
+        if let Some(first) = h["holds"].as_array().and_then(|a| a.first()).cloned() {
+            break first;
+        }
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for the hold");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(hold["command"], "git push --force", "{hold}");
+    assert!(
+        hold["detail"].as_str().unwrap_or_default().contains("Bash command"),
+        "{hold}"
+    );
+    assert_eq!(hold["detail_truncated"], false);
 }

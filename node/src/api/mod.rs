@@ -351,7 +351,10 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
         m::CONVERSATION_TERMINATE => json!({ "conversation": node.conversation_terminate(&conv_ref(p)?).await? }),
         m::CONVERSATION_GET => json!({ "conversation": node.conversation_get(&conv_ref(p)?).await? }),
         m::CONVERSATION_LIST => json!({ "conversations": node.conversation_list(params(p)?).await? }),
-        m::CONVERSATION_SCREEN => serde_json::to_value(node.screen(&conv_ref(p)?).await?).map_err(internal)?,
+        m::CONVERSATION_SCREEN => {
+            let read: console_api::ScreenRead = params(p)?;
+            serde_json::to_value(node.screen(&read).await?).map_err(internal)?
+        }
         m::CONVERSATION_SEND_MESSAGE => {
             let sent = match conn.speaks_for() {
                 // An agent's own token (a monitor advising): never a human.

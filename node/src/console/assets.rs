@@ -32,6 +32,9 @@ pub const ASSETS: &[Asset] = &[
     asset!("dom.js", JS),
     asset!("views.js", JS),
     asset!("conversation.js", JS),
+    asset!("terminal.js", JS),
+    asset!("holds.js", JS),
+    asset!("usage.js", JS),
     asset!("icon.svg", "image/svg+xml"),
 ];
 

@@ -542,6 +542,10 @@ impl Session for GuestSession {
         super::snapshot(&self.parser)
     }
 
+    fn styled_screen(&self) -> ScreenSnapshot {
+        super::styled_snapshot(&self.parser)
+    }
+
     fn status(&self) -> console_api::Status {
         if !self.alive() {
             return console_api::Status::Exited;

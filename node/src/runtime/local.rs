@@ -212,6 +212,10 @@ impl Session for LocalSession {
         super::snapshot(&self.parser)
     }
 
+    fn styled_screen(&self) -> ScreenSnapshot {
+        super::styled_snapshot(&self.parser)
+    }
+
     fn status(&self) -> Status {
         if !self.alive() {
             return Status::Exited;

@@ -4,6 +4,7 @@
 //! every operation that may cross a network is async, and the screen is a
 //! snapshot value.
 
+pub mod cells;
 pub mod docker;
 pub mod guest_link;
 pub mod local;
@@ -37,6 +38,8 @@ pub struct ScreenSnapshot {
     pub lines: Vec<String>,
     /// (row, col)
     pub cursor: (u16, u16),
+    /// The cells as styled runs (`Session::styled_screen` only).
+    pub styled: Option<console_api::ScreenCells>,
 }
 
 impl ScreenSnapshot {
@@ -47,6 +50,15 @@ impl ScreenSnapshot {
 
 /// The screen of a terminal emulator (an empty one if its lock is poisoned).
 pub(crate) fn snapshot(parser: &std::sync::Mutex<vt100::Parser>) -> ScreenSnapshot {
+    snapshot_of(parser, None)
+}
+
+/// The screen with its cells as styled runs (at most `cells::MAX_RUNS`).
+pub(crate) fn styled_snapshot(parser: &std::sync::Mutex<vt100::Parser>) -> ScreenSnapshot {
+    snapshot_of(parser, Some(cells::MAX_RUNS))
+}
+
+fn snapshot_of(parser: &std::sync::Mutex<vt100::Parser>, max_runs: Option<usize>) -> ScreenSnapshot {
     match parser.lock() {
         Ok(p) => {
             let s = p.screen();
@@ -57,6 +69,7 @@ pub(crate) fn snapshot(parser: &std::sync::Mutex<vt100::Parser>) -> ScreenSnapsh
                 cols,
                 lines: s.rows(0, cols).collect(),
                 cursor: s.cursor_position(),
+                styled: max_runs.map(|n| cells::styled(s, n)),
             }
         }
         Err(_) => ScreenSnapshot {
@@ -64,6 +77,7 @@ pub(crate) fn snapshot(parser: &std::sync::Mutex<vt100::Parser>) -> ScreenSnapsh
             cols: 0,
             lines: vec![],
             cursor: (0, 0),
+            styled: None,
         },
     }
 }
@@ -106,6 +120,8 @@ pub trait Session: Send + Sync {
     /// Ends the process (hang-up, then kill) and waits for it.
     fn close(&self) -> BoxFuture<'_, ()>;
     fn screen(&self) -> ScreenSnapshot;
+    /// The screen with its cells as styled runs (`ScreenSnapshot::styled`).
+    fn styled_screen(&self) -> ScreenSnapshot;
     fn status(&self) -> Status;
     fn alive(&self) -> bool;
     /// Flips to `true` once the process has exited (and its output is read).

@@ -209,11 +209,28 @@ pub fn shots_dir() -> PathBuf {
     dir
 }
 
-pub async fn shot(c: &Client, name: &str) -> PathBuf {
+/// Saves a screenshot `NAME.png` and lists it, with what it shows, in the
+/// shots' `README.txt` (one line each, kept across the tests of a run).
+pub async fn shot(c: &Client, name: &str, what: &str) -> PathBuf {
     let png = c.screenshot().await.expect("screenshot");
-    let path = shots_dir().join(format!("{name}.png"));
+    let dir = shots_dir();
+    let path = dir.join(format!("{name}.png"));
     std::fs::write(&path, png).expect("write screenshot");
     eprintln!("screenshot: {}", path.display());
+    let readme = dir.join("README.txt");
+    let mut lines: std::collections::BTreeMap<String, String> = std::fs::read_to_string(&readme)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once(".png: "))
+        .map(|(n, w)| (n.to_string(), w.to_string()))
+        .collect();
+    lines.insert(name.to_string(), what.to_string());
+    let body: String = lines.iter().map(|(n, w)| format!("{n}.png: {w}\n")).collect();
+    std::fs::write(
+        &readme,
+        format!("The web console's screenshots, written by `cargo test -p warren --test browser`.\n\n{body}"),
+    )
+    .expect("write README.txt");
     path
 }
 
@@ -334,4 +351,100 @@ pub async fn measure_fleet_paint(c: &Client, base: &str) -> (f64, u64, u64) {
         bytes[0].as_u64().unwrap_or_default(),
         bytes[1].as_u64().unwrap_or_default(),
     )
+}
+
+/// Keystroke-to-echo in the page: `lines` typed into the terminal (`css`:
+/// the terminal itself on a desktop, the keys box on a phone) one key at a
+/// time, each line then sent with Enter. The page times each key from its
+/// keydown (a capturing listener, `performance.now()`) to the moment a
+/// MutationObserver sees the terminal's cursor row show the line typed so
+/// far; the samples (ms) in key order.
+pub async fn echo_latency(c: &Client, css: &str, lines: &[String]) -> Vec<f64> {
+    click(c, css).await;
+    c.execute(
+        "if (!window.__echo) {
+           const e = window.__echo = { samples: [], want: null, t: null };
+           document.addEventListener('keydown', (ev) => {
+             if (e.want && e.t === null && ev.key.length === 1) e.t = performance.now();
+           }, true);
+           const term = document.getElementById('terminal');
+           const seen = () => {
+             if (e.t === null) return;
+             const row = term.querySelector('.cursor')?.closest('.trow');
+             if (row && row.textContent.includes(e.want)) {
+               e.samples.push(performance.now() - e.t);
+               e.t = null;
+               e.want = null;
+             }
+           };
+           new MutationObserver(seen).observe(term, { childList: true, subtree: true, characterData: true });
+         }
+         window.__echo.samples = [];",
+        vec![],
+    )
+    .await
+    .expect("install the echo timer");
+    let mut n = 0;
+    for line in lines {
+        let mut typed = String::new();
+        for ch in line.chars() {
+            typed.push(ch);
+            n += 1;
+            c.execute(
+                "window.__echo.want = arguments[0]; window.__echo.t = null;",
+                vec![json!(format!("❯ {typed}"))],
+            )
+            .await
+            .expect("arm the echo timer");
+            // Re-found each key: the terminal's element is kept, the keys box too.
+            let target = c.find(Locator::Css(css)).await.expect(css);
+            target.send_keys(&ch.to_string()).await.expect("a key");
+            wait_js(
+                c,
+                "a keystroke's echo in the terminal",
+                Duration::from_secs(10),
+                &format!("return window.__echo.samples.length >= {n}"),
+            )
+            .await;
+        }
+        let target = c.find(Locator::Css(css)).await.expect(css);
+        target.send_keys("\u{e007}").await.expect("Enter");
+        wait_js(
+            c,
+            "the typed line's reply",
+            Duration::from_secs(30),
+            &format!(
+                "return [...document.querySelectorAll('#transcript li.speaker-agent .text')].some(e => e.textContent === {:?})",
+                format!("echo: {line}")
+            ),
+        )
+        .await;
+    }
+    let v = c
+        .execute("return window.__echo.samples", vec![])
+        .await
+        .expect("samples");
+    v.as_array()
+        .expect("samples")
+        .iter()
+        .filter_map(Value::as_f64)
+        .collect()
+}
+
+/// Today's UTC day minus `back` days, `YYYY-MM-DD` (civil from days).
+pub fn utc_day(back: u64) -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs();
+    let z = (secs / 86_400 - back) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
 }

@@ -4,7 +4,9 @@
 
 import { Rpc, callOnce } from "./rpc.js";
 import { h, put, errorLine } from "./dom.js";
-import { fleetView, agentView, holdsView, monitorsView } from "./views.js";
+import { fleetView, agentView, monitorsView } from "./views.js";
+import { holdsView } from "./holds.js";
+import { usageView } from "./usage.js";
 import { conversationView } from "./conversation.js";
 
 const TOKEN_KEY = "warren.token";
@@ -113,7 +115,7 @@ function showHeader() {
   put(
     header,
     h("a", { href: "#/fleet", class: "brand" }, "warren"),
-    h("nav", {}, navLink("#/fleet", "Fleet", "nav-fleet"), navLink("#/holds", "Holds", "nav-holds"), navLink("#/monitors", "Monitors", "nav-monitors")),
+    h("nav", {}, navLink("#/fleet", "Fleet", "nav-fleet"), navLink("#/holds", "Holds", "nav-holds"), navLink("#/monitors", "Monitors", "nav-monitors"), navLink("#/usage", "Usage", "nav-usage")),
     needs,
     state,
     ctx.readOnly ? h("span", { class: "pill readonly", id: "read-only" }, "read-only") : null,
@@ -200,7 +202,7 @@ function route() {
   const arg = rest.map(decodeURIComponent).join("/");
   document.body.dataset.view = view || "fleet";
   for (const a of header.querySelectorAll("a.nav")) a.classList.toggle("active", a.getAttribute("href") === `#/${view}`);
-  const views = { fleet: fleetView, agent: agentView, conv: conversationView, holds: holdsView, monitors: monitorsView };
+  const views = { fleet: fleetView, agent: agentView, conv: conversationView, holds: holdsView, monitors: monitorsView, usage: usageView };
   const render = views[view] || fleetView;
   main.replaceChildren();
   teardown = render(main, ctx, arg) || null;

@@ -1,9 +1,11 @@
-// One conversation: its live terminal (the node's own screen, re-fetched
-// when terminal.data says it changed, or polled for a companion), the atomic
+// One conversation: its live terminal (the node's own screen as styled
+// cells, re-fetched when terminal.data says it changed, at most one fetch in
+// flight, or polled for a companion), the atomic
 // send box, the attributed transcript (resumed from its cursor after a
 // reconnection; monitor advice marked), and pause / continue / terminate.
 
 import { h, put, ago, errorLine, action } from "./dom.js";
+import { drawScreen } from "./terminal.js";
 
 const MAX_EVENTS = 2000;
 
@@ -130,14 +132,9 @@ export function conversationView(main, ctx, id) {
     try {
       do {
         again = false;
-        const s = await ctx.rpc.call("conversation.screen", { conversation: id });
+        const s = await ctx.rpc.call("conversation.screen", { conversation: id, cells: true });
         if (!alive) return;
-        // Blank rows below the cursor are left out (a phone shows more).
-        let n = s.lines.length;
-        while (n > 0 && !s.lines[n - 1].trim() && n - 1 > s.cursor[0]) n--;
-        const text = s.lines.slice(0, n).join("\n");
-        if (text !== term.textContent) {
-          term.textContent = text;
+        if (drawScreen(term, s)) {
           const now = performance.now();
           for (const t of unechoed.splice(0)) ctx.keyLatency.push(now - t);
           if (ctx.keyLatency.length > 1000) ctx.keyLatency.splice(0, ctx.keyLatency.length - 1000);

@@ -1,5 +1,6 @@
 // Small DOM helpers: elements are built with text nodes only (no HTML
-// strings), so nothing a node or an agent says can become markup.
+// strings), so nothing a node or an agent says can become markup; and
+// `live`, a view's loader that re-runs on reconnection, events and a timer.
 
 /** `h("a", {href: "#/x", class: "big"}, "text", child)`. */
 export function h(tag, attrs, ...kids) {
@@ -56,4 +57,36 @@ export function action(label, run, cls) {
     }
   });
   return b;
+}
+
+/** Loads a view now, after each reconnection, and when `kinds` events come. */
+export function live(el, ctx, load, kinds, everyMs, onFirst) {
+  let alive = true;
+  let last = null;
+  const run = async () => {
+    if (!alive) return;
+    try {
+      const kids = await load();
+      // Unchanged content is left alone (a tap in progress keeps its target).
+      const html = new XMLSerializer().serializeToString(h("div", {}, kids));
+      if (alive && html !== last) {
+        const first = last === null;
+        last = html;
+        put(el, kids);
+        if (first && onFirst) onFirst();
+      }
+    } catch (e) {
+      if (alive && e.code !== "offline") put(el, errorLine(e));
+    }
+  };
+  run();
+  const undo = [ctx.onUp(run), ctx.onEvents((kind) => (!kinds || kinds.some((k) => kind.startsWith(k))) && run())];
+  // Conversations' states are not events yet (and a companion gets no
+  // events at all): poll as a backstop.
+  const timer = setInterval(run, everyMs || (ctx.live ? 5000 : 3000));
+  return () => {
+    alive = false;
+    clearInterval(timer);
+    for (const u of undo) u();
+  };
 }

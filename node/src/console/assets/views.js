@@ -1,43 +1,13 @@
-// The console's views over the public API: the fleet at a glance, one agent
-// (definition, grants, conversations, its supervision panel, read-only
-// here since supervision.set is local-only), the holds inbox, and monitors.
+// The console's views over the public API: the fleet at a glance (with
+// unread mail and today's spend), one agent (definition, grants,
+// conversations, its supervision panel, read-only here since supervision.set
+// is local-only, and its mail), and monitors.
 
-import { h, put, ago, errorLine, action } from "./dom.js";
+import { h, put, ago, errorLine, action, live } from "./dom.js";
+import { utcDay, spendText } from "./usage.js";
 
 /** Order of agents on the fleet view: who needs you first. */
 const STATE_ORDER = ["needs-you", "busy", "idle", "paused", "none"];
-
-/** Loads a view now, after each reconnection, and when `kinds` events come. */
-function live(el, ctx, load, kinds, everyMs, onFirst) {
-  let alive = true;
-  let last = null;
-  const run = async () => {
-    if (!alive) return;
-    try {
-      const kids = await load();
-      // Unchanged content is left alone (a tap in progress keeps its target).
-      const html = new XMLSerializer().serializeToString(h("div", {}, kids));
-      if (alive && html !== last) {
-        const first = last === null;
-        last = html;
-        put(el, kids);
-        if (first && onFirst) onFirst();
-      }
-    } catch (e) {
-      if (alive && e.code !== "offline") put(el, errorLine(e));
-    }
-  };
-  run();
-  const undo = [ctx.onUp(run), ctx.onEvents((kind) => (!kinds || kinds.some((k) => kind.startsWith(k))) && run())];
-  // Conversations' states are not events yet (and a companion gets no
-  // events at all): poll as a backstop.
-  const timer = setInterval(run, everyMs || (ctx.live ? 5000 : 3000));
-  return () => {
-    alive = false;
-    clearInterval(timer);
-    for (const u of undo) u();
-  };
-}
 
 /** The state an agent shows in: needs-you, busy, idle, paused or none. */
 export function agentState(agent, conversations, holds) {
@@ -59,8 +29,10 @@ function badge(state) {
 
 export function fleetView(main, ctx) {
   const body = h("div", { id: "fleet" }, h("p", { class: "muted" }, "loading..."));
-  put(main, h("h1", {}, "Fleet"), body, ctx.readOnly ? null : createAgentForm(ctx));
-  return live(
+  const extra = h("section", { class: "summary", id: "fleet-extra" });
+  put(main, h("h1", {}, "Fleet"), body, extra, ctx.readOnly ? null : createAgentForm(ctx));
+  const stopExtra = fleetExtra(extra, ctx);
+  const stop = live(
     body,
     ctx,
     async () => {
@@ -114,6 +86,44 @@ export function fleetView(main, ctx) {
     // The first usable fleet view of this page load (the tests measure it).
     () => performance.getEntriesByName("fleet-ready").length || requestAnimationFrame(() => performance.mark("fleet-ready")),
   );
+  return () => {
+    stop();
+    stopExtra();
+  };
+}
+
+/** Unread mail across the node's agents, and today's spend: after the
+ * fleet itself (they take a call per agent), refreshed on mail events. */
+function fleetExtra(el, ctx) {
+  return live(
+    el,
+    ctx,
+    async () => {
+      const agents = (await ctx.rpc.call("agent.list", {})).agents.filter((a) => !a.archived);
+      const [inboxes, spend] = await Promise.all([
+        Promise.all(agents.map((a) => ctx.rpc.call("mailbox.inbox", { agent: a.name, limit: 100 }).catch(() => null))),
+        ctx.rpc.call("spend.history", { since_day: utcDay(0) }).catch(() => null),
+      ]);
+      const readable = inboxes.filter(Boolean);
+      const unread = readable.reduce((n, r) => n + r.messages.length, 0);
+      const full = readable.some((r) => r.messages.length >= 100);
+      const withMail = agents.filter((_, i) => inboxes[i] && inboxes[i].messages.length);
+      return [
+        h(
+          withMail.length === 1 ? "a" : "div",
+          { class: `tile ${unread ? "mail" : ""}`, id: "mail-waiting", href: withMail.length === 1 ? `#/agent/${encodeURIComponent(withMail[0].name)}` : null },
+          h("b", {}, `${unread}${full ? "+" : ""}`),
+          " unread mail",
+          withMail.length ? h("div", { class: "muted small" }, withMail.map((a, i) => `${a.name} ${inboxes[agents.indexOf(a)].messages.length}`).join(" · ")) : null,
+        ),
+        spend
+          ? h("a", { href: "#/usage", class: "tile", id: "spend-today" }, h("b", { class: "spend" }, spendText(spend.days)), " today")
+          : null,
+      ];
+    },
+    ["event.mail", "event.fleet", "event.budget"],
+    15000,
+  );
 }
 
 function createAgentForm(ctx) {
@@ -147,7 +157,7 @@ export function agentView(main, ctx, name) {
   const activity = h("ol", { class: "log", id: "activity" });
   const mail = h("ol", { class: "log", id: "mail" });
   let nudged = "";
-  put(main, h("p", {}, h("a", { href: "#/fleet" }, "← Fleet")), h("h1", {}, name), body, h("h2", {}, "Supervision activity"), activity, h("h2", {}, "Mail waiting"), mail);
+  put(main, h("p", {}, h("a", { href: "#/fleet" }, "← Fleet")), h("h1", {}, name), body, h("h2", {}, "Supervision activity"), activity, h("h2", {}, "Mail waiting ", h("span", { class: "muted small", id: "mail-count" })), mail);
   const stop = live(body, ctx, async () => {
     const [agent, convs, sup] = await Promise.all([
       ctx.rpc.call("agent.get", { agent: name }),
@@ -214,6 +224,8 @@ export function agentView(main, ctx, name) {
   const loadMail = async () => {
     try {
       const r = await ctx.rpc.call("mailbox.inbox", { agent: name, limit: 50 });
+      const count = document.getElementById("mail-count");
+      if (count) count.textContent = r.messages.length ? `(${r.messages.length}${r.messages.length >= 50 ? "+" : ""} unread, oldest first; the agent reads and acknowledges its own)` : "";
       put(
         mail,
         r.messages.length
@@ -266,50 +278,6 @@ function supervisionPanel(sup) {
     table(["class", "default", "override", "effective"], rows),
     h("p", { class: "muted small" }, "Changing policy is local-only: ", h("code", {}, "warren supervision set"), " on the node."),
   );
-}
-
-export function holdsView(main, ctx) {
-  const body = h("div", { id: "holds" }, h("p", { class: "muted" }, "loading..."));
-  put(main, h("h1", {}, "Holds"), body);
-  return live(
-    body,
-    ctx,
-    async () => {
-      const r = await ctx.rpc.call("supervision.holds", {});
-      if (!r.holds.length) return h("p", { class: "muted", id: "no-holds" }, "Nothing is waiting for you.");
-      const canAnswer = !ctx.readOnly || ctx.actions;
-      return h(
-        "ul",
-        { class: "cards" },
-        r.holds.map((x) =>
-          h(
-            "li",
-            { class: "card hold", "data-hold": x.id },
-            h("div", { class: "row" }, h("b", {}, x.agent), h("code", {}, x.dialog_class), h("span", { class: "muted small" }, ago(x.since))),
-            h("pre", { class: "subject" }, x.summary),
-            x.options && x.options.length ? h("div", { class: "muted small" }, x.options.join(" | ")) : null,
-            canAnswer
-              ? h(
-                  "div",
-                  { class: "row actions" },
-                  action("Approve", () => answer(ctx, x.id, "approve"), "primary big approve"),
-                  action("Deny", () => answer(ctx, x.id, "deny"), "danger big deny"),
-                )
-              : null,
-            h("a", { href: `#/conv/${encodeURIComponent(x.conversation)}` }, "open the conversation"),
-          ),
-        ),
-      );
-    },
-    ["event.supervision"],
-  );
-}
-
-async function answer(ctx, hold, decision) {
-  await ctx.rpc.call("supervision.answer", { hold, decision });
-  ctx.refreshNeeds();
-  location.hash = "#/holds";
-  window.dispatchEvent(new HashChangeEvent("hashchange"));
 }
 
 export function monitorsView(main, ctx) {
