@@ -62,6 +62,20 @@ pub fn parse_rfc3339_ms(s: &str) -> Option<i64> {
     Some(secs * 1000 + millis)
 }
 
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` of a Unix time in milliseconds.
+pub fn rfc3339_ms(ms: i64) -> String {
+    let (y, m, d) = civil_from_days(ms.div_euclid(86_400_000));
+    let in_day = ms.rem_euclid(86_400_000);
+    let secs = in_day / 1000;
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        in_day % 1000
+    )
+}
+
 /// The UTC day `YYYY-MM-DD` of a Unix time in milliseconds.
 pub fn utc_day(ms: i64) -> String {
     let days = ms.div_euclid(86_400_000);

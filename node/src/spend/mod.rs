@@ -171,6 +171,23 @@ pub(crate) enum LedgerScope<'a> {
     Conversation(&'a str),
 }
 
+impl<'a> LedgerScope<'a> {
+    /// The ledger rows of this scope, of every day.
+    fn filter(self) -> LedgerFilter<'a> {
+        let (agent, conversation) = match self {
+            LedgerScope::Node => (None, None),
+            LedgerScope::Agent(a) => (Some(a), None),
+            LedgerScope::Conversation(c) => (None, Some(c)),
+        };
+        LedgerFilter {
+            since_day: None,
+            until_day: None,
+            agent,
+            conversation,
+        }
+    }
+}
+
 /// Checks a `YYYY-MM-DD` day named `field`.
 fn day_param(field: &str, d: &str) -> NodeResult<()> {
     let ok = d.len() == 10 && ::spend::time::parse_rfc3339_ms(&format!("{d}T00:00:00Z")).is_some();
@@ -319,17 +336,7 @@ impl Node {
     /// `usage.get` from the ledger: the counted requests of the node, an
     /// agent or a conversation (its CLI session), tokens and dollars summed.
     pub(crate) async fn usage_from_ledger(&self, scope: LedgerScope<'_>) -> NodeResult<Value> {
-        let (agent, conversation) = match scope {
-            LedgerScope::Node => (None, None),
-            LedgerScope::Agent(a) => (Some(a), None),
-            LedgerScope::Conversation(c) => (None, Some(c)),
-        };
-        let filter = LedgerFilter {
-            since_day: None,
-            until_day: None,
-            agent,
-            conversation,
-        };
+        let filter = scope.filter();
         let rows = counted(self.store().spend_requests(&filter).await?);
         let table = self.pricing.table();
         let (mut input, mut cache_read, mut cache_write, mut output, mut usd) = (0u64, 0u64, 0u64, 0u64, 0.0);

@@ -9,23 +9,13 @@ use super::LedgerScope;
 use crate::harness::Dialog as ScreenDialog;
 use crate::live::Live;
 use crate::service::{Node, NodeResult};
-use crate::store::spend::{LedgerFilter, LedgerQuota};
+use crate::store::spend::LedgerQuota;
 use crate::util::now_ms;
 
 impl Node {
     /// The quota metrics of a scope, newest first.
     pub(crate) async fn quota_of(&self, scope: LedgerScope<'_>) -> NodeResult<Value> {
-        let (agent, conversation) = match scope {
-            LedgerScope::Node => (None, None),
-            LedgerScope::Agent(a) => (Some(a), None),
-            LedgerScope::Conversation(c) => (None, Some(c)),
-        };
-        let filter = LedgerFilter {
-            since_day: None,
-            until_day: None,
-            agent,
-            conversation,
-        };
+        let filter = scope.filter();
         let samples = self.store().quota_samples(&filter).await?;
         let now = now_ms() as i64;
         let current = ::spend::quota::current(samples.iter().map(|q| (q.agent.as_str(), &q.sample)), now);

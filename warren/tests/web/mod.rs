@@ -431,20 +431,11 @@ pub async fn echo_latency(c: &Client, css: &str, lines: &[String]) -> Vec<f64> {
         .collect()
 }
 
-/// Today's UTC day minus `back` days, `YYYY-MM-DD` (civil from days).
+/// Today's UTC day minus `back` days, `YYYY-MM-DD`.
 pub fn utc_day(back: u64) -> String {
-    let secs = std::time::SystemTime::now()
+    let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
-        .as_secs();
-    let z = (secs / 86_400 - back) as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
+        .as_millis() as i64;
+    spend::time::utc_day(now - back as i64 * 86_400_000)
 }
