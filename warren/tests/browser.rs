@@ -43,7 +43,12 @@ fn claude_line(session: &str, msg: &str, model: &str, day: &str, input: u64, out
 /// An agent whose home holds Claude session files of the last days: a
 /// priced model and one the price table does not know.
 async fn agent_with_spend(node: &TestNode, api: &mut warren::client::Client) {
-    call(api, "agent.create", json!({ "name": "spender", "harness": "fake" })).await;
+    call(
+        api,
+        "agent.create",
+        json!({ "name": "spender", "harness": "fake", "budget": { "usd_per_hour": 100.0, "burst_usd": 50.0 } }),
+    )
+    .await;
     let dir = node.path().join("agents/spender/home/.claude/projects/-w-repo");
     std::fs::create_dir_all(&dir).expect("projects dir");
     let mut text = String::new();
@@ -163,6 +168,11 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
             "return document.querySelector('#mail li') && document.querySelector('#activity li')",
         )
         .await;
+        let budget = c
+            .execute("return document.querySelector('#budget')?.textContent", vec![])
+            .await
+            .expect("budget line");
+        assert_eq!(budget, json!("none"), "a new agent has no budget");
         shot(
             &c,
             &format!("{label}-2-agent"),
@@ -577,6 +587,22 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
         )
         .await;
 
+        // A budgeted agent's line: its rate, burst, what is left, its state
+        // (its session files' spend is charged, and accrues back at $100/h).
+        c.goto(&format!("{base}#/agent/spender")).await.expect("spender's view");
+        let budget = wait_js(
+            &c,
+            "spender's budget line",
+            Duration::from_secs(20),
+            "const b = document.querySelector('#budget')?.textContent || ''; return b.includes('available') ? b : null",
+        )
+        .await;
+        let budget = budget.as_str().unwrap_or_default();
+        assert!(
+            budget.starts_with("$100.00/h, burst $50.00 · $") && budget.ends_with("available · ok"),
+            "{budget}"
+        );
+
         // First paint of the fleet view, signed in, from a cold cache.
         let (ms, http_bytes, ws_bytes) = measure_fleet_paint(&c, &base).await;
         figures.push(format!(
@@ -616,7 +642,7 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
         &c,
         "the companion's agent view",
         Duration::from_secs(20),
-        "return document.querySelector('#supervision')",
+        "return document.querySelector('#supervision') && document.querySelector('#budget')?.textContent === 'none'",
     )
     .await;
     let start = c

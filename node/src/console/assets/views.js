@@ -159,10 +159,11 @@ export function agentView(main, ctx, name) {
   let nudged = "";
   put(main, h("p", {}, h("a", { href: "#/fleet" }, "← Fleet")), h("h1", {}, name), body, h("h2", {}, "Supervision activity"), activity, h("h2", {}, "Mail waiting ", h("span", { class: "muted small", id: "mail-count" })), mail);
   const stop = live(body, ctx, async () => {
-    const [agent, convs, sup] = await Promise.all([
+    const [agent, convs, sup, budget] = await Promise.all([
       ctx.rpc.call("agent.get", { agent: name }),
       ctx.rpc.call("conversation.list", { agent: name }),
       ctx.rpc.call("supervision.get", { agent: name }).catch((e) => ({ error: e })),
+      ctx.rpc.call("budget.get", { agent: name }).catch(() => null),
     ]);
     const a = agent.agent;
     const g = a.grants || {};
@@ -171,7 +172,7 @@ export function agentView(main, ctx, name) {
       h(
         "section",
         { class: "card" },
-        h("dl", {}, h("dt", {}, "Harness"), h("dd", {}, a.harness), h("dt", {}, "Model"), h("dd", {}, a.model || "default"), h("dt", {}, "Persona"), h("dd", {}, a.persona || "none"), h("dt", {}, "Created"), h("dd", {}, ago(a.created_at))),
+        h("dl", {}, h("dt", {}, "Harness"), h("dd", {}, a.harness), h("dt", {}, "Model"), h("dd", {}, a.model || "default"), h("dt", {}, "Persona"), h("dd", {}, a.persona || "none"), h("dt", {}, "Created"), h("dd", {}, ago(a.created_at)), h("dt", {}, "Budget"), h("dd", { id: "budget" }, budgetText(budget))),
         h("h3", {}, "Grants"),
         h("dl", {}, h("dt", {}, "Tools"), h("dd", {}, (g.tools || []).join(", ") || "none"), h("dt", {}, "Peers"), h("dd", {}, Array.isArray(g.peers) ? g.peers.join(", ") : g.peers || "none"), h("dt", {}, "Recall"), h("dd", {}, g.recall ? "yes" : "no"), h("dt", {}, "Egress"), h("dd", {}, (g.egress || []).join(", ") || "none")),
       ),
@@ -248,6 +249,15 @@ export function agentView(main, ctx, name) {
     stop();
     for (const u of undo) u();
   };
+}
+
+/** An agent's spend-rate bucket in a line: rate, burst, what is available, its state. */
+function budgetText(b) {
+  if (!b) return "unknown";
+  if (!b.budgeted) return "none";
+  const usd = (v) => `$${Number(v).toFixed(2)}`;
+  const retry = b.state === "waiting" && b.retry_after_ms ? `, resumes in ${Math.ceil(b.retry_after_ms / 1000)} s` : "";
+  return `${usd(b.usd_per_hour)}/h, burst ${usd(b.burst_usd)} · ${usd(b.available_usd)} available · ${b.state}${retry}`;
 }
 
 function auditRow(e) {
