@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use ::spend::budget::Phase;
 use console_api::Status;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
@@ -115,12 +116,10 @@ pub struct Live {
     /// Files routine approvals let the agent write in this conversation
     /// (supervision's repository-code rule), at most `MAX_CHANGED`.
     changed: Mutex<Vec<PathBuf>>,
-    /// Whether the agent's budget covers the next step: while it is false
+    /// The agent's budget phase as last applied here: while it is not ok
     /// the sender holds every queued message (nudges, mail, advice) and the
     /// CLI is frozen.
-    budget_open: watch::Sender<bool>,
-    /// The agent's budget phase as last applied here.
-    budget_phase: Mutex<::spend::budget::Phase>,
+    budget: watch::Sender<Phase>,
 }
 
 /// At most this many changed files are remembered per conversation.
@@ -263,11 +262,11 @@ impl Live {
             on_exit,
             ready.clone(),
         ));
-        let budget_open = watch::channel(true).0;
+        let budget = watch::channel(Phase::Ok).0;
         let sender = tokio::spawn(send_loop(
             session.clone(),
             status_rx.clone(),
-            budget_open.subscribe(),
+            budget.subscribe(),
             send_rx,
             pending,
             limits,
@@ -288,42 +287,29 @@ impl Live {
             ready,
             exit_recorded: watch::channel(false).0,
             changed: Mutex::new(Vec::new()),
-            budget_open,
-            budget_phase: Mutex::new(::spend::budget::Phase::Ok),
+            budget,
         })
     }
 
     /// Applies the agent's budget phase: the gate open and the CLI running
     /// when ok, else frozen with its queue held.
-    pub async fn set_budget_phase(&self, phase: ::spend::budget::Phase) {
-        if let Ok(mut p) = self.budget_phase.lock() {
-            *p = phase;
+    /// Freezes or thaws the CLI when the gate changes (nothing when it already
+    /// stands so; a CLI that would not is logged).
+    pub async fn set_budget_phase(&self, phase: Phase) {
+        let open = phase == Phase::Ok;
+        if (*self.budget.borrow() == Phase::Ok) != open {
+            // Frozen before the gate closes, thawed before it opens: a
+            // message is never typed into a stopped CLI.
+            if let Err(e) = self.session.freeze(!open).await {
+                tracing::warn!(conversation = %self.id, error = %e, open, "could not freeze or thaw the CLI for its budget");
+            }
         }
-        self.set_budget_open(phase == ::spend::budget::Phase::Ok).await;
+        self.budget.send_replace(phase);
     }
 
     /// The agent's budget phase as last applied to this conversation.
-    pub fn budget_phase(&self) -> ::spend::budget::Phase {
-        self.budget_phase.lock().map(|p| *p).unwrap_or_default()
-    }
-
-    /// Opens or closes the budget gate and freezes or thaws the CLI to match
-    /// (nothing when it already stands so). Logs a CLI that would not.
-    async fn set_budget_open(&self, open: bool) {
-        if *self.budget_open.borrow() == open {
-            return;
-        }
-        // Frozen before the gate closes, thawed before it opens: a message
-        // is never typed into a stopped CLI.
-        if let Err(e) = self.session.freeze(!open).await {
-            tracing::warn!(conversation = %self.id, error = %e, open, "could not freeze or thaw the CLI for its budget");
-        }
-        self.budget_open.send_replace(open);
-    }
-
-    /// Whether the budget gate is open (the CLI is not frozen for it).
-    pub fn budget_open(&self) -> bool {
-        *self.budget_open.borrow()
+    pub fn budget_phase(&self) -> Phase {
+        *self.budget.borrow()
     }
 
     /// The files routine approvals let the agent write so far.
@@ -496,7 +482,7 @@ async fn watch_loop(
 async fn send_loop(
     session: Arc<dyn Session>,
     mut status: watch::Receiver<Status>,
-    mut budget_open: watch::Receiver<bool>,
+    mut budget: watch::Receiver<Phase>,
     mut jobs: mpsc::Receiver<SendJob>,
     pending: Arc<Mutex<VecDeque<Pending>>>,
     limits: LiveLimits,
@@ -504,7 +490,7 @@ async fn send_loop(
     while let Some(job) = jobs.recv().await {
         // A message waits for the budget as it waits for IDLE (without a
         // bound: the budget's own timer or a human opens it).
-        if budget_open.wait_for(|o| *o).await.is_err() {
+        if budget.wait_for(|p| *p == Phase::Ok).await.is_err() {
             let _ = job.reply.send(Err(SendError::Ended));
             continue;
         }
