@@ -22,7 +22,7 @@
 
 pub mod state;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
 use ::spend::budget::{Fact, MAX_USD, Phase, micros_to_usd, usd_to_micros};
@@ -45,8 +45,6 @@ pub(crate) struct BudgetRuntime {
     /// Agents whose wait is over, for the worker that decides again (a
     /// timer only names the agent: the decision runs in one place).
     due: std::sync::OnceLock<tokio::sync::mpsc::Sender<String>>,
-    /// Models whose spend could not be charged (no price), logged once each.
-    unpriced: Mutex<HashSet<String>>,
 }
 
 /// What one agent is charged for one commit.
@@ -188,8 +186,8 @@ impl Node {
                 if c.after.sidechain || !cat.budgets.has(&c.agent) {
                     continue;
                 }
+                // No price: the indexer has told `Pricing` (logged once).
                 let Some(after) = cost_micros(table, &c.after) else {
-                    self.budget_unpriced(&c.agent, &c.after.model);
                     continue;
                 };
                 let before = c.before.as_ref().and_then(|b| cost_micros(table, b)).unwrap_or(0);
@@ -257,7 +255,7 @@ impl Node {
         let micros = match cost_micros(&table, r).or_else(|| reported.and_then(usd_to_micros)) {
             Some(m) => m,
             None => {
-                self.budget_unpriced(agent, &r.model);
+                self.pricing.met_unknown_model(&r.model);
                 return;
             }
         };
@@ -271,24 +269,6 @@ impl Node {
             },
         );
         self.budget_charge(one).await;
-    }
-
-    /// An unpriced model's spend cannot be charged in dollars: logged once
-    /// per model, not charged.
-    fn budget_unpriced(&self, agent: &str, model: &str) {
-        let first = self
-            .budgets
-            .unpriced
-            .lock()
-            .map(|mut u| u.len() < 1024 && u.insert(model.to_string()))
-            .unwrap_or(false);
-        if first {
-            tracing::warn!(
-                agent,
-                model,
-                "a budgeted agent used a model with no price: its spend is not charged"
-            );
-        }
     }
 
     /// Records the charges (one event per agent) and decides again.

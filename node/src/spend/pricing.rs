@@ -143,14 +143,19 @@ impl Pricing {
         }
     }
 
-    /// Says `model` has no price in the table: the first time, the
-    /// refresher may fetch early.
+    /// Says `model` has no price in the table: the first time it is logged
+    /// (its tokens count, its spend is unpriced and charged to no budget) and
+    /// the refresher may fetch early.
     pub(crate) fn met_unknown_model(&self, model: &str) {
         let first = match self.unknown_met.lock() {
             Ok(mut met) => met.len() < MAX_UNKNOWN_REMEMBERED && met.insert(model.to_string()),
             Err(_) => false,
         };
         if first {
+            tracing::warn!(
+                model,
+                "a model with no price: its tokens are counted, its spend is unpriced and charged to no budget"
+            );
             self.unknown_model.notify_one();
         }
     }
