@@ -16,6 +16,7 @@
 use serde_json::{Value, json};
 
 use crate::record::{Harness, QuotaSample};
+pub use crate::time::rfc3339;
 use crate::time::{civil_from_days, days_from_civil};
 
 const DAY_MS: i64 = 86_400_000;
@@ -198,18 +199,6 @@ pub fn current<'s>(
     let mut out: Vec<_> = newest.into_values().collect();
     out.sort_by(|a, b| b.1.observed_ms.cmp(&a.1.observed_ms).then(a.1.name.cmp(&b.1.name)));
     out
-}
-
-/// `YYYY-MM-DDTHH:MM:SSZ` of a Unix time in ms.
-pub fn rfc3339(ms: i64) -> String {
-    let (y, mo, d) = civil_from_days(ms.div_euclid(DAY_MS));
-    let secs = ms.rem_euclid(DAY_MS) / 1000;
-    format!(
-        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
 }
 
 #[cfg(test)]

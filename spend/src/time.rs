@@ -64,15 +64,23 @@ pub fn parse_rfc3339_ms(s: &str) -> Option<i64> {
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` of a Unix time in milliseconds.
 pub fn rfc3339_ms(ms: i64) -> String {
+    format!("{}.{:03}Z", seconds_part(ms), ms.rem_euclid(1000))
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` of a Unix time in milliseconds (cut to the second).
+pub fn rfc3339(ms: i64) -> String {
+    format!("{}Z", seconds_part(ms))
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` (UTC).
+fn seconds_part(ms: i64) -> String {
     let (y, m, d) = civil_from_days(ms.div_euclid(86_400_000));
-    let in_day = ms.rem_euclid(86_400_000);
-    let secs = in_day / 1000;
+    let secs = ms.rem_euclid(86_400_000) / 1000;
     format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
         secs / 3600,
         secs / 60 % 60,
-        secs % 60,
-        in_day % 1000
+        secs % 60
     )
 }
 
