@@ -95,6 +95,36 @@ async fn agent_with_spend(node: &TestNode, api: &mut warren::client::Client) {
     .await;
 }
 
+/// Taps `decision` (`approve` or `deny`) on the shown hold, waits until no
+/// hold is left, and checks the agent's audit has a human's answer with that
+/// decision for which `also` holds.
+async fn answer_hold(
+    c: &fantoccini::Client,
+    api: &mut warren::client::Client,
+    agent: &str,
+    decision: &str,
+    what: &str,
+    also: impl Fn(&Value) -> bool,
+) {
+    click(c, &format!("#holds li.hold button.{decision}")).await;
+    wait_js(
+        c,
+        what,
+        Duration::from_secs(20),
+        "return document.querySelector('#no-holds') && document.title === 'warren'",
+    )
+    .await;
+    let audit = call(api, "supervision.audit", json!({ "agent": agent })).await;
+    assert!(
+        audit["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .any(|e| e["decision"] == decision && e["trigger"] == "answer" && also(e)),
+        "the {decision} is audited as a human's: {audit}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
     let (_one, driver) = start_driver().await;
@@ -364,23 +394,10 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
             ),
         )
         .await;
-        click(&c, "#holds li.hold button.approve").await;
-        wait_js(
-            &c,
-            "the hold answered",
-            Duration::from_secs(20),
-            "return document.querySelector('#no-holds') && document.title === 'warren'",
-        )
+        answer_hold(&c, &mut api, &agent, "approve", "the hold answered", |e| {
+            e["outcome"] == "sent"
+        })
         .await;
-        let audit = call(&mut api, "supervision.audit", json!({ "agent": agent })).await;
-        assert!(
-            audit["entries"]
-                .as_array()
-                .expect("entries")
-                .iter()
-                .any(|e| e["decision"] == "approve" && e["trigger"] == "answer" && e["outcome"] == "sent"),
-            "the approval is audited as a human's: {audit}"
-        );
 
         // An edit: the hold shows the file and its diff, and is denied with
         // one tap.
@@ -428,23 +445,7 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
             &format!("{label}: a held edit dialog: its file and its diff (+ lines green) in monospace, Approve / Deny one tap each"),
         )
         .await;
-        click(&c, "#holds li.hold button.deny").await;
-        wait_js(
-            &c,
-            "the edit denied",
-            Duration::from_secs(20),
-            "return document.querySelector('#no-holds') && document.title === 'warren'",
-        )
-        .await;
-        let audit = call(&mut api, "supervision.audit", json!({ "agent": agent })).await;
-        assert!(
-            audit["entries"]
-                .as_array()
-                .expect("entries")
-                .iter()
-                .any(|e| e["decision"] == "deny" && e["trigger"] == "answer"),
-            "the denial is audited as a human's: {audit}"
-        );
+        answer_hold(&c, &mut api, &agent, "deny", "the edit denied", |_| true).await;
 
         // A nudge from the agent view (the companion's allowlisted action).
         if *label == "phone" {

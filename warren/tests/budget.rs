@@ -13,7 +13,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{TestNode, call, call_err, start_idle, wait_until, warren};
+use support::{TestNode, call, call_err, cli_state, start_idle, wait_until, warren};
 use warren::client::{CallError, Client};
 
 const WAIT: Duration = Duration::from_secs(40);
@@ -39,27 +39,6 @@ async fn wait_state(node: &TestNode, agent: &str, state: &str) -> Value {
         }
     })
     .await
-}
-
-/// The process state letter (`/proc/PID/stat`) of the fake CLI whose command
-/// line names `session` (the conversation's resume reference).
-fn cli_state(session: &str) -> Option<char> {
-    for e in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let words: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-        let is_cli = words.contains(&b"fake-cli".as_slice()) && words.contains(&session.as_bytes());
-        if !is_cli {
-            continue;
-        }
-        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-        // `pid (comm) S ...`: the state follows the last `)`.
-        return stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next());
-    }
-    None
 }
 
 async fn transcript_has(node: &TestNode, conv: &str, text: &str) {

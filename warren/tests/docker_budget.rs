@@ -9,33 +9,10 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
-use support::{TestNode, call, docker, start_idle, wait_until};
+use support::{TestNode, call, cli_state, docker, start_idle, wait_until};
 use warren::client::Client;
 
 const WAIT: Duration = Duration::from_secs(60);
-
-/// The process state letter (`/proc/PID/stat`, seen from the host: a
-/// container's processes are the host kernel's) of the fake CLI whose command
-/// line names `session`, not the guest process that runs it.
-fn cli_state(session: &str) -> Option<char> {
-    for e in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let words: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-        let is_cli = words.contains(&b"fake-cli".as_slice())
-            && words.contains(&session.as_bytes())
-            && !words.contains(&b"guest".as_slice());
-        if !is_cli {
-            continue;
-        }
-        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-        return stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next());
-    }
-    None
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guest_cli_is_frozen_while_its_budget_waits_and_thawed_after() {

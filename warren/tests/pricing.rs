@@ -12,9 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{TestNode, call, create_agent, wait_until};
+use support::{TestNode, call, create_agent};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use warren::client::Client;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -140,15 +139,14 @@ fn append(node: &TestNode, agent: &str, text: &str) {
 }
 
 async fn history_until(node: &TestNode, what: &str, want: impl Fn(&Value) -> bool) -> Value {
-    let want = &want;
-    wait_until(what, WAIT, || {
-        let target = node.target();
-        async move {
-            let mut c = Client::connect(&target).await.ok()?;
-            let h = c.call("spend.history", json!({"since_day": "2026-11-01"})).await.ok()?;
-            want(&h).then_some(h)
-        }
-    })
+    support::call_until(
+        node,
+        what,
+        WAIT,
+        "spend.history",
+        json!({"since_day": "2026-11-01"}),
+        want,
+    )
     .await
 }
 

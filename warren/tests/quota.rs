@@ -10,8 +10,7 @@ mod support;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
-use support::{TestNode, call, conversation_id, create_agent, wait_until, warren};
-use warren::client::Client;
+use support::{TestNode, call, conversation_id, create_agent, warren};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -53,15 +52,8 @@ fn write_rollout(node: &TestNode, agent: &str, session: &str, body: &str) {
 }
 
 async fn quota_until(node: &TestNode, params: Value, what: &str, want: impl Fn(&[Value]) -> bool) -> Value {
-    let want = &want;
-    wait_until(what, WAIT, || {
-        let target = node.target();
-        let params = params.clone();
-        async move {
-            let mut c = Client::connect(&target).await.ok()?;
-            let u = c.call("usage.get", params).await.ok()?;
-            want(u["quota"].as_array()?).then_some(u)
-        }
+    support::call_until(node, what, WAIT, "usage.get", params, |u| {
+        u["quota"].as_array().is_some_and(|q| want(q))
     })
     .await
 }

@@ -73,17 +73,7 @@ fn offline_scan(dir: &Path) -> Value {
 
 /// Polls `spend.history` with `params` until `want` holds; returns the answer.
 async fn history_until(node: &TestNode, what: &str, params: Value, want: impl Fn(&Value) -> bool) -> Value {
-    let want = &want;
-    wait_until(what, WAIT, || {
-        let target = node.target();
-        let params = params.clone();
-        async move {
-            let mut c = Client::connect(&target).await.ok()?;
-            let h = c.call("spend.history", params).await.ok()?;
-            want(&h).then_some(h)
-        }
-    })
-    .await
+    support::call_until(node, what, WAIT, "spend.history", params, want).await
 }
 
 fn rows(v: &Value) -> Vec<Value> {

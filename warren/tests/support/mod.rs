@@ -372,3 +372,51 @@ pub fn guest_image(harness: &str) -> String {
     built.push((harness.to_string(), tag.clone()));
     tag
 }
+
+/// The process state letter (`/proc/PID/stat`; seen from the host for a
+/// guest too: a container's processes are the host kernel's) of the fake
+/// CLI whose command line names `session` (the conversation's resume
+/// reference), never the guest process that runs it.
+pub fn cli_state(session: &str) -> Option<char> {
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let words: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        let is_cli = words.contains(&b"fake-cli".as_slice())
+            && words.contains(&session.as_bytes())
+            && !words.contains(&b"guest".as_slice());
+        if !is_cli {
+            continue;
+        }
+        let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        // `pid (comm) S ...`: the state follows the last `)`.
+        return stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next());
+    }
+    None
+}
+
+/// Calls `method` with `params` on a fresh connection to `node` until its
+/// answer satisfies `want` (within `within`); returns that answer.
+pub async fn call_until(
+    node: &TestNode,
+    what: &str,
+    within: Duration,
+    method: &str,
+    params: Value,
+    want: impl Fn(&Value) -> bool,
+) -> Value {
+    let want = &want;
+    wait_until(what, within, || {
+        let target = node.target();
+        let params = params.clone();
+        async move {
+            let mut c = Client::connect(&target).await.ok()?;
+            let v = c.call(method, params).await.ok()?;
+            want(&v).then_some(v)
+        }
+    })
+    .await
+}
