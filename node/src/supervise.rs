@@ -47,6 +47,41 @@ impl supervision::PathResolver for FsResolver {
             Err(_) => supervision::Link::Unknown,
         }
     }
+
+    /// A `.git` entry, or the shape git itself recognises a git directory by
+    /// (`HEAD` with `objects`, `refs` or `commondir` beside it), counted
+    /// generously: any of them with a `HEAD` is enough to hold.
+    fn git_at(&self, dir: &Path) -> supervision::GitAt {
+        let exists = |name: &str| match std::fs::symlink_metadata(dir.join(name)) {
+            Ok(_) => Some(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(false),
+            Err(_) => None,
+        };
+        match (exists(".git"), exists("HEAD")) {
+            (Some(true), _) => supervision::GitAt::DotGit,
+            (Some(false), Some(false)) => supervision::GitAt::Nothing,
+            (Some(false), Some(true)) => {
+                let parts = [exists("objects"), exists("refs"), exists("commondir")];
+                if parts.contains(&None) {
+                    supervision::GitAt::Unknown
+                } else if parts.contains(&Some(true)) {
+                    supervision::GitAt::Bare
+                } else {
+                    supervision::GitAt::Nothing
+                }
+            }
+            _ => supervision::GitAt::Unknown,
+        }
+    }
+
+    fn read_small(&self, path: &Path) -> Option<String> {
+        const MAX: u64 = 256 * 1024;
+        let meta = std::fs::metadata(path).ok()?;
+        if !meta.is_file() || meta.len() > MAX {
+            return None;
+        }
+        std::fs::read_to_string(path).ok()
+    }
 }
 
 /// A dialog supervision held for a human.

@@ -90,6 +90,12 @@ const CREDENTIAL: &[&str] = &[
     "id_ed25519",
     "id_ecdsa",
     ".pem",
+    ".npmrc",
+    ".netrc",
+    ".pypirc",
+    ".pgpass",
+    ".git-credentials",
+    "printenv",
 ];
 
 const PUSH: &[&str] = &["git push", "gh pr", "gh release", "git remote"];
@@ -171,7 +177,16 @@ fn has_url(text: &str) -> bool {
 /// marker is read from title, question, body, command and paths. A dialog that
 /// carries a command and matched nothing earlier is a `command_exec`.
 pub fn classify(dialog: &Dialog) -> DialogClass {
-    let text = dialog.full_text();
+    let mut text = dialog.full_text();
+    // The command as the shell reads it: quotes and escapes removed, so
+    // `cat .e''nv` is read as `cat .env`.
+    if let Some(words) = dialog.command.as_deref().and_then(crate::shell::canonical) {
+        text.push(' ');
+        text.push_str(&crate::text::normalize(&words));
+        if crate::shell::dumps_environment(dialog.command.as_deref().unwrap_or_default()) {
+            return DialogClass::CredentialAccess;
+        }
+    }
     let heading = dialog.heading_text();
     if contains_any(&text, CREDENTIAL) {
         DialogClass::CredentialAccess

@@ -17,14 +17,43 @@ pub enum Link {
     Unknown,
 }
 
-/// The one question the scope rules ask the file system. The node implements it
-/// with `std::fs::symlink_metadata` and `read_link`; tests use a map.
+/// What git would find in one directory when it looks for a repository there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GitAt {
+    /// Neither a `.git` entry nor a git directory.
+    Nothing,
+    /// The directory holds a `.git` (a directory, or a file naming one).
+    DotGit,
+    /// The directory itself is shaped like a git directory (`HEAD`,
+    /// `objects/`, `refs/`): git would use it as a bare repository.
+    Bare,
+    /// Could not tell.
+    Unknown,
+}
+
+/// The questions the scope rules ask the file system. The node implements
+/// them on the real file system; tests use maps. Every answer that cannot be
+/// given must fail toward "not scoped" (`Link::Unknown`, `GitAt::Unknown`,
+/// `None`).
 pub trait PathResolver {
     /// What `path` (absolute, without `.` or `..`) is.
     fn link(&self, path: &Path) -> Link;
+
+    /// What git would find at the directory `dir` (absolute, resolved).
+    fn git_at(&self, _dir: &Path) -> GitAt {
+        GitAt::Unknown
+    }
+
+    /// The text of a small file (a manifest or config the judge reads to find
+    /// the definitions it names), or `None` when it cannot be read.
+    fn read_small(&self, _path: &Path) -> Option<String> {
+        None
+    }
 }
 
-/// A resolver for a tree without symlinks (and for callers that cannot look).
+/// A resolver for a tree without symlinks (and for callers that cannot look):
+/// it cannot tell what git would find, so git commands are never routine
+/// with it.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoSymlinks;
 
@@ -104,11 +133,15 @@ pub struct Scope {
     #[serde(default)]
     pub home: Option<PathBuf>,
     /// Files (resolved, absolute) the agent changed in this conversation
-    /// through dialogs supervision approved: each approved
-    /// [`Decision::writes`](crate::Decision). Running repository code whose
+    /// or through any other route since a human last accepted them (the node
+    /// keeps this per workspace, durably). Running repository code whose
     /// definition is among them is not routine.
     #[serde(default)]
     pub changed: Vec<PathBuf>,
+    /// Directories git runs hooks from besides `.git/hooks` (the worktree's
+    /// `core.hooksPath`, absolute): protected, and definitions of `git commit`.
+    #[serde(default)]
+    pub hook_dirs: Vec<PathBuf>,
 }
 
 /// How an action touches a path.
@@ -130,6 +163,7 @@ impl Scope {
             worktree: worktree.into(),
             home: None,
             changed: Vec::new(),
+            hook_dirs: Vec::new(),
         }
     }
 
@@ -145,6 +179,20 @@ impl Scope {
     pub fn with_changed(mut self, changed: impl IntoIterator<Item = PathBuf>) -> Scope {
         self.changed.extend(changed);
         self
+    }
+
+    /// Directories git runs hooks from (`core.hooksPath`): protected.
+    pub fn with_hook_dirs(mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Scope {
+        self.hook_dirs.extend(dirs);
+        self
+    }
+
+    /// True when the resolved `path` is in one of the hook directories.
+    pub(crate) fn in_hook_dir(&self, path: &Path, resolver: &dyn PathResolver) -> bool {
+        self.hook_dirs
+            .iter()
+            .filter_map(|d| resolve_path(d, resolver))
+            .any(|d| path.starts_with(d))
     }
 
     /// The worktree as the kernel would find it.
@@ -209,14 +257,32 @@ impl Scope {
         Ok(resolved)
     }
 
-    /// The protected entry the resolved, in-scope `path` falls under.
+    /// The protected entry the resolved, in-scope `path` falls under: a name
+    /// in the table, a hook directory, or a directory shaped like a git
+    /// directory (anywhere between the worktree and the path).
     pub(crate) fn protected(
         &self,
         path: &Path,
         resolver: &dyn PathResolver,
     ) -> Option<&'static crate::protected::Protected> {
         let root = self.root(resolver)?;
-        crate::protected::protected_entry(path.strip_prefix(&root).ok()?)
+        let rel = path.strip_prefix(&root).ok()?;
+        if let Some(p) = crate::protected::protected_entry(rel) {
+            return Some(p);
+        }
+        if self.in_hook_dir(path, resolver) {
+            return Some(&crate::protected::HOOKS_PATH);
+        }
+        let mut dir = path.to_path_buf();
+        while dir.starts_with(&root) && dir != root {
+            if matches!(resolver.git_at(&dir), GitAt::Bare) {
+                return Some(&crate::protected::GIT_SHAPED);
+            }
+            if !dir.pop() {
+                break;
+            }
+        }
+        None
     }
 
     /// The directory commands run in: the dialog's `cwd` (relative to the

@@ -17,6 +17,8 @@ pub enum Pattern {
     Prefix(&'static str),
     /// A component whose (folded) name ends with this.
     Suffix(&'static str),
+    /// A component whose (folded) name contains this (`.config.`).
+    Infix(&'static str),
 }
 
 impl Pattern {
@@ -26,6 +28,7 @@ impl Pattern {
             Pattern::Name(n) => part == n,
             Pattern::Prefix(p) => part.starts_with(p),
             Pattern::Suffix(s) => part.len() > s.len() && part.ends_with(s),
+            Pattern::Infix(i) => part.len() > i.len() && part.contains(i),
         }
     }
 }
@@ -68,7 +71,7 @@ pub const PROTECTED: &[Protected] = &[
         "git configuration (a repository's config may `include.path` it): the same keys as .git/config",
     ),
     entry(
-        Pattern::Name(".husky"),
+        Pattern::Prefix(".husky"),
         "husky",
         "husky points core.hooksPath here: these files are the git hooks",
     ),
@@ -76,6 +79,11 @@ pub const PROTECTED: &[Protected] = &[
         Pattern::Name(".githooks"),
         "git",
         "the conventional core.hooksPath directory: these files are the git hooks",
+    ),
+    entry(
+        Pattern::Name(".git-hooks"),
+        "git",
+        "a conventional core.hooksPath directory: these files are the git hooks",
     ),
     entry(
         Pattern::Name(".pre-commit-config.yaml"),
@@ -88,9 +96,24 @@ pub const PROTECTED: &[Protected] = &[
         "lefthook.yml / lefthook-local.yml list the commands the git hooks run",
     ),
     entry(
-        Pattern::Name(".lefthook.yml"),
+        Pattern::Prefix(".lefthook"),
         "lefthook",
         "lefthook's config: the commands the git hooks run",
+    ),
+    entry(
+        Pattern::Name(".jj"),
+        "Jujutsu",
+        "another version-control directory: its config and hooks run on the human's jj commands",
+    ),
+    entry(
+        Pattern::Name(".hg"),
+        "Mercurial",
+        "another version-control directory: hgrc [hooks] run on the human's hg commands",
+    ),
+    entry(
+        Pattern::Name(".svn"),
+        "Subversion",
+        "another version-control directory: its working-copy state and config",
     ),
     entry(
         Pattern::Name(".claude"),
@@ -154,12 +177,139 @@ pub const PROTECTED: &[Protected] = &[
         "the node's own files in a home: the instance token and the CLI settings that carry the node's hooks",
     ),
     entry(
+        Pattern::Prefix(".devcontainer"),
+        "Dev Containers",
+        "devcontainer.json runs initializeCommand on the human's host and postCreate/postStart commands, with \
+         mounts and features, when the folder is opened in a container",
+    ),
+    entry(
+        Pattern::Suffix(".code-workspace"),
+        "VS Code",
+        "a workspace file carries settings and tasks (runOn: folderOpen) that run on the human's host",
+    ),
+    entry(
+        Pattern::Name(".idea"),
+        "JetBrains IDEs",
+        "run configurations, external tools and startup tasks that run on the human's host",
+    ),
+    entry(
+        Pattern::Name(".zed"),
+        "Zed",
+        "tasks.json and settings (language servers, formatters) that run programs on the human's host",
+    ),
+    entry(
+        Pattern::Name(".fleet"),
+        "JetBrains Fleet",
+        "run configurations that run programs on the human's host",
+    ),
+    entry(
+        Pattern::Name(".cursor"),
+        "Cursor",
+        "rules, MCP servers and hooks of the Cursor agent",
+    ),
+    entry(
+        Pattern::Name(".qwen"),
+        "Qwen Code",
+        "settings (allowed tools, MCP servers) of another agent CLI",
+    ),
+    entry(
+        Pattern::Name(".roo"),
+        "Roo Code",
+        "modes, MCP servers and rules of another agent",
+    ),
+    entry(
+        Pattern::Name(".kiro"),
+        "Kiro",
+        "hooks, steering and MCP settings of another agent",
+    ),
+    entry(
+        Pattern::Name(".amazonq"),
+        "Amazon Q",
+        "MCP servers and rules of another agent CLI",
+    ),
+    entry(
+        Pattern::Name(".continue"),
+        "Continue",
+        "config (MCP servers, commands) of another agent",
+    ),
+    entry(
+        Pattern::Name(".windsurf"),
+        "Windsurf",
+        "rules, workflows and MCP settings of another agent",
+    ),
+    entry(
+        Pattern::Name(".opencode.json"),
+        "opencode",
+        "opencode's config: permission (bash/edit allow), MCP servers, plugins",
+    ),
+    entry(
+        Pattern::Name("crush.json"),
+        "Crush",
+        "permissions (allowed tools), MCP servers and LSP programs of another agent CLI",
+    ),
+    entry(
+        Pattern::Name(".crush.json"),
+        "Crush",
+        "permissions (allowed tools), MCP servers and LSP programs of another agent CLI",
+    ),
+    entry(
+        Pattern::Name(".npmrc"),
+        "npm",
+        "script-shell, node-options and registry credentials: they apply to the human's next npm on the host",
+    ),
+    entry(
+        Pattern::Name(".cargo"),
+        "cargo",
+        "config.toml sets target runners, rustc wrappers, aliases and env for the human's next cargo on the \
+         host",
+    ),
+    entry(
+        Pattern::Name(".yarnrc.yml"),
+        "yarn",
+        "yarnPath names the program that runs as yarn for the human; plugins are code",
+    ),
+    entry(
+        Pattern::Name(".yarnrc"),
+        "yarn",
+        "yarn-path names the program that runs as yarn for the human",
+    ),
+    entry(
+        Pattern::Name(".pnpmfile.cjs"),
+        "pnpm",
+        "hooks pnpm runs on the human's next install",
+    ),
+    entry(
+        Pattern::Name("mise.toml"),
+        "mise",
+        "tasks, hooks and env directives mise runs in this directory",
+    ),
+    entry(
+        Pattern::Name(".mise.toml"),
+        "mise",
+        "tasks, hooks and env directives mise runs in this directory",
+    ),
+    entry(
         Pattern::Name(".vscode"),
         "VS Code",
         "tasks.json (runOn: folderOpen) and settings such as git.path or terminal env run programs on the \
          human's host when the workspace is opened there, outside the container",
     ),
 ];
+
+/// A directory the worktree's git config names in `core.hooksPath`.
+pub const HOOKS_PATH: Protected = entry(
+    Pattern::Name(""),
+    "git",
+    "the worktree's core.hooksPath: git runs these files as hooks on commit, merge and checkout",
+);
+
+/// A directory shaped like a git directory that is not the worktree's own.
+pub const GIT_SHAPED: Protected = entry(
+    Pattern::Name(""),
+    "git",
+    "a directory shaped like a git directory (HEAD, objects, refs): git run there or pointed at it with -C \
+     uses its config (core.fsmonitor, aliases) and hooks",
+);
 
 /// Folds one path component for matching: invisible characters dropped,
 /// lower-cased, common Cyrillic, Greek and full-width look-alikes mapped to the

@@ -55,7 +55,7 @@ const fn def(pattern: Pattern, runners: &'static [Runner], reason: &'static str)
     }
 }
 
-use Pattern::{Name, Prefix, Suffix};
+use Pattern::{Infix, Name, Prefix, Suffix};
 use Runner::{Cargo, Eslint, Go, Python, Tsc, Vitest};
 
 /// Every runner: for scripts any build file may call.
@@ -66,6 +66,27 @@ pub const DEFINITIONS: &[Definition] = &[
     def(Name("makefile"), &[], "make's recipes are shell command lines"),
     def(Name("gnumakefile"), &[], "make's recipes are shell command lines"),
     def(Suffix(".mk"), &[], "makefiles included by a Makefile"),
+    def(Suffix(".make"), &[], "makefiles included by a Makefile"),
+    def(
+        Name("makefile.in"),
+        &[],
+        "make regenerates the Makefile from Makefile.in (a rule runs config.status) before it runs anything",
+    ),
+    def(
+        Name("makefile.am"),
+        &[],
+        "automake regenerates Makefile.in (and so the Makefile) from it",
+    ),
+    def(Name("configure"), &[], "the script a regenerated Makefile runs"),
+    def(
+        Prefix("configure."),
+        &[],
+        "configure.ac: the source of the configure script",
+    ),
+    def(Name("config.status"), &[], "the script that regenerates the Makefile"),
+    def(Suffix(".m4"), &[], "autoconf macros the regeneration runs"),
+    def(Name("cmakelists.txt"), &[], "cmake's build definition"),
+    def(Suffix(".cmake"), &[], "cmake scripts"),
     def(
         Name("package.json"),
         &[Eslint],
@@ -85,6 +106,23 @@ pub const DEFINITIONS: &[Definition] = &[
         "Yarn Plug'n'Play loader, run on every yarn command",
     ),
     def(Name(".pnpmfile.cjs"), &[], "pnpm hooks"),
+    def(
+        Name("pnpm-workspace.yaml"),
+        &[],
+        "pnpm's workspace config: which packages (and their scripts) a run reaches",
+    ),
+    def(Name("lerna.json"), &[], "which packages and commands lerna runs"),
+    def(Name("nx.json"), &[], "nx task definitions"),
+    def(Name("turbo.json"), &[], "turbo task definitions"),
+    def(
+        Infix(".config."),
+        &[Eslint, Vitest, Tsc],
+        "a tool's config written as code (jest, webpack, babel, prettier, rollup, vite, next, ...): the tool runs it",
+    ),
+    def(Prefix(".babelrc"), &[Eslint, Vitest], "babel config: plugins are code"),
+    def(Prefix(".prettierrc"), &[Eslint], "prettier config: plugins are code"),
+    def(Prefix(".swcrc"), &[Vitest], "swc config: plugins are code"),
+    def(Prefix(".mocharc"), &[], "mocha config: required modules run first"),
     def(Name("bunfig.toml"), &[], "preload scripts bun runs first"),
     def(
         Name("node_modules"),
@@ -138,6 +176,23 @@ pub const DEFINITIONS: &[Definition] = &[
         "pytest runs it before any test: plugins and hooks",
     ),
     def(Name("pytest.ini"), &[Python], "addopts and plugins (-p)"),
+    def(Name(".pytest.ini"), &[Python], "addopts and plugins (-p)"),
+    def(Name("pytest.toml"), &[Python], "addopts and plugins (-p)"),
+    def(Name(".pytest.toml"), &[Python], "addopts and plugins (-p)"),
+    def(
+        Name("setup.py"),
+        &[Python],
+        "runs on every build and install of the package",
+    ),
+    def(Name("noxfile.py"), &[Python], "nox sessions are code"),
+    def(
+        Name("pytest.py"),
+        &[Python],
+        "shadows pytest itself when pytest runs from this directory",
+    ),
+    def(Name("_pytest"), &[Python], "shadows pytest's own package"),
+    def(Name("pluggy"), &[Python], "shadows pytest's plugin system"),
+    def(Name("pluggy.py"), &[Python], "shadows pytest's plugin system"),
     def(
         Name("pyproject.toml"),
         &[Python],
@@ -212,6 +267,104 @@ pub fn definition_for(rel: &std::path::Path, runner: Runner) -> Option<&'static 
     })
 }
 
+/// The definition `rel` is for any runner (what the node fingerprints per
+/// workspace).
+pub fn definition_for_any(rel: &std::path::Path) -> Option<&'static Definition> {
+    definition_for(rel, Runner::Any)
+}
+
+/// Definitions a run's own files name: the build script a Cargo manifest
+/// names (`build = "..."`, from `cwd` up to the worktree), and the configs a
+/// tsconfig extends. Read through the resolver; what cannot be read names
+/// nothing (the table's own entries still hold).
+pub(crate) fn named_definitions(
+    runner: Runner,
+    cwd: &std::path::Path,
+    root: &std::path::Path,
+    resolver: &dyn crate::paths::PathResolver,
+) -> Vec<std::path::PathBuf> {
+    use crate::paths::resolve_path;
+    let mut out = Vec::new();
+    match runner {
+        Runner::Cargo | Runner::Any => {
+            let mut dir = cwd.to_path_buf();
+            while dir.starts_with(root) {
+                if let Some(text) = resolver.read_small(&dir.join("Cargo.toml")) {
+                    for value in toml_strings(&text, "build") {
+                        out.extend(resolve_path(&dir.join(value), resolver));
+                    }
+                }
+                if dir == root || !dir.pop() {
+                    break;
+                }
+            }
+        }
+        _ => {}
+    }
+    if matches!(runner, Runner::Tsc | Runner::Vitest | Runner::Any) {
+        let mut next = vec![cwd.join("tsconfig.json")];
+        for _ in 0..4 {
+            let mut found = Vec::new();
+            for config in &next {
+                let Some(text) = resolver.read_small(config) else {
+                    continue;
+                };
+                let base = config.parent().unwrap_or(root);
+                for value in json_strings(&text, "extends") {
+                    if (value.starts_with('.') || value.starts_with('/'))
+                        && let Some(p) = resolve_path(&base.join(&value), resolver)
+                    {
+                        out.push(p.clone());
+                        found.push(p);
+                    }
+                }
+            }
+            if found.is_empty() {
+                break;
+            }
+            next = found;
+        }
+    }
+    out
+}
+
+/// The quoted values of `key = "..."` lines in TOML text (good enough for a
+/// manifest's `build`; anything else names nothing).
+fn toml_strings<'a>(text: &'a str, key: &str) -> Vec<&'a str> {
+    text.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == key)
+                .then_some(v.trim())?
+                .strip_prefix('"')?
+                .split('"')
+                .next()
+        })
+        .collect()
+}
+
+/// The string values of `"key": "..."` (or `"key": ["...", ...]`) in JSON
+/// text, found by a plain scan (tsconfig allows comments, so not a parser).
+fn json_strings(text: &str, key: &str) -> Vec<String> {
+    let needle = format!("\"{key}\"");
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(&needle) {
+        rest = &rest[at + needle.len()..];
+        let Some(colon) = rest.trim_start().strip_prefix(':') else {
+            continue;
+        };
+        let value = colon.trim_start();
+        let end = if value.starts_with('[') {
+            value.find(']').unwrap_or(value.len())
+        } else {
+            value.find([',', '}', '\n']).unwrap_or(value.len())
+        };
+        out.extend(value[..end].split('"').skip(1).step_by(2).map(str::to_string));
+    }
+    out
+}
+
 /// Definition files by their real names, as a runner finds them in its
 /// working directory.
 const CWD_FILES: &[&str] = &[
@@ -250,6 +403,13 @@ const CWD_FILES: &[&str] = &[
     "vite.config.mts",
     "tsconfig.json",
     "jsconfig.json",
+    "pytest.py",
+    "pytest.toml",
+    ".pytest.ini",
+    ".pytest.toml",
+    "Makefile.in",
+    "Makefile.am",
+    "pnpm-workspace.yaml",
 ];
 
 /// The definition files `runner` reads from its working directory: a symlink
@@ -307,6 +467,35 @@ mod tests {
         assert!(!hit("package.json", Runner::Cargo));
         assert!(hit("conftest.py", Runner::Python));
         assert!(!hit("tests/test_api.py", Runner::Python));
+    }
+
+    #[test]
+    fn manifests_and_configs_name_definitions() {
+        assert_eq!(
+            toml_strings("[package]\nbuild = \"tools/gen.rs\"\n", "build"),
+            ["tools/gen.rs"]
+        );
+        assert!(toml_strings("builder = \"x\"", "build").is_empty());
+        assert_eq!(
+            json_strings("{ \"extends\": \"./base.json\" }", "extends"),
+            ["./base.json"]
+        );
+        assert_eq!(
+            json_strings("{\"extends\": [\"./a.json\", \"../b.json\"]}", "extends"),
+            ["./a.json", "../b.json"]
+        );
+    }
+
+    #[test]
+    fn new_classes() {
+        let hit = |p: &str, r: Runner| definition_for(Path::new(p), r).is_some();
+        assert!(hit("Makefile.in", Runner::Any));
+        assert!(hit("jest.config.js", Runner::Vitest));
+        assert!(hit("webpack.config.ts", Runner::Any));
+        assert!(hit(".pytest.ini", Runner::Python));
+        assert!(hit("pytest.py", Runner::Python));
+        assert!(hit("pnpm-workspace.yaml", Runner::Any));
+        assert!(!hit("src/config.rs", Runner::Any));
     }
 
     #[test]

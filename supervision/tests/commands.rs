@@ -138,16 +138,16 @@ fn never_routine() {
         ("cargo -Zunstable-options build", "unstable"),
         ("cargo build --target-dir /tmp/t", "outside the worktree"),
         ("cargo build --target-dir=/tmp/t", "outside the worktree"),
-        ("cargo build -o/tmp/x", "carries a path"),
+        ("cargo build -o/tmp/x", "not an option known to be safe"),
         ("npm exec foo", "not a routine subcommand"),
         ("npm publish", "not a routine subcommand"),
         ("npx something", "npx is not an allowlisted"),
         ("npm run build --script-shell=/bin/evil", "--script-shell"),
-        ("npm --prefix /elsewhere test", "not a routine subcommand"),
+        ("npm --prefix /elsewhere test", "not an option known to be safe"),
         ("go test -exec sudo ./...", "-exec"),
         ("go test -toolexec=x ./...", "-toolexec"),
         ("go get example.com/x", "not a routine subcommand"),
-        ("go build -ldflags=-extld=/tmp/ld", "outside the worktree"),
+        ("go build -ldflags=-extld=/tmp/ld", "not an option known to be safe"),
         ("make CC=/tmp/evil", "overrides a variable"),
         ("make --eval='x: ; id'", "--eval"),
         ("make -f /tmp/Makefile", "outside the worktree"),
@@ -156,34 +156,36 @@ fn never_routine() {
         ("echo 'all: ; id' | make --file=-", "standard input"),
         ("echo 'console.log(1)' | bun run -", "standard input"),
         ("rg --pre ./decode x", "--pre"),
-        ("pytest -o cache_dir=/tmp/c", "outside the worktree"),
-        ("pytest --basetemp=/tmp/p", "outside the worktree"),
+        ("pytest -o cache_dir=/tmp/c", "not an option known to be safe"),
+        ("pytest --basetemp=/tmp/p", "not an option known to be safe"),
         ("sed 's/a/b/' x", "without -n"),
-        ("sed -i -n 1p x", "read-only"),
+        ("sed -i -n 1p x", "not an option known to be safe"),
         ("sed -n '1w /tmp/x' x", "does more than print"),
         ("sed -n 'e id' x", "does more than print"),
         ("sed -n 1p /etc/passwd", "outside the worktree"),
         ("grep -f /etc/passwd x", "outside the worktree"),
         ("grep root /etc/passwd", "outside the worktree"),
         ("tsc --outDir /tmp/out", "outside the worktree"),
-        ("eslint --rulesdir /tmp/rules src", "outside the worktree"),
+        ("eslint --rulesdir /tmp/rules src", "not an option known to be safe"),
         ("\u{0441}argo test", "non-ASCII"),
         ("c\u{0430}t Cargo.toml", "non-ASCII"),
         ("ｃａｔ x", "non-ASCII"),
         ("car\u{200B}go test", "invisible"),
         ("cargo test \u{202E}", "invisible"),
         ("cargo\u{00A0}test", "invisible"),
-        ("cargo test &", "empty command"),
         ("", "empty command"),
         ("cargo test 'unterminated", "unterminated"),
         ("cargo test # && rm -rf /", "comment"),
     ];
+    let mut wrong = Vec::new();
     for (cmd, fragment) in cases {
         match scoped(cmd) {
-            Ok(()) => panic!("{cmd:?} should not be in scope"),
-            Err(why) => assert!(why.contains(fragment), "{cmd:?}: {why:?} lacks {fragment:?}"),
+            Ok(()) => wrong.push(format!("{cmd:?} should not be in scope")),
+            Err(why) if !why.contains(fragment) => wrong.push(format!("{cmd:?}: {why:?} lacks {fragment:?}")),
+            Err(_) => {}
         }
     }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 #[test]

@@ -132,6 +132,7 @@ fn sample(pattern: Pattern) -> String {
         Pattern::Name(n) => format!("{n}/x"),
         Pattern::Prefix(p) => format!("{p}.yml"),
         Pattern::Suffix(s) => format!("x{s}"),
+        Pattern::Infix(i) => format!("x{i}js"),
     }
 }
 

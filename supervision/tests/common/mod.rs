@@ -5,19 +5,35 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use supervision::{
-    AgentOverride, Decision, DecisionContext, Dialog, DialogClass, LearnedRule, Link, PathResolver, PolicySource,
-    Scope, SupervisionConfig, Verdict, decide_dialog, resolve,
+    AgentOverride, Decision, DecisionContext, Dialog, DialogClass, GitAt, LearnedRule, Link, PathResolver,
+    PolicySource, Scope, SupervisionConfig, Verdict, decide_dialog, resolve,
 };
 
 pub const WORKTREE: &str = "/w/repo";
 pub const HOME: &str = "/home/agents/a1";
 
-/// Symlinks by absolute path.
-pub struct FakeFs(BTreeMap<PathBuf, PathBuf>);
+/// Symlinks by absolute path, directories shaped like git directories (and
+/// nested repositories), and small files the judge may read.
+pub struct FakeFs {
+    pub links: BTreeMap<PathBuf, PathBuf>,
+    pub git: BTreeMap<PathBuf, GitAt>,
+    pub files: BTreeMap<PathBuf, String>,
+}
 
 impl PathResolver for FakeFs {
     fn link(&self, path: &Path) -> Link {
-        self.0.get(path).map_or(Link::NotLink, |t| Link::Link(t.clone()))
+        self.links.get(path).map_or(Link::NotLink, |t| Link::Link(t.clone()))
+    }
+
+    fn git_at(&self, dir: &Path) -> GitAt {
+        if dir == Path::new(WORKTREE) {
+            return GitAt::DotGit;
+        }
+        self.git.get(dir).copied().unwrap_or(GitAt::Nothing)
+    }
+
+    fn read_small(&self, path: &Path) -> Option<String> {
+        self.files.get(path).cloned()
     }
 }
 
@@ -51,12 +67,28 @@ pub fn fs() -> FakeFs {
         ("/w/repo/sub2/Makefile", "../mk.txt"),
         ("/w/repo/loop", "loop"),
     ];
-    FakeFs(
-        links
+    let git = [
+        // A directory the agent built to look like a git directory.
+        ("/w/repo/evil", GitAt::Bare),
+        ("/w/repo/tools/fake.git", GitAt::Bare),
+        // A nested repository (a vendored checkout with its own .git).
+        ("/w/repo/third_party/lib", GitAt::DotGit),
+    ];
+    let files = [
+        (
+            "/w/repo/Cargo.toml",
+            "[package]\nname = \"app\"\nbuild = \"tools/gen.rs\"\n",
+        ),
+        ("/w/repo/tsconfig.json", "{ \"extends\": \"./config/base.json\" }"),
+    ];
+    FakeFs {
+        links: links
             .iter()
             .map(|(a, b)| (PathBuf::from(a), PathBuf::from(b)))
             .collect(),
-    )
+        git: git.iter().map(|(d, g)| (PathBuf::from(d), *g)).collect(),
+        files: files.iter().map(|(p, t)| (PathBuf::from(p), t.to_string())).collect(),
+    }
 }
 
 pub fn scope() -> Scope {

@@ -1,28 +1,28 @@
-//! A deliberately small shell lexer: splits a command into segments, words and
-//! redirections, and refuses every construct whose effect it cannot see.
+//! The shell's tokens: words after quote removal, operators and
+//! redirections, refusing every construct whose effect cannot be read
+//! statically (expansions, substitutions, globs, grouping, here-documents).
 
 use std::fmt;
 
-/// One word after quote removal. `tilde` is set when it began with an unquoted `~`.
+/// One word after quote removal. `tilde` is set when it began with an
+/// unquoted `~`; `quoted` when any part of it was quoted or escaped (so it is
+/// never a reserved word or an assignment).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Word {
     pub(crate) text: String,
     pub(crate) tilde: bool,
+    pub(crate) quoted: bool,
 }
 
-/// A redirection to or from a file (descriptor duplication like `2>&1` is not recorded).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Redirect {
-    pub(crate) target: Word,
-    /// The file is opened for writing (`>`, `>>`, `>|`, `&>`, `<>`), not only read (`<`).
-    pub(crate) write: bool,
-}
-
-/// One simple command between `&&`, `||`, `;`, `|`, `&` or a newline.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Segment {
-    pub(crate) words: Vec<Word>,
-    pub(crate) redirects: Vec<Redirect>,
+impl Word {
+    /// A word made by the judge (an option's value, a default directory).
+    pub(crate) fn plain(text: impl Into<String>) -> Word {
+        Word {
+            text: text.into(),
+            tilde: false,
+            quoted: false,
+        }
+    }
 }
 
 /// Why a command could not be lexed into plain segments.
@@ -41,6 +41,7 @@ pub(crate) enum Refusal {
     Unterminated,
     EmptySegment,
     MissingTarget,
+    Compound,
 }
 
 impl fmt::Display for Refusal {
@@ -59,20 +60,32 @@ impl fmt::Display for Refusal {
             Refusal::Unterminated => "an unterminated quote or escape",
             Refusal::EmptySegment => "an empty command between operators",
             Refusal::MissingTarget => "a redirection without a target",
+            Refusal::Compound => "a compound command (if, for, while, case, function, time)",
         })
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Sep {
+/// A control operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Op {
+    /// `&&`
+    And,
+    /// `||`
+    Or,
+    /// `|` or `|&`
+    Pipe,
+    /// `;`
+    Semi,
+    /// `&`
+    Amp,
+    /// A newline.
     Newline,
-    Plain,
-    Background,
 }
 
-enum Tok {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Tok {
     Word(Word),
-    Sep(Sep),
+    Op(Op),
     /// A redirection operator; `file` is false for a descriptor duplication.
     Redir {
         file: bool,
@@ -94,6 +107,7 @@ struct Lexer<'a> {
     word: String,
     in_word: bool,
     tilde: bool,
+    quoted: bool,
     /// The current word so far came only from unquoted digits (a possible `2>`).
     digits_only: bool,
 }
@@ -105,10 +119,12 @@ impl Lexer<'_> {
             self.toks.push(Tok::Word(Word {
                 text,
                 tilde: self.tilde,
+                quoted: self.quoted,
             }));
         }
         self.in_word = false;
         self.tilde = false;
+        self.quoted = false;
         self.digits_only = true;
     }
 
@@ -122,6 +138,7 @@ impl Lexer<'_> {
 
     fn single_quoted(&mut self) -> Result<(), Refusal> {
         self.in_word = true;
+        self.quoted = true;
         self.digits_only = false;
         loop {
             match self.chars.next() {
@@ -135,6 +152,7 @@ impl Lexer<'_> {
 
     fn double_quoted(&mut self) -> Result<(), Refusal> {
         self.in_word = true;
+        self.quoted = true;
         self.digits_only = false;
         loop {
             match self.chars.next() {
@@ -213,7 +231,7 @@ impl Lexer<'_> {
                 c if forbidden_char(c) => return Err(Refusal::ControlChar),
                 '\n' => {
                     self.finish_word();
-                    self.toks.push(Tok::Sep(Sep::Newline));
+                    self.toks.push(Tok::Op(Op::Newline));
                 }
                 ' ' | '\t' => self.finish_word(),
                 '\'' => self.single_quoted()?,
@@ -225,6 +243,7 @@ impl Lexer<'_> {
                     Some(c) => {
                         self.digits_only = false;
                         self.in_word = true;
+                        self.quoted = true;
                         self.word.push(c);
                     }
                 },
@@ -250,14 +269,14 @@ impl Lexer<'_> {
                 '~' if self.word.ends_with('=') || self.word.ends_with(':') => return Err(Refusal::Expansion),
                 ';' => {
                     self.finish_word();
-                    self.toks.push(Tok::Sep(Sep::Plain));
+                    self.toks.push(Tok::Op(Op::Semi));
                 }
                 '&' => {
                     self.finish_word();
                     match self.chars.peek() {
                         Some('&') => {
                             self.chars.next();
-                            self.toks.push(Tok::Sep(Sep::Plain));
+                            self.toks.push(Tok::Op(Op::And));
                         }
                         Some('>') => {
                             self.chars.next();
@@ -272,15 +291,22 @@ impl Lexer<'_> {
                                 write: true,
                             });
                         }
-                        _ => self.toks.push(Tok::Sep(Sep::Background)),
+                        _ => self.toks.push(Tok::Op(Op::Amp)),
                     }
                 }
                 '|' => {
                     self.finish_word();
-                    if matches!(self.chars.peek(), Some('|' | '&')) {
-                        self.chars.next();
+                    match self.chars.peek() {
+                        Some('|') => {
+                            self.chars.next();
+                            self.toks.push(Tok::Op(Op::Or));
+                        }
+                        Some('&') => {
+                            self.chars.next();
+                            self.toks.push(Tok::Op(Op::Pipe));
+                        }
+                        _ => self.toks.push(Tok::Op(Op::Pipe)),
                     }
-                    self.toks.push(Tok::Sep(Sep::Plain));
                 }
                 '>' | '<' => self.redirect(c)?,
                 c => self.push(c),
@@ -291,178 +317,16 @@ impl Lexer<'_> {
     }
 }
 
-/// Splits `command` into segments. Refuses `$(...)`, backticks, any `$`
-/// expansion, process substitution, globs and braces, subshells, here-docs,
-/// comments, `!`, control or invisible characters and unbalanced quotes. A
-/// trailing `;` or newline is allowed; any other empty segment is refused.
-pub(crate) fn split(command: &str) -> Result<Vec<Segment>, Refusal> {
-    let toks = Lexer {
+/// The tokens of `command` (see [`Refusal`] for what is refused).
+pub(super) fn tokens(command: &str) -> Result<Vec<Tok>, Refusal> {
+    Lexer {
         chars: command.chars().peekable(),
         toks: Vec::new(),
         word: String::new(),
         in_word: false,
         tilde: false,
+        quoted: false,
         digits_only: true,
     }
-    .run()?;
-    let mut segments = Vec::new();
-    let mut current = Segment::default();
-    let mut toks = toks.into_iter().peekable();
-    let mut last_sep = Sep::Newline;
-    while let Some(tok) = toks.next() {
-        match tok {
-            Tok::Word(w) => current.words.push(w),
-            Tok::Redir { file, write } => {
-                if file {
-                    match toks.next() {
-                        Some(Tok::Word(target)) => current.redirects.push(Redirect { target, write }),
-                        _ => return Err(Refusal::MissingTarget),
-                    }
-                }
-            }
-            Tok::Sep(sep) => {
-                if current.words.is_empty() {
-                    // Blank lines are harmless (`ls;` then a newline too);
-                    // `&& ;`, a leading `|` or a lone `&` are not.
-                    if current.redirects.is_empty() && sep == Sep::Newline {
-                        continue;
-                    }
-                    return Err(Refusal::EmptySegment);
-                }
-                last_sep = sep;
-                segments.push(std::mem::take(&mut current));
-            }
-        }
-    }
-    if current.words.is_empty() {
-        if !current.redirects.is_empty() || last_sep == Sep::Background {
-            return Err(Refusal::EmptySegment);
-        }
-    } else {
-        segments.push(current);
-    }
-    Ok(segments)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn words(cmd: &str) -> Vec<Vec<String>> {
-        split(cmd)
-            .unwrap()
-            .into_iter()
-            .map(|s| s.words.into_iter().map(|w| w.text).collect())
-            .collect()
-    }
-
-    #[test]
-    fn splits_on_every_operator() {
-        assert_eq!(
-            words("cargo test && ls || cat a; grep x | wc -l & pwd\nrg y |& head"),
-            vec![
-                vec!["cargo", "test"],
-                vec!["ls"],
-                vec!["cat", "a"],
-                vec!["grep", "x"],
-                vec!["wc", "-l"],
-                vec!["pwd"],
-                vec!["rg", "y"],
-                vec!["head"],
-            ]
-        );
-    }
-
-    #[test]
-    fn removes_quotes_and_escapes() {
-        assert_eq!(
-            words(r#"grep -n 'a b' "c d" e\ f"#),
-            vec![vec!["grep", "-n", "a b", "c d", "e f"]]
-        );
-        assert_eq!(words(r"c\argo test"), vec![vec!["cargo", "test"]]);
-        assert_eq!(words("grep 'x;y' src"), vec![vec!["grep", "x;y", "src"]]);
-    }
-
-    #[test]
-    fn redirections_are_recorded() {
-        let segs = split("cargo test > out.txt 2>&1 2>>err.log &>both < in").unwrap();
-        assert_eq!(segs.len(), 1);
-        let targets: Vec<_> = segs[0].redirects.iter().map(|r| r.target.text.as_str()).collect();
-        assert_eq!(targets, vec!["out.txt", "err.log", "both", "in"]);
-        let writes: Vec<_> = segs[0].redirects.iter().map(|r| r.write).collect();
-        assert_eq!(writes, vec![true, true, true, false]);
-        assert_eq!(segs[0].words.len(), 2);
-        let segs = split("cat <> rw >| clobber").unwrap();
-        assert!(segs[0].redirects.iter().all(|r| r.write));
-        let segs = split("echo hi >& /tmp/x").unwrap();
-        assert_eq!(segs[0].redirects[0].target.text, "/tmp/x");
-    }
-
-    #[test]
-    fn tilde_only_at_word_start() {
-        let segs = split("cat ~/notes '~/x'").unwrap();
-        assert!(segs[0].words[1].tilde);
-        assert!(!segs[0].words[2].tilde);
-        assert_eq!(split("cat a=~/b"), Err(Refusal::Expansion));
-        assert_eq!(words("git show HEAD~1"), vec![vec!["git", "show", "HEAD~1"]]);
-    }
-
-    #[test]
-    fn refusals() {
-        let cases: &[(&str, Refusal)] = &[
-            ("echo $(rm -rf ~)", Refusal::CommandSubstitution),
-            ("echo \"$(id)\"", Refusal::CommandSubstitution),
-            ("echo `id`", Refusal::Backtick),
-            ("diff <(ls) b", Refusal::ProcessSubstitution),
-            ("tee >(sh)", Refusal::ProcessSubstitution),
-            ("cat $HOME/.ssh/id_rsa", Refusal::Expansion),
-            ("cat ${x}", Refusal::Expansion),
-            ("ls *.rs", Refusal::Glob),
-            ("cat {a,/etc/passwd}", Refusal::Glob),
-            ("(cd /etc && cat passwd)", Refusal::Grouping),
-            ("cat <<EOF\nx\nEOF", Refusal::HereDoc),
-            ("cat <<< hi", Refusal::HereDoc),
-            ("cargo test # ok", Refusal::Comment),
-            ("! cargo test", Refusal::History),
-            ("cargo\u{0} test", Refusal::ControlChar),
-            ("cargo test\u{202E}", Refusal::ControlChar),
-            ("cargo\u{00A0}test", Refusal::ControlChar),
-            ("cargo test\r", Refusal::ControlChar),
-            ("; ls", Refusal::EmptySegment),
-            ("| ls", Refusal::EmptySegment),
-            ("echo 'abc", Refusal::Unterminated),
-            ("echo \"abc", Refusal::Unterminated),
-            ("ls &&& ls", Refusal::EmptySegment),
-            ("ls && ; ls", Refusal::EmptySegment),
-            ("cargo test &", Refusal::EmptySegment),
-            ("cargo test >", Refusal::MissingTarget),
-        ];
-        for (cmd, want) in cases {
-            assert_eq!(split(cmd).err(), Some(*want), "{cmd:?}");
-        }
-    }
-
-    #[test]
-    fn quoted_specials_are_literal() {
-        assert_eq!(words("grep 'fn.*main' src"), vec![vec!["grep", "fn.*main", "src"]]);
-        assert_eq!(words("rg '$(x)'"), vec![vec!["rg", "$(x)"]]);
-        assert_eq!(words("cargo test;"), vec![vec!["cargo", "test"]]);
-        assert_eq!(words("ls;\n\ncat a\n"), vec![vec!["ls"], vec!["cat", "a"]]);
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn never_panics(s in "\\PC{0,40}") {
-            let _ = split(&s);
-        }
-
-        #[test]
-        fn plain_words_round_trip(ws in proptest::collection::vec("[a-z0-9_./-]{1,8}", 1..6)) {
-            let joined = ws.join(" ");
-            let segs = split(&joined);
-            proptest::prop_assume!(segs.is_ok());
-            let got: Vec<String> = segs.unwrap().remove(0).words.into_iter().map(|w| w.text).collect();
-            proptest::prop_assert_eq!(got, ws);
-        }
-    }
+    .run()
 }

@@ -1,0 +1,173 @@
+//! The judge's working state for one dialog: how paths are checked against
+//! the scope, what the action writes, which repository code it runs, and the
+//! repository-code rule over them.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+
+use super::{Mode, NotScoped, no};
+use crate::credentials::credential_file;
+use crate::paths::{Access, PathResolver, Scope, resolve_path};
+use crate::runs::{Runner, definition_for, named_definitions, names_read_in_cwd, runner_of};
+use crate::shell::Word;
+
+/// A program run that executes repository code: which runner, from where,
+/// and any definition file named on its command line (`make -f x`).
+pub(crate) struct Run {
+    pub(crate) runner: Runner,
+    pub(crate) prog: String,
+    pub(crate) cwd: PathBuf,
+    pub(crate) named: Vec<PathBuf>,
+}
+
+pub(crate) struct Ctx<'a> {
+    pub(crate) scope: &'a Scope,
+    pub(crate) resolver: &'a dyn PathResolver,
+    pub(crate) mode: Mode,
+    /// What the command or dialog writes (resolved), in order.
+    pub(crate) writes: RefCell<Vec<PathBuf>>,
+    /// The repository-code runs it makes.
+    pub(crate) runs: RefCell<Vec<Run>>,
+    /// Entries of `scope.changed` that made a run not routine.
+    pub(crate) redefined: RefCell<Vec<PathBuf>>,
+}
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn new(scope: &'a Scope, resolver: &'a dyn PathResolver, mode: Mode) -> Ctx<'a> {
+        Ctx {
+            scope,
+            resolver,
+            mode,
+            writes: RefCell::new(Vec::new()),
+            runs: RefCell::new(Vec::new()),
+            redefined: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Checks one path the action touches: in scope, not a credential file,
+    /// not protected when it may be written; a write is recorded.
+    pub(crate) fn path(&self, word: &Word, cwd: &Path, access: Access) -> Result<PathBuf, NotScoped> {
+        let resolved = self
+            .scope
+            .check(&word.text, word.tilde, cwd, access, self.resolver)
+            .map_err(NotScoped)?;
+        if let Some(root) = self.scope.root(self.resolver)
+            && let Ok(rel) = resolved.strip_prefix(&root)
+            && let Some(why) = credential_file(rel)
+        {
+            return Err(no(format!(
+                "{} is {why}: reading or writing it is credential access",
+                word.text
+            )));
+        }
+        if access == Access::Write {
+            self.writes.borrow_mut().push(resolved.clone());
+        }
+        Ok(resolved)
+    }
+
+    pub(crate) fn path_str(&self, raw: &str, cwd: &Path, access: Access) -> Result<PathBuf, NotScoped> {
+        self.path(&Word::plain(raw), cwd, access)
+    }
+
+    /// A positional word of a program, taken as a path it may open: `-` is
+    /// standard input, an empty word is nothing.
+    pub(crate) fn operand(&self, word: &Word, cwd: &Path, access: Access) -> Result<(), NotScoped> {
+        if word.text.is_empty() || word.text == "-" {
+            return Ok(());
+        }
+        self.path(word, cwd, access).map(drop)
+    }
+
+    /// Refuses a program that may write when it runs inside a protected
+    /// directory (its outputs and caches land there).
+    pub(crate) fn not_inside_protected(&self, prog: &str, cwd: &Path) -> Result<(), NotScoped> {
+        match self.scope.protected(cwd, self.resolver) {
+            Some(p) => Err(no(format!(
+                "{prog} would run inside {}, a protected path ({}: {})",
+                cwd.display(),
+                p.owner,
+                p.reason
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Records that `prog` runs repository code from `cwd`.
+    pub(crate) fn ran(&self, prog: &str, args: &[&str], cwd: &Path, named: Vec<PathBuf>) {
+        if let Some(runner) = runner_of(prog, args) {
+            self.runs.borrow_mut().push(Run {
+                runner,
+                prog: prog.to_string(),
+                cwd: cwd.to_path_buf(),
+                named,
+            });
+        }
+    }
+
+    /// The repository-code rule: no run may execute a definition (see `runs`)
+    /// that the workspace changed since a human last accepted it or that this
+    /// command writes.
+    pub(crate) fn check_runs(&self) -> Result<(), NotScoped> {
+        if self.runs.borrow().is_empty() {
+            return Ok(());
+        }
+        let Some(root) = self.scope.root(self.resolver) else {
+            return Err(no("the worktree cannot be resolved"));
+        };
+        let writes = self.writes.borrow();
+        let changed: Vec<&PathBuf> = self.scope.changed.iter().chain(writes.iter()).collect();
+        let mut first: Option<String> = None;
+        let mut hit = |path: &PathBuf, why: String| {
+            first.get_or_insert(why);
+            let mut redefined = self.redefined.borrow_mut();
+            if self.scope.changed.contains(path) && !redefined.contains(path) {
+                redefined.push(path.clone());
+            }
+        };
+        for run in self.runs.borrow().iter() {
+            let prog = &run.prog;
+            // Definitions the run's own files name (a manifest's build
+            // script, a tsconfig's `extends`).
+            let named_by_files = named_definitions(run.runner, &run.cwd, &root, self.resolver);
+            for path in &changed {
+                let hook = self.scope.in_hook_dir(path, self.resolver) && run.runner == Runner::Any;
+                let Ok(rel) = path.strip_prefix(&root) else {
+                    continue;
+                };
+                // python puts the directory it runs from first on the import
+                // path: a module there shadows whatever pytest imports.
+                let shadows = run.runner == Runner::Python
+                    && path.parent() == Some(run.cwd.as_path())
+                    && path.extension().is_some_and(|e| e == "py");
+                let def = definition_for(rel, run.runner)
+                    .map(|d| d.reason)
+                    .or_else(|| {
+                        (hook || named_by_files.iter().any(|n| n == *path))
+                            .then_some("a file git or the build files name as code to run")
+                    })
+                    .or_else(|| shadows.then_some("a module beside the tests shadows what pytest imports"));
+                if let Some(reason) = def {
+                    let why = format!(
+                        "{prog} runs repository code and {} was changed ({reason}): a human decides whether to run \
+                         it",
+                        rel.display()
+                    );
+                    hit(path, why);
+                }
+            }
+            let mut read: Vec<PathBuf> = run.named.clone();
+            read.extend(names_read_in_cwd(run.runner).filter_map(|n| resolve_path(&run.cwd.join(n), self.resolver)));
+            for r in read {
+                if let Some(path) = changed.iter().find(|c| **c == &r) {
+                    let why = format!(
+                        "{prog} reads {}, which was changed: a human decides whether to run it",
+                        r.display()
+                    );
+                    hit(path, why);
+                }
+            }
+        }
+        first.map_or(Ok(()), |why| Err(no(why)))
+    }
+}
