@@ -66,7 +66,7 @@ pub(super) fn judge(prog: &str, args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Res
             _ => w.clone(),
         })
         .collect();
-    let effects = writer(prog, &Spec::gnu(PYTEST), &words, ctx, cwd)?;
+    let effects = writer("pytest", &Spec::gnu(PYTEST), &words, ctx, cwd)?;
     ctx.ran(prog, &[], &effects.run_dir, effects.named);
     Ok(())
 }

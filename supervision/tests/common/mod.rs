@@ -66,6 +66,8 @@ pub fn fs() -> FakeFs {
         // A definition file that is a link to a plain-looking file.
         ("/w/repo/sub2/Makefile", "../mk.txt"),
         ("/w/repo/loop", "loop"),
+        // A credential file by another name.
+        ("/w/repo/docs/env-link", "../.env"),
     ];
     let git = [
         // A directory the agent built to look like a git directory.
@@ -91,8 +93,13 @@ pub fn fs() -> FakeFs {
     }
 }
 
+/// The worktree's git config names `tools/hooks` as its `core.hooksPath`.
+pub const HOOKS_PATH: &str = "/w/repo/tools/hooks";
+
 pub fn scope() -> Scope {
-    Scope::new(WORKTREE).with_agent_home(HOME)
+    Scope::new(WORKTREE)
+        .with_agent_home(HOME)
+        .with_hook_dirs([PathBuf::from(HOOKS_PATH)])
 }
 
 fn strings(list: &[&str]) -> Vec<String> {

@@ -5,6 +5,7 @@
 //! the table is several dialogs.
 #![allow(dead_code, unreachable_pub)]
 
+mod attacks;
 mod git;
 mod home;
 mod repo_code;
@@ -156,6 +157,7 @@ pub fn all() -> Vec<Case> {
     all.extend(shell::cases());
     all.extend(repo_code::cases());
     all.extend(routine::cases());
+    all.extend(attacks::cases());
     all
 }
 
