@@ -44,6 +44,7 @@ pub use policy::{Action, AgentOverride, ClassActions, MailMode, Policy, Supervis
 pub use protected::{PROTECTED, Pattern, Protected, protected_entry};
 pub use runs::{DEFINITIONS, Definition, Runner, definition_for_any};
 pub use scope::{NotScoped, command_in_scope, repo_scope, repo_scope_writes};
+pub use shell::{Shape, ShapeCommand, shape as shell_shape};
 pub use stall::{NUDGE_INTERVAL, StallAction, StallEpisode, StallObservation, StallParams, decide_stall};
 pub use url::url_allowed;
 

@@ -86,10 +86,11 @@ pub(super) enum Op {
 pub(super) enum Tok {
     Word(Word),
     Op(Op),
-    /// A redirection operator; `file` is false for a descriptor duplication.
+    /// A redirection operator; `dup` for `>&` and `<&`, which duplicate a
+    /// descriptor when their target is a number or `-`.
     Redir {
-        file: bool,
         write: bool,
+        dup: bool,
     },
 }
 
@@ -128,6 +129,14 @@ impl Lexer<'_> {
         self.digits_only = true;
     }
 
+    /// A quoted or escaped part of the word. (A word that began with an
+    /// unquoted `~` stays marked: bash keeps some such words literal, but
+    /// which depends on its version and the machine's users, and the mark
+    /// only ever holds more.)
+    fn quoting(&mut self) {
+        self.quoted = true;
+    }
+
     fn push(&mut self, c: char) {
         if !c.is_ascii_digit() {
             self.digits_only = false;
@@ -138,7 +147,7 @@ impl Lexer<'_> {
 
     fn single_quoted(&mut self) -> Result<(), Refusal> {
         self.in_word = true;
-        self.quoted = true;
+        self.quoting();
         self.digits_only = false;
         loop {
             match self.chars.next() {
@@ -152,7 +161,7 @@ impl Lexer<'_> {
 
     fn double_quoted(&mut self) -> Result<(), Refusal> {
         self.in_word = true;
-        self.quoted = true;
+        self.quoting();
         self.digits_only = false;
         loop {
             match self.chars.next() {
@@ -198,19 +207,12 @@ impl Lexer<'_> {
             (_, Some('(')) => return Err(Refusal::ProcessSubstitution),
             ('<', Some('<')) => return Err(Refusal::HereDoc),
             (_, Some('&')) => {
+                // `>&1`, `2>&-`: duplication, when the whole next word is a
+                // number or `-`; otherwise (`>&1x`, `>&file`) a file, as bash
+                // reads it. The parser decides once it has the word.
                 self.chars.next();
-                // `>&1`, `2>&-`: duplication. `>&file` writes to a file.
-                let dup = matches!(self.chars.peek(), Some(c) if c.is_ascii_digit() || *c == '-');
-                if dup {
-                    while matches!(self.chars.peek(), Some(c) if c.is_ascii_digit() || *c == '-') {
-                        self.chars.next();
-                    }
-                    self.toks.push(Tok::Redir {
-                        file: false,
-                        write: false,
-                    });
-                    return Ok(());
-                }
+                self.toks.push(Tok::Redir { write, dup: true });
+                return Ok(());
             }
             ('>', Some('>' | '|')) => {
                 self.chars.next();
@@ -221,7 +223,7 @@ impl Lexer<'_> {
             }
             _ => {}
         }
-        self.toks.push(Tok::Redir { file: true, write });
+        self.toks.push(Tok::Redir { write, dup: false });
         Ok(())
     }
 
@@ -243,7 +245,7 @@ impl Lexer<'_> {
                     Some(c) => {
                         self.digits_only = false;
                         self.in_word = true;
-                        self.quoted = true;
+                        self.quoting();
                         self.word.push(c);
                     }
                 },
@@ -287,8 +289,8 @@ impl Lexer<'_> {
                                 return Err(Refusal::ProcessSubstitution);
                             }
                             self.toks.push(Tok::Redir {
-                                file: true,
                                 write: true,
+                                dup: false,
                             });
                         }
                         _ => self.toks.push(Tok::Op(Op::Amp)),

@@ -100,14 +100,16 @@ impl Parser {
                     seg.words.push(w);
                 }
                 Tok::Redir { .. } => {
-                    let Some(Tok::Redir { file, write }) = self.toks.next() else {
+                    let Some(Tok::Redir { write, dup }) = self.toks.next() else {
                         break;
                     };
-                    if file {
-                        match self.toks.next() {
-                            Some(Tok::Word(target)) => seg.redirects.push(Redirect { target, write }),
-                            _ => return Err(Refusal::MissingTarget),
-                        }
+                    let Some(Tok::Word(target)) = self.toks.next() else {
+                        return Err(Refusal::MissingTarget);
+                    };
+                    let descriptor = target.text == "-"
+                        || (!target.text.is_empty() && target.text.bytes().all(|b| b.is_ascii_digit()));
+                    if !(dup && descriptor) {
+                        seg.redirects.push(Redirect { target, write });
                     }
                 }
             }
@@ -194,6 +196,49 @@ pub(crate) fn parse(command: &str) -> Result<Script, Refusal> {
 /// Every simple command of `command`, in order (see [`parse`]).
 pub(crate) fn split(command: &str) -> Result<Vec<Segment>, Refusal> {
     Ok(parse(command)?.segments().cloned().collect())
+}
+
+/// A parsed command line as plain data, for comparing this grammar with a
+/// reference parser: each list (and whether it runs in the background) as
+/// its pipelines (with the connector before each), each pipeline as its
+/// simple commands, each simple command as its words (text after quote
+/// removal, and whether it began with an unquoted `~`) and its file
+/// redirections (target, and whether it is written).
+pub type Shape = Vec<(Vec<(Option<&'static str>, Vec<ShapeCommand>)>, bool)>;
+
+/// One simple command of a [`Shape`].
+pub type ShapeCommand = (Vec<(String, bool)>, Vec<(String, bool)>);
+
+/// The [`Shape`] of `command`, or why the grammar refuses it.
+pub fn shape(command: &str) -> Result<Shape, String> {
+    let script = parse(command).map_err(|r| r.to_string())?;
+    Ok(script
+        .lists
+        .iter()
+        .map(|list| {
+            let pipes = list
+                .pipelines()
+                .map(|(c, p)| {
+                    let c = c.map(|c| match c {
+                        Connector::And => "&&",
+                        Connector::Or => "||",
+                    });
+                    let commands = p
+                        .commands
+                        .iter()
+                        .map(|seg| {
+                            (
+                                seg.words.iter().map(|w| (w.text.clone(), w.tilde)).collect(),
+                                seg.redirects.iter().map(|r| (r.target.text.clone(), r.write)).collect(),
+                            )
+                        })
+                        .collect();
+                    (c, commands)
+                })
+                .collect();
+            (pipes, list.background)
+        })
+        .collect())
 }
 
 /// The words of every simple command and redirection of `command` after

@@ -40,6 +40,16 @@ pub fn cases() -> Vec<Case> {
     ));
     all.extend(cmds(
         Hold,
+        "`>&` duplicates a descriptor only when its whole word is a number: otherwise bash writes the file \
+         (found by comparing the grammar with a bash parser)",
+        &[
+            "echo x >&1/../.git/hooks/pre-commit",
+            "echo x 2>&1/../.claude/settings.json",
+            "cargo test >&1/../.git/config",
+        ],
+    ));
+    all.extend(cmds(
+        Hold,
         "Unicode: a look-alike or invisible character never passes as the plain thing",
         &[
             "\u{FF45}cho x > .git/hooks/pre-commit",
