@@ -77,10 +77,10 @@ fn redirect(r: &IoRedirect, options: &ParserOptions) -> Result<Option<(String, b
             // the grammar checks the word as a file, which holds more.)
             let (text, _) = word(w, options)?;
             let write = matches!(kind, IoFileRedirectKind::DuplicateOutput);
-            let descriptor = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) || text == "-";
+            let descriptor = (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())) || text == "-";
             Ok((!descriptor).then_some((text, write)))
         }
-        IoRedirect::File(_, _, IoFileRedirectTarget::Fd(_) | IoFileRedirectTarget::Duplicate(_)) => Ok(None),
+        IoRedirect::File(_, _, IoFileRedirectTarget::Fd(_)) => Ok(None),
         IoRedirect::OutputAndError(w, _) => Ok(Some((word(w, options)?.0, true))),
         other => Err(format!("a redirection the grammar should have refused: {other}")),
     }
