@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::dialog::Dialog;
-use crate::text::{contains_any, normalize};
+use crate::text::{MarkerSets, contains_any, normalize};
 
 /// What a permission dialog is about. Declared (and ordered) in priority
 /// order: a dialog is the first class whose markers match.
@@ -166,6 +166,22 @@ const COMMAND_TEXT: &[&str] = &[
     "execute command",
 ];
 
+/// The markers read from the whole text, in the bit order `classify` reads them.
+static TEXT_MARKERS: MarkerSets = MarkerSets::new(&[
+    CREDENTIAL,
+    PUSH,
+    FETCH,
+    INSTALL,
+    DEVICE,
+    NETWORK,
+    RAW_NETWORK,
+    DELETION,
+    COMMAND_TEXT,
+]);
+
+/// The markers read from the title and question only.
+static HEADING_MARKERS: MarkerSets = MarkerSets::new(&[DELETION_HEADING, FILE_WRITE_HEADING]);
+
 /// True when the text names a URL (any `scheme://`) or an scp-style git remote.
 fn has_url(text: &str) -> bool {
     text.contains("://") || text.contains("git@")
@@ -177,33 +193,41 @@ fn has_url(text: &str) -> bool {
 /// marker is read from title, question, body, command and paths. A dialog that
 /// carries a command and matched nothing earlier is a `command_exec`.
 pub fn classify(dialog: &Dialog) -> DialogClass {
+    let parsed = dialog.command.as_deref().map(crate::shell::parse);
+    classify_parsed(dialog, parsed.as_ref().and_then(|p| p.as_ref().ok()))
+}
+
+/// [`classify`] with the dialog's command already parsed (once per decision).
+pub(crate) fn classify_parsed(dialog: &Dialog, script: Option<&crate::shell::Script>) -> DialogClass {
     let mut text = dialog.full_text();
     // The command as the shell reads it: quotes and escapes removed, so
     // `cat .e''nv` is read as `cat .env`.
-    if let Some(words) = dialog.command.as_deref().and_then(crate::shell::canonical) {
-        text.push(' ');
-        text.push_str(&crate::text::normalize(&words));
-        if crate::shell::dumps_environment(dialog.command.as_deref().unwrap_or_default()) {
+    if let Some(view) = script.map(crate::shell::view) {
+        if view.dumps_environment {
             return DialogClass::CredentialAccess;
         }
+        text.push(' ');
+        text.push_str(&normalize(&view.words));
     }
-    let heading = dialog.heading_text();
-    if contains_any(&text, CREDENTIAL) {
+    let found = TEXT_MARKERS.found(&text);
+    let heading = HEADING_MARKERS.found(&dialog.heading_text());
+    let has = |bit: u32| found & (1 << bit) != 0;
+    if has(0) {
         DialogClass::CredentialAccess
-    } else if contains_any(&text, PUSH) || (contains_any(&text, FETCH) && has_url(&text)) {
+    } else if has(1) || (has(2) && has_url(&text)) {
         DialogClass::PushRemote
-    } else if contains_any(&text, INSTALL) {
+    } else if has(3) {
         DialogClass::Install
-    } else if contains_any(&text, DEVICE) {
+    } else if has(4) {
         DialogClass::DeviceAccess
-    } else if contains_any(&text, NETWORK) || contains_any(&text, RAW_NETWORK) {
+    } else if has(5) || has(6) {
         DialogClass::NetworkAccess
-    } else if contains_any(&text, DELETION) || contains_any(&heading, DELETION_HEADING) {
+    } else if has(7) || heading & 1 != 0 {
         DialogClass::Deletion
-    } else if contains_any(&heading, FILE_WRITE_HEADING) {
+    } else if heading & 2 != 0 {
         DialogClass::FileWrite
     } else if contains_any(&normalize(&dialog.title), COMMAND_TITLE)
-        || contains_any(&text, COMMAND_TEXT)
+        || has(8)
         || dialog.command.as_deref().is_some_and(|c| !c.trim().is_empty())
     {
         DialogClass::CommandExec

@@ -6,14 +6,14 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::class::{DialogClass, classify};
+use crate::class::{DialogClass, classify_parsed};
 use crate::dialog::Dialog;
 use crate::escalate::always_escalate;
 use crate::learned::LearnedRule;
 use crate::options::{PromptKind, approve_option, deny_option, prompt_kind};
 use crate::paths::{PathResolver, Scope};
 use crate::policy::{Action, Policy};
-use crate::scope::scope_detail;
+use crate::scope::scope_detail_parsed;
 
 /// What supervision does with the dialog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -146,9 +146,15 @@ fn subject(dialog: &Dialog) -> String {
 ///    unambiguous single-shot deny option; hold holds, unless a confirmed
 ///    learned rule matches an already repo-scoped `command_exec`.
 pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
-    let class = classify(dialog);
+    // The command is parsed once: the classifier and the scope read the same words.
+    let parsed = dialog
+        .command
+        .as_deref()
+        .filter(|c| !c.trim().is_empty())
+        .map(crate::shell::parse);
+    let class = classify_parsed(dialog, parsed.as_ref().and_then(|p| p.as_ref().ok()));
     let prompt = prompt_kind(dialog);
-    let (scoped, redefined) = scope_detail(dialog, class, ctx.scope, ctx.resolver);
+    let (scoped, redefined) = scope_detail_parsed(dialog, parsed.as_ref(), class, ctx.scope, ctx.resolver);
     let repo_scoped = scoped.is_ok();
     let writes = scoped.clone().unwrap_or_default();
     let what = subject(dialog);

@@ -101,15 +101,32 @@ fn segment_escalation(words: &[&str]) -> Option<Escalation> {
 /// shell operator and bracket, so a destructive shape inside `$(...)`, a
 /// subshell or a string still counts.
 pub fn escalation_in(text: &str) -> Option<Escalation> {
-    let text: String = normalize(text)
-        .chars()
-        .filter(|c| !matches!(c, '\'' | '"' | '\\'))
-        .collect();
-    text.split([';', '&', '|', '\n', '(', ')', '`', '{', '}', '$'])
-        .find_map(|segment| {
-            let words: Vec<&str> = segment.split_whitespace().collect();
-            segment_escalation(&words)
-        })
+    let text = normalize(text);
+    // Every shape names git or rm: most text has neither.
+    if !text.contains("git") && !text.contains("rm") {
+        return None;
+    }
+    // Quotes and escapes dropped from each word (as if from the whole text:
+    // they never separate words or segments here).
+    let quote = |c: char| matches!(c, '\'' | '"' | '\\');
+    for segment in text.split([';', '&', '|', '\n', '(', ')', '`', '{', '}', '$']) {
+        let owned: Vec<std::borrow::Cow<'_, str>> = segment
+            .split_whitespace()
+            .map(|w| {
+                if w.contains(quote) {
+                    std::borrow::Cow::Owned(w.replace(quote, ""))
+                } else {
+                    std::borrow::Cow::Borrowed(w)
+                }
+            })
+            .filter(|w| !w.is_empty())
+            .collect();
+        let words: Vec<&str> = owned.iter().map(|w| w.as_ref()).collect();
+        if let Some(found) = segment_escalation(&words) {
+            return Some(found);
+        }
+    }
+    None
 }
 
 /// The veto for a dialog: its command, title, question and body.

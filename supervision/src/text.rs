@@ -26,6 +26,9 @@ pub(crate) fn is_invisible(c: char) -> bool {
 /// `'` and collapses every run of whitespace to one space. Used for matching
 /// markers, never for deciding what a command does.
 pub(crate) fn normalize(text: &str) -> String {
+    if text.is_ascii() {
+        return normalize_ascii(text.as_bytes());
+    }
     let mut out = String::with_capacity(text.len());
     let mut space = false;
     for c in text.chars().filter(|c| !is_invisible(*c)) {
@@ -44,6 +47,25 @@ pub(crate) fn normalize(text: &str) -> String {
         out.extend(c.to_lowercase());
     }
     out
+}
+
+/// [`normalize`] for ASCII text, a byte at a time.
+fn normalize_ascii(text: &[u8]) -> String {
+    let mut out = Vec::with_capacity(text.len());
+    let mut space = false;
+    for &b in text {
+        if b.is_ascii_whitespace() || b == 0x0b {
+            space = true;
+            continue;
+        }
+        if space && !out.is_empty() {
+            out.push(b' ');
+        }
+        space = false;
+        out.push(b.to_ascii_lowercase());
+    }
+    // Only ASCII bytes were pushed.
+    String::from_utf8(out).unwrap_or_default()
 }
 
 fn is_word_char(c: char) -> bool {
@@ -85,6 +107,77 @@ pub(crate) fn contains_any(text: &str, markers: &[&str]) -> bool {
     markers.iter().any(|m| contains_marker(text, m))
 }
 
+/// True when the match of a marker at `start..end` of `text` stands as a
+/// whole word (see [`contains_marker`]).
+fn bounded(text: &str, start: usize, end: usize) -> bool {
+    let marker = &text[start..end];
+    let (Some(first), Some(last)) = (marker.chars().next(), marker.chars().next_back()) else {
+        return false;
+    };
+    let before_ok = !is_word_char(first) || text[..start].chars().next_back().is_none_or(|c| !is_word_char(c));
+    let after_ok = !is_word_char(last) || {
+        let mut rest = text[end..].chars();
+        match rest.next() {
+            None => true,
+            Some('s') if last.is_alphabetic() => rest.next().is_none_or(|c| !is_word_char(c)),
+            Some(c) => !is_word_char(c),
+        }
+    };
+    before_ok && after_ok
+}
+
+/// Several marker tables matched in one pass over a text: which tables have
+/// a marker in it as a whole word, as a bit set (bit `i` for table `i`).
+pub(crate) struct MarkerSets {
+    tables: &'static [&'static [&'static str]],
+    automaton: std::sync::OnceLock<Option<(aho_corasick::AhoCorasick, Vec<u32>)>>,
+}
+
+impl MarkerSets {
+    pub(crate) const fn new(tables: &'static [&'static [&'static str]]) -> MarkerSets {
+        MarkerSets {
+            tables,
+            automaton: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The bit set of tables with a whole-word marker in `text` (normalised).
+    pub(crate) fn found(&self, text: &str) -> u32 {
+        let built = self.automaton.get_or_init(|| {
+            let mut patterns = Vec::new();
+            let mut owner = Vec::new();
+            for (i, table) in self.tables.iter().enumerate() {
+                for m in table.iter() {
+                    patterns.push(*m);
+                    owner.push(1u32 << i);
+                }
+            }
+            aho_corasick::AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::Standard)
+                .build(&patterns)
+                .ok()
+                .map(|ac| (ac, owner))
+        });
+        let Some((ac, owner)) = built else {
+            // Not built (cannot happen with these tables): search one by one.
+            return self
+                .tables
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| contains_any(text, t))
+                .fold(0, |set, (i, _)| set | (1 << i));
+        };
+        let mut set = 0;
+        for m in ac.find_overlapping_iter(text) {
+            let bit = owner[m.pattern().as_usize()];
+            if set & bit == 0 && bounded(text, m.start(), m.end()) {
+                set |= bit;
+            }
+        }
+        set
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,6 +187,28 @@ mod tests {
         assert_eq!(normalize("  Bash   Command\n\tDo"), "bash command do");
         assert_eq!(normalize("Don\u{2019}t ask"), "don't ask");
         assert_eq!(normalize("cu\u{200B}rl"), "curl");
+    }
+
+    #[test]
+    fn marker_sets_agree_with_one_by_one() {
+        static SETS: MarkerSets = MarkerSets::new(&[&["rm", "token"], &[".env", "https://"], &["npm i"]]);
+        for text in [
+            "rm -rf x",
+            "npm run format",
+            "github_token=1 cat .env.local",
+            "see https://x and npm i y",
+            "tokenizer .environment",
+            "",
+        ] {
+            let want = SETS
+                .tables
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| contains_any(text, t))
+                .fold(0, |set, (i, _)| set | (1 << i));
+            assert_eq!(SETS.found(text), want, "{text:?}");
+        }
+        assert_eq!(normalize("A\tB  C\n"), "a b c");
     }
 
     #[test]

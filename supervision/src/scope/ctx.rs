@@ -109,7 +109,8 @@ impl<'a> Ctx<'a> {
     /// that the workspace changed since a human last accepted it or that this
     /// command writes.
     pub(crate) fn check_runs(&self) -> Result<(), NotScoped> {
-        if self.runs.borrow().is_empty() {
+        // Nothing changed and nothing written: no definition can be redefined.
+        if self.runs.borrow().is_empty() || (self.scope.changed.is_empty() && self.writes.borrow().is_empty()) {
             return Ok(());
         }
         let Some(root) = self.scope.root(self.resolver) else {

@@ -82,12 +82,21 @@ fn segment(seg: &Segment, ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotScoped> {
 }
 
 fn command_with(command: &str, cwd: Option<&str>, ctx: &Ctx<'_>) -> Result<(), NotScoped> {
-    let script = shell::parse(command).map_err(|r| no(format!("the command uses {r}")))?;
+    let script = shell::parse(command);
+    script_with(&script, cwd, ctx)
+}
+
+fn script_with(
+    script: &Result<shell::Script, shell::Refusal>,
+    cwd: Option<&str>,
+    ctx: &Ctx<'_>,
+) -> Result<(), NotScoped> {
+    let script = script.as_ref().map_err(|r| no(format!("the command uses {r}")))?;
     if script.lists.is_empty() {
         return Err(no("an empty command"));
     }
     let dir = ctx.scope.working_dir(cwd, ctx.resolver).map_err(NotScoped)?;
-    flow::walk(&script, &dir, ctx, &|seg, at| segment(seg, ctx, at))?;
+    flow::walk(script, &dir, ctx, &|seg, at| segment(seg, ctx, at))?;
     ctx.check_runs()
 }
 
@@ -168,6 +177,18 @@ pub(crate) fn scope_detail(
     scope: &Scope,
     resolver: &dyn PathResolver,
 ) -> (Result<Vec<PathBuf>, NotScoped>, Vec<PathBuf>) {
+    let parsed = command_of(dialog).map(shell::parse);
+    scope_detail_parsed(dialog, parsed.as_ref(), class, scope, resolver)
+}
+
+/// [`scope_detail`] with the dialog's command already parsed.
+pub(crate) fn scope_detail_parsed(
+    dialog: &Dialog,
+    parsed: Option<&Result<shell::Script, shell::Refusal>>,
+    class: DialogClass,
+    scope: &Scope,
+    resolver: &dyn PathResolver,
+) -> (Result<Vec<PathBuf>, NotScoped>, Vec<PathBuf>) {
     let mode = match class_mode(dialog, class) {
         Ok(mode) => mode,
         Err(why) => return (Err(why), Vec::new()),
@@ -177,8 +198,8 @@ pub(crate) fn scope_detail(
     if matches!(class, DialogClass::FileWrite | DialogClass::Deletion) {
         result = paths_in_scope(dialog, &ctx);
     }
-    if let (Ok(()), Some(cmd)) = (&result, command_of(dialog)) {
-        result = command_with(cmd, dialog.cwd.as_deref(), &ctx);
+    if let (Ok(()), Some(script)) = (&result, parsed) {
+        result = script_with(script, dialog.cwd.as_deref(), &ctx);
     }
     (result.map(|()| ctx.writes.take()), ctx.redefined.take())
 }

@@ -98,12 +98,77 @@ pub(super) enum Tok {
 /// invisible formatting characters, and whitespace other than space, tab and
 /// newline (the shell would read a no-break space as part of a word).
 fn forbidden_char(c: char) -> bool {
-    let plain = matches!(c, ' ' | '\t' | '\n');
-    !plain && (c.is_control() || c.is_whitespace() || crate::text::is_invisible(c))
+    if c.is_ascii() {
+        return (c < ' ' && c != '\t' && c != '\n') || c == '\u{7f}';
+    }
+    c.is_control() || c.is_whitespace() || crate::text::is_invisible(c)
+}
+
+/// An ASCII byte that is part of a word wherever it stands inside one (the
+/// lexer's fast path copies runs of them at once).
+fn ordinary(b: u8) -> bool {
+    b.is_ascii_graphic()
+        && !matches!(
+            b,
+            b'\''
+                | b'"'
+                | b'\\'
+                | b'$'
+                | b'`'
+                | b'*'
+                | b'?'
+                | b'['
+                | b']'
+                | b'{'
+                | b'}'
+                | b'('
+                | b')'
+                | b'!'
+                | b'#'
+                | b'~'
+                | b';'
+                | b'&'
+                | b'|'
+                | b'<'
+                | b'>'
+                | b'='
+                | b':'
+        )
+}
+
+/// The command's characters, with a look at what comes next.
+struct Cursor<'a> {
+    src: &'a str,
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn next(&mut self) -> Option<char> {
+        let c = self.src[self.pos..].chars().next()?;
+        self.pos += c.len_utf8();
+        Some(c)
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.src[self.pos..].chars().next()
+    }
+
+    /// The run of ordinary bytes from here, consumed.
+    fn ordinary_run(&mut self) -> &'a str {
+        self.run_while(ordinary)
+    }
+
+    /// The run of ASCII bytes from here that `keep` accepts, consumed.
+    fn run_while(&mut self, keep: impl Fn(u8) -> bool) -> &'a str {
+        let rest = &self.src[self.pos..];
+        let len = rest.bytes().take_while(|b| keep(*b)).count();
+        self.pos += len;
+        &rest[..len]
+    }
 }
 
 struct Lexer<'a> {
-    chars: std::iter::Peekable<std::str::Chars<'a>>,
+    chars: Cursor<'a>,
     toks: Vec<Tok>,
     word: String,
     in_word: bool,
@@ -143,6 +208,14 @@ impl Lexer<'_> {
         }
         self.word.push(c);
         self.in_word = true;
+        // The rest of a plain run at once.
+        let run = self.chars.ordinary_run();
+        if !run.is_empty() {
+            if !run.bytes().all(|b| b.is_ascii_digit()) {
+                self.digits_only = false;
+            }
+            self.word.push_str(run);
+        }
     }
 
     fn single_quoted(&mut self) -> Result<(), Refusal> {
@@ -150,6 +223,9 @@ impl Lexer<'_> {
         self.quoting();
         self.digits_only = false;
         loop {
+            // Plain printable ASCII up to the next special byte, at once.
+            let run = self.chars.run_while(|b| (b' '..=b'~').contains(&b) && b != b'\'');
+            self.word.push_str(run);
             match self.chars.next() {
                 None => return Err(Refusal::Unterminated),
                 Some('\'') => return Ok(()),
@@ -164,11 +240,15 @@ impl Lexer<'_> {
         self.quoting();
         self.digits_only = false;
         loop {
+            let run = self
+                .chars
+                .run_while(|b| (b' '..=b'~').contains(&b) && !matches!(b, b'"' | b'$' | b'`' | b'!' | b'\\'));
+            self.word.push_str(run);
             match self.chars.next() {
                 None => return Err(Refusal::Unterminated),
                 Some('"') => return Ok(()),
                 Some('$') => {
-                    return Err(if self.chars.peek() == Some(&'(') {
+                    return Err(if self.chars.peek() == Some('(') {
                         Refusal::CommandSubstitution
                     } else {
                         Refusal::Expansion
@@ -203,7 +283,7 @@ impl Lexer<'_> {
         self.finish_word();
         // `>` and its forms write; `<>` opens for reading and writing.
         let mut write = first == '>';
-        match (first, self.chars.peek().copied()) {
+        match (first, self.chars.peek()) {
             (_, Some('(')) => return Err(Refusal::ProcessSubstitution),
             ('<', Some('<')) => return Err(Refusal::HereDoc),
             (_, Some('&')) => {
@@ -250,7 +330,7 @@ impl Lexer<'_> {
                     }
                 },
                 '$' => {
-                    return Err(if self.chars.peek() == Some(&'(') {
+                    return Err(if self.chars.peek() == Some('(') {
                         Refusal::CommandSubstitution
                     } else {
                         Refusal::Expansion
@@ -282,10 +362,10 @@ impl Lexer<'_> {
                         }
                         Some('>') => {
                             self.chars.next();
-                            if self.chars.peek() == Some(&'>') {
+                            if self.chars.peek() == Some('>') {
                                 self.chars.next();
                             }
-                            if self.chars.peek() == Some(&'(') {
+                            if self.chars.peek() == Some('(') {
                                 return Err(Refusal::ProcessSubstitution);
                             }
                             self.toks.push(Tok::Redir {
@@ -322,7 +402,7 @@ impl Lexer<'_> {
 /// The tokens of `command` (see [`Refusal`] for what is refused).
 pub(super) fn tokens(command: &str) -> Result<Vec<Tok>, Refusal> {
     Lexer {
-        chars: command.chars().peekable(),
+        chars: Cursor { src: command, pos: 0 },
         toks: Vec::new(),
         word: String::new(),
         in_word: false,

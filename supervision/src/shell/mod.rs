@@ -241,30 +241,36 @@ pub fn shape(command: &str) -> Result<Shape, String> {
         .collect())
 }
 
-/// The words of every simple command and redirection of `command` after
-/// quote removal, space-joined (what the classifier's markers read besides
-/// the text as written); `None` when it does not parse.
-pub(crate) fn canonical(command: &str) -> Option<String> {
-    let script = parse(command).ok()?;
-    let mut out = String::new();
-    for seg in script.segments() {
-        for w in seg.words.iter().chain(seg.redirects.iter().map(|r| &r.target)) {
-            out.push_str(&w.text);
-            out.push(' ');
-        }
-        out.push('\n');
-    }
-    Some(out)
+/// What the classifier reads of a command that parses.
+pub(crate) struct View {
+    /// The words of every simple command and redirection after quote
+    /// removal, space-joined (read by the markers besides the text as written).
+    pub(crate) words: String,
+    /// A command of it prints the whole environment (see [`dumps_environment`]).
+    pub(crate) dumps_environment: bool,
 }
 
-/// True when a command of `command` prints the whole environment (the
+/// The classifier's [`View`] of a parsed command.
+pub(crate) fn view(script: &Script) -> View {
+    let mut words = String::new();
+    for seg in script.segments() {
+        for w in seg.words.iter().chain(seg.redirects.iter().map(|r| &r.target)) {
+            words.push_str(&w.text);
+            words.push(' ');
+        }
+        words.push('\n');
+    }
+    View {
+        words,
+        dumps_environment: dumps_environment(script),
+    }
+}
+
+/// True when a command of `script` prints the whole environment (the
 /// conversation's credentials with it): `env` or `printenv` alone, `export
 /// -p`, `declare -x|-p`, `set` alone, a package manager's `env` script,
 /// `make -p`.
-pub(crate) fn dumps_environment(command: &str) -> bool {
-    let Ok(script) = parse(command) else {
-        return false;
-    };
+fn dumps_environment(script: &Script) -> bool {
     script.segments().any(|seg| {
         let w: Vec<&str> = seg.words.iter().map(|w| w.text.as_str()).collect();
         match w.as_slice() {
