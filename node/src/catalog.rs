@@ -68,6 +68,8 @@ pub struct Catalog {
     /// Instance token revocation ids issued per conversation and not yet
     /// revoked (what a restarted node revokes).
     pub instance_tokens: BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// Each workspace's definitions as a human accepted them.
+    pub definitions: crate::definitions::Accepted,
     /// This node's fleet membership, the members it knows, its invites.
     pub fleet: crate::fleet::state::FleetState,
     /// Monitor attachments (in their monitor agents' definitions).
@@ -207,6 +209,7 @@ impl Catalog {
                     }
                 }
             }
+            Event::DefinitionsAccepted { .. } => self.definitions.apply(&e.event),
             Event::FleetJoined { .. }
             | Event::FleetMember { .. }
             | Event::FleetRemoved { .. }

@@ -1,6 +1,8 @@
 //! Stored event records: what the event log holds, one variant per fact. These
 //! are storage types, separate from the wire types in `console-api`.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// What the store must promise before a write is acknowledged.
@@ -137,6 +139,15 @@ pub enum Event {
         workspace: String,
         pattern: String,
         learned: bool,
+        by: String,
+    },
+    /// Definition files of a workspace as a human accepted them (the
+    /// repository-code rule's memory, `definitions.rs`): each path (relative
+    /// to the workspace) with its content fingerprint, `None` when accepted
+    /// as absent. The first for a workspace is its baseline.
+    DefinitionsAccepted {
+        workspace: String,
+        files: BTreeMap<String, Option<String>>,
         by: String,
     },
     /// An agent secret was set or removed (the name only: values are kept
@@ -358,6 +369,7 @@ impl Event {
             Event::SupervisionSet { .. } => "supervision_set",
             Event::SupervisionActed { .. } => "supervision_acted",
             Event::ApprovalRule { .. } => "approval_rule",
+            Event::DefinitionsAccepted { .. } => "definitions_accepted",
             Event::TokenRevoked { .. } => "token_revoked",
             Event::AgentSecret { .. } => "agent_secret",
             Event::FleetJoined { .. } => "fleet_joined",
@@ -466,6 +478,13 @@ mod tests {
                 pattern,
                 learned,
                 by: "local admin".into(),
+            }),
+            (arb_text(), arb_text(), proptest::option::of(arb_text())).prop_map(|(workspace, path, fingerprint)| {
+                Event::DefinitionsAccepted {
+                    workspace,
+                    files: BTreeMap::from([(path, fingerprint)]),
+                    by: "human".into(),
+                }
             }),
             (arb_text(), any::<bool>(), arb_text(), any::<Option<i32>>()).prop_map(|(id, planned, reason, code)| {
                 Event::ConversationPaused {

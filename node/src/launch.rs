@@ -249,6 +249,9 @@ impl Node {
             let a = cat.agent(&c.agent)?.record.clone();
             (c, a)
         };
+        // The workspace's definitions as this launch finds them, the first time
+        // the node sees the workspace (the repository-code rule's baseline).
+        self.workspace_facts(&self.agent_home_dirs(&entry.agent).1).await;
         let live = match self.spawn_cli(&entry, &agent, how).await {
             Ok((live, note)) => {
                 let mut cat = self.catalog.lock().await;

@@ -9,6 +9,7 @@ pub mod budget;
 pub mod catalog;
 pub mod config;
 pub mod console;
+pub mod definitions;
 pub mod events;
 pub mod exits;
 pub mod fleet;

@@ -562,9 +562,14 @@ impl Node {
         }
         let policy = self.supervision_policy(&live.agent).await;
         let learned = self.learned_rules(&dir.1.to_string_lossy()).await;
+        // What defines repository code, as changed since a human accepted it
+        // (durable, per workspace, by any route), and git's hook directories.
+        let facts = self.workspace_facts(&dir.1).await;
         let scope = supervision::Scope::new(dir.1.clone())
             .with_agent_home(dir.0.clone())
-            .with_changed(live.changed_files());
+            .with_changed(live.changed_files().into_iter().chain(facts.changed))
+            .with_hook_dirs(facts.hook_dirs)
+            .with_definitions_unknown(facts.unknown);
         let mut decision = supervision::decide_dialog(
             &dialog,
             &DecisionContext {
@@ -733,6 +738,11 @@ impl Node {
             Outcome::Sent => {
                 if verdict == supervision::AuditDecision::Approve {
                     live.accept_changed(&held.redefined);
+                    if !held.redefined.is_empty() {
+                        let workspace = self.agent_home_dirs(&held.agent).1;
+                        self.accept_definitions(&workspace, &held.redefined, "human via supervision.answer")
+                            .await;
+                    }
                 }
                 let mut answer = json!({ "outcome": "sent", "keys": keys });
                 if let Some(pattern) = learning {

@@ -142,6 +142,10 @@ pub struct Scope {
     /// `core.hooksPath`, absolute): protected, and definitions of `git commit`.
     #[serde(default)]
     pub hook_dirs: Vec<PathBuf>,
+    /// The node could not fingerprint the whole workspace (too large): any
+    /// definition may have changed, so no run of repository code is routine.
+    #[serde(default)]
+    pub definitions_unknown: bool,
 }
 
 /// How an action touches a path.
@@ -164,6 +168,7 @@ impl Scope {
             home: None,
             changed: Vec::new(),
             hook_dirs: Vec::new(),
+            definitions_unknown: false,
         }
     }
 
@@ -178,6 +183,12 @@ impl Scope {
     /// `writes`), for the repository-code rule.
     pub fn with_changed(mut self, changed: impl IntoIterator<Item = PathBuf>) -> Scope {
         self.changed.extend(changed);
+        self
+    }
+
+    /// Says that the workspace's definitions could not all be checked.
+    pub fn with_definitions_unknown(mut self, unknown: bool) -> Scope {
+        self.definitions_unknown = unknown;
         self
     }
 

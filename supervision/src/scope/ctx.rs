@@ -109,6 +109,14 @@ impl<'a> Ctx<'a> {
     /// that the workspace changed since a human last accepted it or that this
     /// command writes.
     pub(crate) fn check_runs(&self) -> Result<(), NotScoped> {
+        if let Some(run) = self.runs.borrow().first()
+            && self.scope.definitions_unknown
+        {
+            return Err(no(format!(
+                "{} runs repository code and the workspace is too large to check what defines it",
+                run.prog
+            )));
+        }
         // Nothing changed and nothing written: no definition can be redefined.
         if self.runs.borrow().is_empty() || (self.scope.changed.is_empty() && self.writes.borrow().is_empty()) {
             return Ok(());

@@ -10,6 +10,7 @@ use warren::bench::NodeProcess;
 use warren::client::{CallError, Client, Target};
 
 pub mod stranded;
+pub mod supervised;
 
 pub const EXE: &str = env!("CARGO_BIN_EXE_warren");
 
