@@ -12,8 +12,8 @@ use supervision::{
 pub const WORKTREE: &str = "/w/repo";
 pub const HOME: &str = "/home/agents/a1";
 
-/// Symlinks by absolute path.
-pub struct FakeFs(BTreeMap<PathBuf, PathBuf>);
+/// Symlinks by absolute path (public: the sandbox oracle makes each one for real).
+pub struct FakeFs(pub BTreeMap<PathBuf, PathBuf>);
 
 impl PathResolver for FakeFs {
     fn link(&self, path: &Path) -> Link {
