@@ -126,9 +126,10 @@ pub const HELPERS: &[(&str, &[&str], &str)] = &[
             "cargo-clippy",
             "cargo-fmt",
             "rustfmt",
+            "cargo-nextest",
         ],
-        "the rustup proxy runs the toolchain's cargo, which runs the compiler and the lint and format \
-         drivers",
+        "the rustup proxy runs the toolchain's cargo, which runs the compiler, the lint and format \
+         drivers, and nextest (an allowlisted subcommand)",
     ),
     ("rustc", C_TOOLCHAIN, "rustc links through the system C compiler driver"),
     (
@@ -186,11 +187,13 @@ pub const HELPERS: &[(&str, &[&str], &str)] = &[
             "pack",
             "cover",
             "test2json",
+            "gofmt",
             "git",
             "cc",
             "gcc",
         ],
-        "go runs its toolchain programs from GOROOT, the C compiler for cgo, and git to stamp the version",
+        "go runs its toolchain programs from GOROOT (gofmt for `go fmt`), the C compiler for cgo, and git to stamp \
+         the version",
     ),
     (
         "git",
