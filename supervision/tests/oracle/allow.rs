@@ -47,6 +47,16 @@ pub const INHERENT_READS: &[(&str, &str)] = &[
         "the public CA certificates: cargo, Node and Python load the trust store at start (no network here)",
     ),
     (
+        "/etc/resolv.conf",
+        "the resolver's configuration, read by Node's DNS library at start (the sandbox has no network)",
+    ),
+    (
+        "/etc/hosts",
+        "static host names, read with the resolver's configuration",
+    ),
+    ("/etc/host.conf", "the resolver's host lookup order"),
+    ("/etc/gai.conf", "address selection for name lookups"),
+    (
         "/etc/mime.types",
         "file types by extension (Python's mimetypes, imported by pytest's plugins)",
     ),
@@ -188,11 +198,12 @@ pub const HELPERS: &[(&str, &[&str], &str)] = &[
             "cover",
             "test2json",
             "gofmt",
+            "doc",
             "git",
             "cc",
             "gcc",
         ],
-        "go runs its toolchain programs from GOROOT (gofmt for `go fmt`), the C compiler for cgo, and git to stamp \
+        "go runs its toolchain programs from GOROOT (gofmt for `go fmt`, doc for `go doc`), the C compiler for cgo, and git to stamp \
          the version",
     ),
     (

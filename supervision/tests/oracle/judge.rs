@@ -224,7 +224,8 @@ impl Judge<'_> {
         }
     }
 
-    /// Every program run by `pid` and its ancestors.
+    /// Every program run by `pid` and its ancestors, the process's current
+    /// program first.
     fn chain(&self, pid: u32) -> Vec<String> {
         let mut out = Vec::new();
         let mut at = Some(pid);
@@ -234,7 +235,7 @@ impl Judge<'_> {
                 break;
             }
             if let Some(list) = self.execs.get(&p) {
-                out.extend(list.iter().cloned());
+                out.extend(list.iter().rev().cloned());
             }
             at = self.trace.parent.get(&p).copied();
         }
@@ -370,8 +371,16 @@ impl Judge<'_> {
     fn exec(&mut self, a: &Access, line: &str, shell: bool) {
         let placed = resolve(self.links, &a.path, false);
         let target = resolve(self.links, &a.path, true);
-        let name = name_of(&placed);
         let chain = self.chain(a.pid);
+        // A program running itself again (`/proc/self/exe`, as nextest
+        // does) is the program already judged.
+        let again = placed == Path::new("/proc/self/exe") || placed == Path::new("/proc/thread-self/exe");
+        if again && let Some(current) = chain.first() {
+            let current = current.clone();
+            self.execs.entry(a.pid).or_default().push(current);
+            return;
+        }
+        let name = name_of(&placed);
         let first = self.execs.is_empty();
         self.execs.entry(a.pid).or_default().push(name.clone());
         if shell && !first {
@@ -638,6 +647,24 @@ mod tests {
         assert_eq!(
             rules(log, &[]),
             [(Rule::ProgramName, "ran curl (after sh > make > bash)".into())]
+        );
+    }
+
+    #[test]
+    fn a_program_running_itself_again_is_itself() {
+        let log = "2 execve(\"/opt/rust/bin/cargo\", [\"cargo\", \"nextest\"], 0x1 /* 2 vars */) = 0\n\
+                   2 clone(child_stack=NULL, flags=SIGCHLD) = 3\n\
+                   3 execve(\"/proc/self/exe\", [\"/proc/self/exe\", \"__spawn\"], 0x1 /* 2 vars */) = 0\n\
+                   3 clone(child_stack=NULL, flags=SIGCHLD) = 4\n\
+                   4 execve(\"/opt/rust/bin/rustc\", [\"rustc\"], 0x1 /* 2 vars */) = 0\n";
+        assert_eq!(rules(log, &[]), []);
+        // The shell running itself again is the shell: what it runs next
+        // is judged as before.
+        let log = "2 execve(\"/proc/self/exe\", [\"/proc/self/exe\"], 0x1 /* 2 vars */) = 0\n\
+                   2 execve(\"/usr/bin/curl\", [\"curl\"], 0x1 /* 2 vars */) = 0\n";
+        assert_eq!(
+            rules(log, &[]),
+            [(Rule::ProgramName, "ran curl (after bash > bash)".into())]
         );
     }
 
