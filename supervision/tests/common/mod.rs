@@ -12,8 +12,9 @@ use supervision::{
 pub const WORKTREE: &str = "/w/repo";
 pub const HOME: &str = "/home/agents/a1";
 
-/// Symlinks by absolute path, directories shaped like git directories (and
-/// nested repositories), and small files the judge may read.
+/// Symlinks by absolute path (public: the sandbox oracle makes each one for
+/// real), directories shaped like git directories (and nested repositories),
+/// and small files the judge may read.
 pub struct FakeFs {
     pub links: BTreeMap<PathBuf, PathBuf>,
     pub git: BTreeMap<PathBuf, GitAt>,
