@@ -59,10 +59,16 @@ impl Accepted {
     }
 }
 
-/// The definitions found in a workspace now.
+/// Most symbolic links leading out of a workspace one scan reports.
+const MAX_ESCAPING: usize = 1024;
+
+/// The definitions found in a workspace now, and the symbolic links in it
+/// that lead out of it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Scan {
     pub files: BTreeMap<String, String>,
+    /// Links (absolute) whose target is outside the workspace, or dangling.
+    pub escaping_links: Vec<PathBuf>,
     /// The walk stopped at `MAX_ENTRIES`: what it did not reach is unknown.
     pub truncated: bool,
 }
@@ -107,10 +113,17 @@ fn fingerprint_dir(path: &Path) -> String {
     hex::encode(Sha256::digest(entries.join("\n").as_bytes()))
 }
 
+/// True when the symbolic link at `link` leads out of `root` (canonical):
+/// its target resolves elsewhere, or cannot be resolved at all.
+fn leads_out(link: &Path, root: &Path) -> bool {
+    std::fs::canonicalize(link).map_or(true, |target| !target.starts_with(root))
+}
+
 /// Fingerprints every definition under `root` (blocking IO: run it off the
 /// async threads).
 pub fn scan(root: &Path) -> Scan {
     let mut out = Scan::default();
+    let canonical_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
     let mut stack = vec![PathBuf::new()];
     let mut visited = 0usize;
     while let Some(rel_dir) = stack.pop() {
@@ -129,6 +142,12 @@ pub fn scan(root: &Path) -> Scan {
             let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
                 continue;
             };
+            if meta.file_type().is_symlink()
+                && out.escaping_links.len() < MAX_ESCAPING
+                && leads_out(&entry.path(), &canonical_root)
+            {
+                out.escaping_links.push(root.join(&rel));
+            }
             let is_dir = meta.is_dir();
             if is_dir && SKIPPED.contains(&name.as_ref()) {
                 continue;
@@ -249,6 +268,8 @@ pub struct WorkspaceFacts {
     pub changed: Vec<PathBuf>,
     /// The workspace was too large to fingerprint whole.
     pub unknown: bool,
+    /// Symbolic links in it that lead out of it.
+    pub escaping_links: Vec<PathBuf>,
     pub hook_dirs: Vec<PathBuf>,
     pub scan: Scan,
 }
@@ -282,6 +303,7 @@ impl crate::service::Node {
         WorkspaceFacts {
             changed,
             unknown: now.truncated,
+            escaping_links: now.escaping_links.clone(),
             hook_dirs,
             scan: now,
         }

@@ -569,6 +569,7 @@ impl Node {
             .with_agent_home(dir.0.clone())
             .with_changed(live.changed_files().into_iter().chain(facts.changed))
             .with_hook_dirs(facts.hook_dirs)
+            .with_escaping_links(facts.escaping_links)
             .with_definitions_unknown(facts.unknown);
         let mut decision = supervision::decide_dialog(
             &dialog,

@@ -146,6 +146,11 @@ pub struct Scope {
     /// definition may have changed, so no run of repository code is routine.
     #[serde(default)]
     pub definitions_unknown: bool,
+    /// Symbolic links inside the worktree (absolute) that lead out of it:
+    /// a program that walks a tree following links (pytest's collection,
+    /// tsc's and eslint's file discovery) would read through them.
+    #[serde(default)]
+    pub escaping_links: Vec<PathBuf>,
 }
 
 /// How an action touches a path.
@@ -169,6 +174,7 @@ impl Scope {
             changed: Vec::new(),
             hook_dirs: Vec::new(),
             definitions_unknown: false,
+            escaping_links: Vec::new(),
         }
     }
 
@@ -189,6 +195,13 @@ impl Scope {
     /// Says that the workspace's definitions could not all be checked.
     pub fn with_definitions_unknown(mut self, unknown: bool) -> Scope {
         self.definitions_unknown = unknown;
+        self
+    }
+
+    /// The worktree's symbolic links that lead out of it (see
+    /// [`Scope::escaping_links`]).
+    pub fn with_escaping_links(mut self, links: impl IntoIterator<Item = PathBuf>) -> Scope {
+        self.escaping_links.extend(links);
         self
     }
 

@@ -556,7 +556,7 @@ fn codex_gemini_aider() {
         ),
         (
             "aider pytest",
-            aider_shell("pytest -q"),
+            aider_shell("pytest -q tests/test_api.py"),
             Want(Approve, CommandExec, true, ClassPolicy, "y"),
         ),
         (

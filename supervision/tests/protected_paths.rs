@@ -197,8 +197,11 @@ fn cli_settings_are_never_written_routinely() {
 
 #[test]
 fn repository_code_decision() {
-    let plain = scope();
-    let changed = |paths: &[&str]| scope().with_changed(paths.iter().map(|p| PathBuf::from(WORKTREE).join(p)));
+    // (pytest walks the tree: no link may lead out of it here.)
+    let plain = scope_without_escaping_links();
+    let changed = |paths: &[&str]| {
+        scope_without_escaping_links().with_changed(paths.iter().map(|p| PathBuf::from(WORKTREE).join(p)))
+    };
     // Nothing changed: running repository code is routine.
     for cmd in ["make", "npm test", "cargo build", "pytest", "git commit -m x"] {
         assert_eq!(decide_in(&claude_bash(cmd), &plain).verdict, Approve, "{cmd}");
@@ -268,9 +271,10 @@ fn decisions_report_what_they_write_and_the_node_closes_the_loop() {
     let other = decide_in(&claude_bash("cat /etc/passwd"), &scope().with_changed(changed.clone()));
     assert!(other.redefined.is_empty());
     // Writes are reported resolved: through a symlink, `..` and output options.
-    let got = decide(&claude_bash(
-        "echo x > sub2/Makefile && git diff --output=docs/../d.diff && tsc --outDir dist",
-    ));
+    let got = decide_in(
+        &claude_bash("echo x > sub2/Makefile && git diff --output=docs/../d.diff && tsc --outDir dist"),
+        &scope_without_escaping_links(),
+    );
     assert_eq!(got.verdict, Approve, "{}", got.reason);
     assert_eq!(
         got.writes,

@@ -154,6 +154,10 @@ pub(super) fn judge(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotS
         other => return Err(no(format!("cargo {other} is not a routine subcommand"))),
     };
     let effects = writer(&format!("cargo {}", sub.text), &spec, &words, ctx, cwd)?;
+    if sub.text == "doc" {
+        // rustdoc's source walk follows links.
+        ctx.walk_stays_inside("cargo doc", std::slice::from_ref(&effects.run_dir))?;
+    }
     // The runner is cargo as a whole (aliases, toolchain files, build scripts).
     ctx.ran("cargo", &[sub.text.as_str()], &effects.run_dir, effects.named);
     Ok(())

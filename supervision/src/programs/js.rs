@@ -117,11 +117,23 @@ pub(super) fn judge(prog: &str, args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Res
     match prog {
         "tsc" => {
             let effects = writer(prog, &Spec::whole(TSC).loose(), args, ctx, cwd)?;
+            // Its project includes everything under where it runs.
+            ctx.walk_stays_inside(prog, std::slice::from_ref(&effects.run_dir))?;
             ctx.ran(prog, &[], &effects.run_dir, effects.named);
             Ok(())
         }
         "eslint" => {
-            let effects = writer(prog, &Spec::gnu(ESLINT), args, ctx, cwd)?;
+            let spec = Spec::gnu(ESLINT);
+            let effects = writer(prog, &spec, args, ctx, cwd)?;
+            // It walks each directory it is given, or where it runs.
+            let parsed = parse(prog, &spec, args)?;
+            let mut roots: Vec<std::path::PathBuf> = positionals(&parsed)
+                .filter_map(|w| crate::paths::resolve_path(&effects.run_dir.join(&w.text), ctx.resolver))
+                .collect();
+            if roots.is_empty() {
+                roots.push(effects.run_dir.clone());
+            }
+            ctx.walk_stays_inside(prog, &roots)?;
             ctx.ran(prog, &[], &effects.run_dir, effects.named);
             Ok(())
         }
@@ -151,6 +163,7 @@ fn vitest(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotScoped> {
         }
     }
     let effects = writer("vitest", &spec, args, ctx, cwd)?;
+    ctx.walk_stays_inside("vitest", std::slice::from_ref(&effects.run_dir))?;
     ctx.ran("vitest", &[], &effects.run_dir, effects.named);
     Ok(())
 }

@@ -66,7 +66,20 @@ pub(super) fn judge(prog: &str, args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Res
             _ => w.clone(),
         })
         .collect();
-    let effects = writer("pytest", &Spec::gnu(PYTEST), &words, ctx, cwd)?;
+    let spec = Spec::gnu(PYTEST);
+    let effects = writer("pytest", &spec, &words, ctx, cwd)?;
+    // pytest collects through symbolic links from each directory it is
+    // given (or from where it runs): a file it is given is only read.
+    let parsed = crate::argv::parse("pytest", &spec, &words)?;
+    let mut roots: Vec<std::path::PathBuf> = super::positionals(&parsed)
+        .filter(|w| !w.text.ends_with(".py"))
+        .map(|w| effects.run_dir.join(&w.text))
+        .filter_map(|p| crate::paths::resolve_path(&p, ctx.resolver))
+        .collect();
+    if super::positionals(&parsed).next().is_none() {
+        roots.push(effects.run_dir.clone());
+    }
+    ctx.walk_stays_inside("pytest", &roots)?;
     ctx.ran(prog, &[], &effects.run_dir, effects.named);
     Ok(())
 }

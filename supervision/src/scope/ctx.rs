@@ -93,6 +93,21 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// A program that walks the trees at `roots` following symbolic links
+    /// must find no link there that leads out of the worktree.
+    pub(crate) fn walk_stays_inside(&self, prog: &str, roots: &[PathBuf]) -> Result<(), NotScoped> {
+        for root in roots {
+            if let Some(link) = self.scope.escaping_links.iter().find(|l| l.starts_with(root)) {
+                return Err(no(format!(
+                    "{prog} walks {} following symbolic links, and {} leads out of the worktree",
+                    root.display(),
+                    link.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Records that `prog` runs repository code from `cwd`.
     pub(crate) fn ran(&self, prog: &str, args: &[&str], cwd: &Path, named: Vec<PathBuf>) {
         if let Some(runner) = runner_of(prog, args) {

@@ -97,10 +97,28 @@ pub fn fs() -> FakeFs {
 /// The worktree's git config names `tools/hooks` as its `core.hooksPath`.
 pub const HOOKS_PATH: &str = "/w/repo/tools/hooks";
 
+/// [`scope`] as if the worktree had no link leading out of it (what a tree
+/// walker would find).
+pub fn scope_without_escaping_links() -> Scope {
+    Scope {
+        escaping_links: Vec::new(),
+        ..scope()
+    }
+}
+
 pub fn scope() -> Scope {
+    let fs = fs();
+    // The node finds these while it fingerprints the workspace.
+    let escaping: Vec<PathBuf> = fs
+        .links
+        .keys()
+        .filter(|l| supervision::resolve_path(l, &fs).is_none_or(|t| !t.starts_with(WORKTREE)))
+        .cloned()
+        .collect();
     Scope::new(WORKTREE)
         .with_agent_home(HOME)
         .with_hook_dirs([PathBuf::from(HOOKS_PATH)])
+        .with_escaping_links(escaping)
 }
 
 fn strings(list: &[&str]) -> Vec<String> {

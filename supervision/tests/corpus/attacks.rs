@@ -202,18 +202,47 @@ fn options(all: &mut Vec<Case>) {
             "go test -race -count=1 ./...",
             "go build -o bin/app ./cmd/app",
             "pytest -q -k parse tests/",
-            "pytest -x --maxfail=2",
+            "pytest -x --maxfail=2 tests/test_api.py",
             "eslint --fix src",
-            "vitest run --reporter=verbose",
             "wc -l src/lib.rs",
             "rg -n --hidden TODO",
-            "tsc -p tsconfig.json --noEmit",
             "ls -la --color=auto src",
             "head -n 20 README.md",
             "tail -n +5 README.md",
             "git log --oneline --graph -n 5",
             "git diff --stat HEAD~1",
             "git status -sb",
+        ],
+    ));
+}
+
+fn walkers(all: &mut Vec<Case>) {
+    all.extend(cmds(
+        Hold,
+        "a tool that walks the tree following symbolic links reads through the worktree's links that lead out \
+         of it (escape -> /etc, h -> the agent's home, up -> the parent)",
+        &[
+            "pytest -q",
+            "pytest -x --maxfail=2",
+            "python3 -m pytest -q",
+            "pytest docs",
+            "tsc --noEmit",
+            "tsc --outDir dist",
+            "tsc -p tsconfig.json --noEmit",
+            "vitest run",
+            "vitest run --reporter=verbose",
+            "eslint .",
+            "cargo doc",
+        ],
+    ));
+    all.extend(cmds(
+        Approve,
+        "given files, or a directory with no link leading out, they stay inside",
+        &[
+            "pytest -q tests/test_api.py",
+            "python3 -m pytest tests/test_api.py::test_parse -x",
+            "pytest tests",
+            "eslint src",
         ],
     ));
 }
@@ -294,7 +323,7 @@ fn definitions(all: &mut Vec<Case>) {
         cmds(
             Approve,
             "tests are what pytest runs, not a definition",
-            &["python3 -m pytest -q"],
+            &["python3 -m pytest -q tests/test_api.py"],
         ),
     ));
     all.extend(after(
@@ -400,6 +429,7 @@ pub fn cases() -> Vec<Case> {
     cd(&mut all);
     quotes_and_credentials(&mut all);
     options(&mut all);
+    walkers(&mut all);
     definitions(&mut all);
     protected(&mut all);
     all
