@@ -5,7 +5,7 @@
 //! abbreviation, a cluster hiding a second option or a config file by another
 //! spelling never passes as something routine.
 
-use crate::scope::NotScoped;
+use crate::reason::NotScoped;
 use crate::shell::Word;
 
 /// What an option's value is to the judge.

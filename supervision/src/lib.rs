@@ -26,7 +26,9 @@ pub mod url;
 
 mod argv;
 mod credentials;
+mod ctx;
 mod programs;
+mod reason;
 mod sed;
 mod shell;
 mod text;

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use super::{option_effects, positionals};
 use crate::argv::{Arg, Opt, Spec, Val, opt, parse};
+use crate::ctx::Ctx;
 use crate::paths::Access;
-use crate::scope::ctx::Ctx;
-use crate::scope::{NotScoped, no};
+use crate::reason::{NotScoped, no};
 use crate::shell::Word;
 use crate::url::url_allowed;
 
@@ -232,7 +232,7 @@ mod tests {
     use super::*;
     use crate::paths::Scope;
     use crate::paths::fake::FakeFs;
-    use crate::scope::Mode;
+    use crate::reason::Mode;
 
     fn ok(prog: &str, line: &str) -> Result<(), String> {
         let scope = Scope::new("/w");

@@ -10,12 +10,15 @@ use std::path::{Path, PathBuf};
 
 use super::{option_effects, positionals, texts};
 use crate::argv::{Opt, Spec, Val, opt, parse};
+use crate::ctx::Ctx;
 use crate::paths::{Access, GitAt};
-use crate::scope::ctx::Ctx;
-use crate::scope::{GIT_SUBCOMMANDS, Mode, NotScoped, no};
+use crate::reason::{Mode, NotScoped, no};
 use crate::shell::Word;
 
 use Val::{Data, Dir, Flag, OptData, Read, Write};
+
+/// Git subcommands a routine command may use.
+pub const GIT_SUBCOMMANDS: &[&str] = &["status", "diff", "log", "add", "commit", "show"];
 
 const GLOBAL: &[Opt] = &[
     opt(&["-C"], Dir),

@@ -11,8 +11,8 @@ use std::path::Path;
 
 use super::{positionals, writer};
 use crate::argv::{Arg, Opt, Spec, Val, opt, parse};
-use crate::scope::ctx::Ctx;
-use crate::scope::{NotScoped, no};
+use crate::ctx::Ctx;
+use crate::reason::{NotScoped, no};
 use crate::shell::Word;
 
 use Val::{Config, Data, Flag, Write};

@@ -12,12 +12,14 @@ mod make;
 mod python;
 mod search;
 
+pub use git::GIT_SUBCOMMANDS;
+
 use std::path::{Path, PathBuf};
 
 use crate::argv::{Arg, Spec, Val};
+use crate::ctx::Ctx;
 use crate::paths::Access;
-use crate::scope::ctx::Ctx;
-use crate::scope::{Mode, NotScoped, no};
+use crate::reason::{Mode, NotScoped, no};
 use crate::shell::Word;
 
 /// Judges one allowlisted program's words from `cwd`.

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use super::writer;
 use crate::argv::{Opt, Spec, Val, opt};
-use crate::scope::ctx::Ctx;
-use crate::scope::{NotScoped, no};
+use crate::ctx::Ctx;
+use crate::reason::{NotScoped, no};
 use crate::shell::Word;
 
 use Val::{Data, Flag, OptData, Write};

@@ -7,9 +7,9 @@ use std::path::Path;
 
 use super::positionals;
 use crate::argv::{Arg, Opt, Spec, Val, opt, parse};
+use crate::ctx::Ctx;
 use crate::paths::Access;
-use crate::scope::ctx::Ctx;
-use crate::scope::{NotScoped, no};
+use crate::reason::{NotScoped, no};
 use crate::shell::Word;
 
 use Val::{Data, Flag, OptData, Read};

@@ -7,9 +7,9 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use super::ctx::Ctx;
-use super::{NotScoped, no};
+use crate::ctx::Ctx;
 use crate::paths::{Access, resolve_path};
+use crate::reason::{NotScoped, no};
 use crate::shell::{Connector, Pipeline, Script, Segment, Word};
 
 /// Most distinct states carried at once; beyond it the command is held.
@@ -189,7 +189,7 @@ mod tests {
     use super::*;
     use crate::paths::Scope;
     use crate::paths::fake::FakeFs;
-    use crate::scope::Mode;
+    use crate::reason::Mode;
     use crate::shell::parse;
 
     /// Each command's program and every directory it was judged from.

@@ -2,7 +2,6 @@
 //! worktree, out of the agent's home and off protected paths: the command
 //! allowlist, the per-class rules and the repository-code rule (`runs`).
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::class::{DialogClass, has_raw_network_tool};
@@ -11,24 +10,12 @@ use crate::paths::{Access, PathResolver, Scope};
 use crate::shell::{self, Segment, Word};
 use crate::url::{find_urls, url_allowed};
 
-pub(crate) mod ctx;
 mod flow;
 
-use ctx::Ctx;
-
-/// Why an action is not repo-scoped, in words for the audit log and the human.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotScoped(pub String);
-
-impl fmt::Display for NotScoped {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-pub(crate) fn no(why: impl Into<String>) -> NotScoped {
-    NotScoped(why.into())
-}
+use crate::ctx::Ctx;
+pub use crate::programs::GIT_SUBCOMMANDS;
+pub use crate::reason::NotScoped;
+pub(crate) use crate::reason::{Mode, no};
 
 /// The allowlisted programs (seed 000's list plus the read-only `cd`, `echo`,
 /// `pwd`, `head`, `tail`, `wc`). Each has its own table of the options known
@@ -37,17 +24,6 @@ pub const ALLOWED_PROGRAMS: &[&str] = &[
     "cargo", "bun", "npm", "pnpm", "yarn", "go", "make", "pytest", "rg", "grep", "ls", "cat", "tsc", "vitest",
     "eslint", "python", "python3", "sed", "git", "cd", "echo", "pwd", "head", "tail", "wc",
 ];
-
-/// Git subcommands a routine command may use.
-pub const GIT_SUBCOMMANDS: &[&str] = &["status", "diff", "log", "add", "commit", "show"];
-
-/// Which extra programs a class's scope check admits on top of the allowlist.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
-    Command,
-    Deletion,
-    Network,
-}
 
 /// One simple command from `cwd`: how its program is named, its
 /// redirections, then its program's own rules. A `cd` is followed by the

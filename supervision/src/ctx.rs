@@ -5,9 +5,9 @@
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
-use super::{Mode, NotScoped, no};
 use crate::credentials::credential_file;
 use crate::paths::{Access, PathResolver, Scope, resolve_path};
+use crate::reason::{Mode, NotScoped, no};
 use crate::runs::{Runner, definition_for, named_definitions, names_read_in_cwd, runner_of};
 use crate::shell::Word;
 
