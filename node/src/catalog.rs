@@ -69,7 +69,7 @@ pub struct Catalog {
     /// revoked (what a restarted node revokes).
     pub instance_tokens: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// Each workspace's definitions as a human accepted them.
-    pub definitions: crate::definitions::Accepted,
+    pub definitions: crate::definitions::state::Accepted,
     /// This node's fleet membership, the members it knows, its invites.
     pub fleet: crate::fleet::state::FleetState,
     /// Monitor attachments (in their monitor agents' definitions).

@@ -23,6 +23,10 @@ use sha2::{Digest, Sha256};
 
 use crate::events::Event;
 
+pub mod state;
+
+pub use state::Accepted;
+
 /// Most directory entries one fingerprinting walk visits.
 pub const MAX_ENTRIES: usize = 200_000;
 /// Files larger than this are fingerprinted by size and change time.
@@ -34,30 +38,6 @@ const SKIPPED: &[&str] = &[".git", "target", "__pycache__", ".pytest_cache", ".m
 
 /// Definition directories fingerprinted by their top level only.
 const BULK: &[&str] = &["node_modules", "vendor", ".venv", "venv"];
-
-/// The accepted definitions of every workspace: the fold of
-/// `definitions_accepted` events (worktree-relative path -> content
-/// fingerprint, `None` for "accepted as absent").
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Accepted {
-    by_workspace: BTreeMap<String, BTreeMap<String, Option<String>>>,
-}
-
-impl Accepted {
-    pub fn apply(&mut self, event: &Event) {
-        if let Event::DefinitionsAccepted { workspace, files, .. } = event {
-            let known = self.by_workspace.entry(workspace.clone()).or_default();
-            for (path, fingerprint) in files {
-                known.insert(path.clone(), fingerprint.clone());
-            }
-        }
-    }
-
-    /// What was accepted for `workspace`, if it has a baseline.
-    pub fn of(&self, workspace: &str) -> Option<&BTreeMap<String, Option<String>>> {
-        self.by_workspace.get(workspace)
-    }
-}
 
 /// Most symbolic links leading out of a workspace one scan reports.
 const MAX_ESCAPING: usize = 1024;
