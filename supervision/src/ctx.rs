@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
 use crate::credentials::credential_file;
-use crate::paths::{Access, PathResolver, Scope, resolve_path};
+use crate::paths::{Access, PathResolver, Resolved, Scope, resolve_path};
 use crate::reason::{Mode, NotScoped, no};
 use crate::runs::{Runner, definition_for, named_definitions, names_read_in_cwd, runner_of};
 use crate::shell::Word;
@@ -22,6 +22,8 @@ pub(crate) struct Run {
 
 pub(crate) struct Ctx<'a> {
     pub(crate) scope: &'a Scope,
+    /// The worktree and home, resolved once.
+    at: Resolved,
     pub(crate) resolver: &'a dyn PathResolver,
     pub(crate) mode: Mode,
     /// What the command or dialog writes (resolved), in order.
@@ -35,6 +37,7 @@ pub(crate) struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     pub(crate) fn new(scope: &'a Scope, resolver: &'a dyn PathResolver, mode: Mode) -> Ctx<'a> {
         Ctx {
+            at: scope.resolved(resolver),
             scope,
             resolver,
             mode,
@@ -49,10 +52,10 @@ impl<'a> Ctx<'a> {
     pub(crate) fn path(&self, word: &Word, cwd: &Path, access: Access) -> Result<PathBuf, NotScoped> {
         let resolved = self
             .scope
-            .check(&word.text, word.tilde, cwd, access, self.resolver)
+            .check_at(&self.at, &word.text, word.tilde, cwd, access, self.resolver)
             .map_err(NotScoped)?;
-        if let Some(root) = self.scope.root(self.resolver)
-            && let Ok(rel) = resolved.strip_prefix(&root)
+        if let Some(root) = &self.at.root
+            && let Ok(rel) = resolved.strip_prefix(root)
             && let Some(why) = credential_file(rel)
         {
             return Err(no(format!(
@@ -82,7 +85,7 @@ impl<'a> Ctx<'a> {
     /// Refuses a program that may write when it runs inside a protected
     /// directory (its outputs and caches land there).
     pub(crate) fn not_inside_protected(&self, prog: &str, cwd: &Path) -> Result<(), NotScoped> {
-        match self.scope.protected(cwd, self.resolver) {
+        match self.scope.protected_at(&self.at, cwd, self.resolver) {
             Some(p) => Err(no(format!(
                 "{prog} would run inside {}, a protected path ({}: {})",
                 cwd.display(),
@@ -136,7 +139,7 @@ impl<'a> Ctx<'a> {
         if self.runs.borrow().is_empty() || (self.scope.changed.is_empty() && self.writes.borrow().is_empty()) {
             return Ok(());
         }
-        let Some(root) = self.scope.root(self.resolver) else {
+        let Some(root) = self.at.root.clone() else {
             return Err(no("the worktree cannot be resolved"));
         };
         let writes = self.writes.borrow();

@@ -110,6 +110,9 @@ pub fn escalation_in(text: &str) -> Option<Escalation> {
     // they never separate words or segments here).
     let quote = |c: char| matches!(c, '\'' | '"' | '\\');
     for segment in text.split([';', '&', '|', '\n', '(', ')', '`', '{', '}', '$']) {
+        if !segment.contains("git") && !segment.contains("rm") {
+            continue;
+        }
         let owned: Vec<std::borrow::Cow<'_, str>> = segment
             .split_whitespace()
             .map(|w| {

@@ -76,9 +76,34 @@ pub fn resolve_path(path: &Path, resolver: &dyn PathResolver) -> Option<PathBuf>
         return None;
     }
     let mut out = PathBuf::from("/");
+    // The fast walk: the path's own components, until a link is met.
+    let mut parts = path.components();
     let mut pending: Vec<PathBuf> = Vec::new();
-    push_components(&mut pending, path);
     let mut followed = 0;
+    while let Some(c) = parts.next() {
+        match c {
+            Component::RootDir | Component::Prefix(_) => out = PathBuf::from("/"),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => {
+                out.push(name);
+                match resolver.link(&out) {
+                    Link::NotLink => {}
+                    Link::Link(target) => {
+                        out.pop();
+                        followed += 1;
+                        // What is left of the path, after the link's target.
+                        push_components(&mut pending, parts.as_path());
+                        push_components(&mut pending, &target);
+                        break;
+                    }
+                    Link::Unknown => return None,
+                }
+            }
+        }
+    }
     while let Some(part) = pending.pop() {
         match part.as_os_str().to_str() {
             Some("/") => out = PathBuf::from("/"),
@@ -153,6 +178,13 @@ pub struct Scope {
     pub escaping_links: Vec<PathBuf>,
 }
 
+/// The worktree and the agent's home, resolved (see [`Scope::resolved`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Resolved {
+    pub(crate) root: Option<PathBuf>,
+    pub(crate) home: Option<PathBuf>,
+}
+
 /// How an action touches a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {
@@ -224,21 +256,30 @@ impl Scope {
         resolve_path(&self.worktree, resolver)
     }
 
+    /// The worktree and the agent's home as the kernel would find them
+    /// (resolved once per decision).
+    pub(crate) fn resolved(&self, resolver: &dyn PathResolver) -> Resolved {
+        Resolved {
+            root: self.root(resolver),
+            home: self.home.as_deref().and_then(|h| resolve_path(h, resolver)),
+        }
+    }
+
     /// Why the resolved `path` is out of scope, if it is.
-    fn outside(&self, path: &Path, resolver: &dyn PathResolver) -> Option<String> {
-        let Some(root) = self.root(resolver) else {
+    fn outside(&self, path: &Path, at: &Resolved) -> Option<String> {
+        let Some(root) = &at.root else {
             return Some("cannot be checked: the worktree cannot be resolved".into());
         };
-        if let Some(home) = self.home.as_deref().and_then(|h| resolve_path(h, resolver)) {
-            let worktree_in_home = root.starts_with(&home) && root != home;
-            if !worktree_in_home && path.starts_with(&home) {
+        if let Some(home) = &at.home {
+            let worktree_in_home = root.starts_with(home) && root != home;
+            if !worktree_in_home && path.starts_with(home) {
                 return Some(format!(
                     "resolves to {} in the agent's home, which is never repo-scoped",
                     path.display()
                 ));
             }
         }
-        (!path.starts_with(&root)).then(|| format!("resolves to {} outside the worktree", path.display()))
+        (!path.starts_with(root)).then(|| format!("resolves to {} outside the worktree", path.display()))
     }
 
     /// Resolves `raw` as the shell would see it from `cwd` and checks it lands
@@ -249,6 +290,19 @@ impl Scope {
     /// resolved path, or why not.
     pub(crate) fn check(
         &self,
+        raw: &str,
+        tilde: bool,
+        cwd: &Path,
+        access: Access,
+        resolver: &dyn PathResolver,
+    ) -> Result<PathBuf, String> {
+        self.check_at(&self.resolved(resolver), raw, tilde, cwd, access, resolver)
+    }
+
+    /// [`Scope::check`] with the worktree and home already resolved.
+    pub(crate) fn check_at(
+        &self,
+        at: &Resolved,
         raw: &str,
         tilde: bool,
         cwd: &Path,
@@ -266,11 +320,11 @@ impl Scope {
             return Err(format!("{raw:?} has a control or invisible character"));
         }
         let resolved = resolve_path(&cwd.join(raw), resolver).ok_or_else(|| format!("{raw} cannot be resolved"))?;
-        if let Some(why) = self.outside(&resolved, resolver) {
+        if let Some(why) = self.outside(&resolved, at) {
             return Err(format!("{raw} {why}"));
         }
         if access != Access::Read
-            && let Some(p) = self.protected(&resolved, resolver)
+            && let Some(p) = self.protected_at(at, &resolved, resolver)
         {
             let verb = if access == Access::Write { "writes" } else { "may write" };
             return Err(format!(
@@ -283,14 +337,16 @@ impl Scope {
 
     /// The protected entry the resolved, in-scope `path` falls under: a name
     /// in the table, a hook directory, or a directory shaped like a git
-    /// directory (anywhere between the worktree and the path).
-    pub(crate) fn protected(
+    /// directory (anywhere between the worktree and the path), with the
+    /// worktree already resolved.
+    pub(crate) fn protected_at(
         &self,
+        at: &Resolved,
         path: &Path,
         resolver: &dyn PathResolver,
     ) -> Option<&'static crate::protected::Protected> {
-        let root = self.root(resolver)?;
-        let rel = path.strip_prefix(&root).ok()?;
+        let root = at.root.as_ref()?;
+        let rel = path.strip_prefix(root).ok()?;
         if let Some(p) = crate::protected::protected_entry(rel) {
             return Some(p);
         }
@@ -298,7 +354,7 @@ impl Scope {
             return Some(&crate::protected::HOOKS_PATH);
         }
         let mut dir = path.to_path_buf();
-        while dir.starts_with(&root) && dir != root {
+        while dir.starts_with(root) && &dir != root {
             if matches!(resolver.git_at(&dir), GitAt::Bare) {
                 return Some(&crate::protected::GIT_SHAPED);
             }

@@ -317,6 +317,13 @@ pub const GIT_SHAPED: Protected = entry(
 /// case-insensitive or Windows file systems treat as equal, and names a human
 /// would read as equal, fold together).
 pub(crate) fn fold(part: &str) -> String {
+    // Plain lower-case ASCII without a trailing dot or space is its own fold.
+    let plain = part
+        .bytes()
+        .all(|b| b.is_ascii() && !b.is_ascii_uppercase() && !b.is_ascii_control());
+    if plain {
+        return part.trim_end_matches(['.', ' ']).to_string();
+    }
     let mut out = String::with_capacity(part.len());
     for c in part.chars().filter(|c| !crate::text::is_invisible(*c)) {
         for c in c.to_lowercase() {
@@ -361,7 +368,38 @@ fn lookalike(c: char) -> char {
 /// The entry `rel` (a path relative to the worktree, already resolved) falls
 /// under, if any.
 pub fn protected_entry(rel: &std::path::Path) -> Option<&'static Protected> {
-    folded_parts(rel).find_map(|part| PROTECTED.iter().find(|p| p.pattern.matches(&part)))
+    let index = index();
+    folded_parts(rel).find_map(|part| {
+        index
+            .names
+            .get(part.as_str())
+            .copied()
+            .or_else(|| index.others.iter().copied().find(|p| p.pattern.matches(&part)))
+    })
+}
+
+/// The table split for lookups: exact names in a map, the rest in order.
+struct Index {
+    names: std::collections::HashMap<&'static str, &'static Protected>,
+    others: Vec<&'static Protected>,
+}
+
+fn index() -> &'static Index {
+    static INDEX: std::sync::OnceLock<Index> = std::sync::OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut names = std::collections::HashMap::new();
+        let mut others = Vec::new();
+        for p in PROTECTED {
+            match p.pattern {
+                // The first entry of a name wins, as in a scan of the table.
+                Pattern::Name(n) => {
+                    names.entry(n).or_insert(p);
+                }
+                _ => others.push(p),
+            }
+        }
+        Index { names, others }
+    })
 }
 
 /// The folded components of `rel`; a component with a slash look-alike
@@ -369,6 +407,9 @@ pub fn protected_entry(rel: &std::path::Path) -> Option<&'static Protected> {
 pub(crate) fn folded_parts(rel: &std::path::Path) -> impl Iterator<Item = String> + '_ {
     rel.components().flat_map(|c| {
         let folded = fold(&c.as_os_str().to_string_lossy());
+        if !folded.contains('/') {
+            return vec![folded];
+        }
         folded
             .split('/')
             .map(|p| p.trim_end_matches(['.', ' ']).to_string())

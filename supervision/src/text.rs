@@ -154,6 +154,7 @@ impl MarkerSets {
             }
             aho_corasick::AhoCorasick::builder()
                 .match_kind(aho_corasick::MatchKind::Standard)
+                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
                 .build(&patterns)
                 .ok()
                 .map(|ac| (ac, owner))
