@@ -194,12 +194,21 @@ fn has_url(text: &str) -> bool {
 /// carries a command and matched nothing earlier is a `command_exec`.
 pub fn classify(dialog: &Dialog) -> DialogClass {
     let parsed = dialog.command.as_deref().map(crate::shell::parse);
-    classify_parsed(dialog, parsed.as_ref().and_then(|p| p.as_ref().ok()))
+    let action = normalize(&dialog.action_text());
+    classify_parsed(dialog, parsed.as_ref().and_then(|p| p.as_ref().ok()), &action)
 }
 
-/// [`classify`] with the dialog's command already parsed (once per decision).
-pub(crate) fn classify_parsed(dialog: &Dialog, script: Option<&crate::shell::Script>) -> DialogClass {
-    let mut text = dialog.full_text();
+/// [`classify`] with the dialog's command already parsed and its action text
+/// (`Dialog::action_text`) normalised, once per decision.
+pub(crate) fn classify_parsed(dialog: &Dialog, script: Option<&crate::shell::Script>, action: &str) -> DialogClass {
+    let mut text = action.to_string();
+    for p in &dialog.paths {
+        let p = normalize(p);
+        if !p.is_empty() {
+            text.push(' ');
+            text.push_str(&p);
+        }
+    }
     // The command as the shell reads it: quotes and escapes removed, so
     // `cat .e''nv` is read as `cat .env`.
     if let Some(view) = script.map(crate::shell::view) {

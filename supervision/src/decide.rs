@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::class::{DialogClass, classify_parsed};
 use crate::dialog::Dialog;
-use crate::escalate::always_escalate;
+use crate::escalate::escalation_in_normalized;
 use crate::learned::LearnedRule;
 use crate::options::{PromptKind, approve_option, deny_option, prompt_kind};
 use crate::paths::{PathResolver, Scope};
@@ -152,7 +152,8 @@ pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
         .as_deref()
         .filter(|c| !c.trim().is_empty())
         .map(crate::shell::parse);
-    let class = classify_parsed(dialog, parsed.as_ref().and_then(|p| p.as_ref().ok()));
+    let action = crate::text::normalize(&dialog.action_text());
+    let class = classify_parsed(dialog, parsed.as_ref().and_then(|p| p.as_ref().ok()), &action);
     let prompt = prompt_kind(dialog);
     let (scoped, redefined) = scope_detail_parsed(dialog, parsed.as_ref(), class, ctx.scope, ctx.resolver);
     let repo_scoped = scoped.is_ok();
@@ -203,7 +204,7 @@ pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
             "a decision prompt is never answered by supervision".into(),
         );
     }
-    if let Some(shape) = always_escalate(dialog) {
+    if let Some(shape) = escalation_in_normalized(&action) {
         return hold(
             PolicySource::AlwaysEscalate,
             format!("`{what}` is a {shape}: always escalated to a human"),

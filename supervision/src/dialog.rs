@@ -66,17 +66,6 @@ impl Dialog {
         }
         text
     }
-
-    /// Title, question, body, command and paths (not the options): where every
-    /// other marker is read.
-    pub(crate) fn full_text(&self) -> String {
-        let mut all = self.action_text();
-        for p in &self.paths {
-            all.push('\n');
-            all.push_str(p);
-        }
-        crate::text::normalize(&all)
-    }
 }
 
 #[cfg(test)]

@@ -101,7 +101,11 @@ fn segment_escalation(words: &[&str]) -> Option<Escalation> {
 /// shell operator and bracket, so a destructive shape inside `$(...)`, a
 /// subshell or a string still counts.
 pub fn escalation_in(text: &str) -> Option<Escalation> {
-    let text = normalize(text);
+    escalation_in_normalized(&normalize(text))
+}
+
+/// [`escalation_in`] for text already normalised (`text::normalize`).
+pub(crate) fn escalation_in_normalized(text: &str) -> Option<Escalation> {
     // Every shape names git or rm: most text has neither.
     if !text.contains("git") && !text.contains("rm") {
         return None;

@@ -49,22 +49,32 @@ pub(crate) fn normalize(text: &str) -> String {
     out
 }
 
-/// [`normalize`] for ASCII text, a byte at a time.
+/// [`normalize`] for ASCII text: runs of non-space bytes copied and
+/// lower-cased at once, each run of whitespace one space.
 fn normalize_ascii(text: &[u8]) -> String {
-    let mut out = Vec::with_capacity(text.len());
-    let mut space = false;
-    for &b in text {
-        if b.is_ascii_whitespace() || b == 0x0b {
-            space = true;
-            continue;
+    let space = |b: u8| b.is_ascii_whitespace() || b == 0x0b;
+    let mut out: Vec<u8> = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        let gap = i;
+        while i < text.len() && space(text[i]) {
+            i += 1;
         }
-        if space && !out.is_empty() {
+        if i == text.len() {
+            break;
+        }
+        if i > gap && !out.is_empty() {
             out.push(b' ');
         }
-        space = false;
-        out.push(b.to_ascii_lowercase());
+        let word = i;
+        while i < text.len() && !space(text[i]) {
+            i += 1;
+        }
+        let from = out.len();
+        out.extend_from_slice(&text[word..i]);
+        out[from..].make_ascii_lowercase();
     }
-    // Only ASCII bytes were pushed.
+    // Only ASCII bytes were copied.
     String::from_utf8(out).unwrap_or_default()
 }
 

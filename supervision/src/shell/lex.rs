@@ -351,6 +351,11 @@ impl Lexer<'_> {
                 '~' if self.word.ends_with('=') || self.word.ends_with(':') => return Err(Refusal::Expansion),
                 ';' => {
                     self.finish_word();
+                    // `;;`, `;&` and `;;&` end case items: outside a case, bash
+                    // refuses them.
+                    if matches!(self.chars.peek(), Some(';' | '&')) {
+                        return Err(Refusal::EmptySegment);
+                    }
                     self.toks.push(Tok::Op(Op::Semi));
                 }
                 '&' => {

@@ -117,6 +117,7 @@ fn refusals() {
         ("ls &&& ls", Refusal::EmptySegment),
         ("ls && ; ls", Refusal::EmptySegment),
         ("ls;; ls", Refusal::EmptySegment),
+        ("true;&>x echo", Refusal::EmptySegment),
         ("ls & ; ls", Refusal::EmptySegment),
         ("cargo test >", Refusal::MissingTarget),
         ("if true; then cat x; fi", Refusal::Compound),
