@@ -4,6 +4,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 pub mod authz;
+pub mod expiry;
 pub mod methods;
 pub mod rights;
 pub mod token;
@@ -11,6 +12,7 @@ pub mod token;
 use biscuit_auth::{Algorithm, KeyPair, PrivateKey};
 
 pub use authz::{AuthError, Request, Verified, Verifier, judge_raw};
+pub use expiry::usable_at;
 pub use biscuit_auth::PublicKey;
 pub use biscuit_auth::error::Token as BiscuitError;
 pub use rights::{Operation, Resource, Right};

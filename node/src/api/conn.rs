@@ -86,6 +86,7 @@ impl Conn {
     ) -> Result<(), RpcError> {
         let v = verifier
             .verify(token)
+            .and_then(|v| capabilities::usable_at(&v, std::time::SystemTime::now()).map(|()| v))
             .map_err(|e| RpcError::new(ErrorCode::Unauthenticated, format!("token refused: {e}")))?;
         if is_revoked(&v.revocation_ids) {
             return Err(RpcError::new(

@@ -70,7 +70,10 @@ async fn upgrade(State(app): State<Arc<App>>, headers: HeaderMap, ws: WebSocketU
             Ok(v) if app.node.any_revoked(&v.revocation_ids) => {
                 return (StatusCode::UNAUTHORIZED, "token refused: it has been revoked\n").into_response();
             }
-            Ok(v) => Caller::Token(v),
+            Ok(v) => match capabilities::usable_at(&v, std::time::SystemTime::now()) {
+                Ok(()) => Caller::Token(v),
+                Err(e) => return (StatusCode::UNAUTHORIZED, format!("token refused: {e}\n")).into_response(),
+            },
             Err(e) => return (StatusCode::UNAUTHORIZED, format!("token refused: {e}\n")).into_response(),
         },
         None => Caller::Anonymous,
