@@ -32,6 +32,13 @@ pub enum StoreError {
     WriterGone,
 }
 
+/// A sequence number as SQLite's signed integer: a value past `i64::MAX`
+/// (only a client's, never a stored one) reads as the largest, never wraps
+/// around to a negative one.
+pub(crate) fn seq_param(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
 /// How many committed events a slow in-process listener may fall behind.
 const PUBLISH_CAPACITY: usize = 16_384;
 /// Bound of the writer's request queue.
@@ -147,7 +154,7 @@ impl Store {
     /// Events with seq > `after`, up to `limit`, in order (for replay).
     pub async fn events_after(&self, after: u64, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
         let rows = sqlx::query("SELECT seq, ts, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?")
-            .bind(after as i64)
+            .bind(seq_param(after))
             .bind(limit as i64)
             .fetch_all(&self.reads)
             .await?;
@@ -182,7 +189,7 @@ impl Store {
              WHERE conversation = ? AND seq >= ? ORDER BY seq LIMIT ?",
         )
         .bind(conversation)
-        .bind(from as i64)
+        .bind(seq_param(from))
         .bind(limit as i64)
         .fetch_all(&self.reads)
         .await?;
@@ -236,7 +243,7 @@ impl Store {
     pub async fn newest_mail(&self, agent: &str, after: u64) -> Result<Option<u64>, StoreError> {
         let row = sqlx::query("SELECT MAX(event_seq) FROM mail WHERE recipient = ? AND event_seq > ?")
             .bind(agent)
-            .bind(after as i64)
+            .bind(seq_param(after))
             .fetch_one(&self.reads)
             .await?;
         Ok(row.get::<Option<i64>, _>(0).map(|s| s as u64))
@@ -254,7 +261,7 @@ impl Store {
              WHERE recipient = ? AND event_seq > ? ORDER BY event_seq LIMIT ?",
         )
         .bind(agent)
-        .bind(after as i64)
+        .bind(seq_param(after))
         .bind(limit as i64)
         .fetch_all(&self.reads)
         .await?;
@@ -278,7 +285,7 @@ impl Store {
     pub async fn transcript_cursor(&self, conversation: &str, after_seq: u64) -> Result<Option<u64>, StoreError> {
         let row = sqlx::query("SELECT MAX(cursor) FROM transcript WHERE conversation = ? AND seq > ?")
             .bind(conversation)
-            .bind(after_seq as i64)
+            .bind(seq_param(after_seq))
             .fetch_one(&self.reads)
             .await?;
         Ok(row.get::<Option<i64>, _>(0).map(|c| c as u64))
@@ -341,7 +348,7 @@ impl Store {
             let rows = sqlx::query(
                 "SELECT seq, ts, body FROM events WHERE seq > ? AND kind IN ('transcript', 'mail_sent', 'conversation_created', 'recall_stashed', 'recall_forgot') ORDER BY seq LIMIT 5000",
             )
-            .bind(after as i64)
+            .bind(seq_param(after))
             .fetch_all(&mut *tx)
             .await?;
             if rows.is_empty() {
