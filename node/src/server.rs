@@ -230,6 +230,11 @@ pub async fn run(
         verifier: verifier.clone(),
         limits: cfg.limits.clone(),
         connections: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_connections)),
+        anonymous: api::doors::AnonymousPool::new(
+            cfg.limits.max_anonymous_connections,
+            cfg.limits.max_anonymous_per_source,
+            Duration::from_millis(cfg.limits.auth_deadline_ms),
+        ),
         guests: guests.as_ref().map(|g| g.registry.clone()),
         pairing: Default::default(),
     });
@@ -285,7 +290,8 @@ pub async fn run(
         let policy = crate::console::guard::Policy::new(g.listener.local_addr()?, &[], &[]);
         let router = api::ws::router(app.clone(), policy);
         side_tasks.push(tokio::spawn(async move {
-            if let Err(e) = axum::serve(g.listener.tap_io(no_delay), router).await {
+            let service = router.into_make_service_with_connect_info::<SocketAddr>();
+            if let Err(e) = axum::serve(g.listener.tap_io(no_delay), service).await {
                 tracing::error!(error = %e, "the guest listener stopped");
             }
         }));
@@ -317,8 +323,11 @@ pub async fn run(
         // Small frames go out at once: without TCP_NODELAY a notification
         // right after an answer waits for the client's delayed ACK (~40 ms
         // on every keystroke's echo).
-        None => axum::serve(listener.tap_io(no_delay), router)
-            .with_graceful_shutdown(shutdown)
+        None => axum::serve(
+            listener.tap_io(no_delay),
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown)
             .await
             .context("serving the API")?,
     }

@@ -42,6 +42,10 @@ pub struct Conn {
     max_subs: usize,
     /// Subscriptions wait on these until their `{subscription}` answer is queued.
     gates: Mutex<Vec<tokio::sync::oneshot::Sender<()>>>,
+    /// The client's address (a WebSocket's peer), for per-source limits.
+    peer: std::sync::OnceLock<std::net::IpAddr>,
+    /// The connection's place among the node's connections (a WebSocket's).
+    admission: Mutex<Option<super::doors::Admission>>,
 }
 
 impl Conn {
@@ -64,8 +68,48 @@ impl Conn {
             next_sub: AtomicU64::new(1),
             max_subs,
             gates: Mutex::new(Vec::new()),
+            peer: std::sync::OnceLock::new(),
+            admission: Mutex::new(None),
         });
         (conn, rx, kill_rx)
+    }
+
+    /// Records the client's address (once).
+    pub fn set_peer(&self, peer: std::net::IpAddr) {
+        let _ = self.peer.set(peer);
+    }
+
+    /// The client's address, when it has one (not on the Unix socket).
+    pub fn peer(&self) -> Option<std::net::IpAddr> {
+        self.peer.get().copied()
+    }
+
+    /// Holds `admission` while the connection is open (replacing, and so
+    /// freeing, the one it held).
+    pub fn admit(&self, admission: super::doors::Admission) {
+        if let Ok(mut a) = self.admission.lock() {
+            *a = Some(admission);
+        }
+    }
+
+    /// True while the connection holds a place in the unauthenticated pool.
+    pub fn admitted_anonymously(&self) -> bool {
+        self.admission
+            .lock()
+            .map(|a| matches!(*a, Some(super::doors::Admission::Anonymous(_))))
+            .unwrap_or(false)
+    }
+
+    /// Gives the connection's place back (it is closing).
+    pub fn release_admission(&self) {
+        if let Ok(mut a) = self.admission.lock() {
+            a.take();
+        }
+    }
+
+    /// Fires when the connection is cut off.
+    pub fn killed(&self) -> watch::Receiver<Option<String>> {
+        self.kill.subscribe()
     }
 
     pub fn transport(&self) -> &'static str {

@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod cbor;
 pub mod conn;
+pub mod doors;
 pub mod route;
 pub mod tls;
 pub mod unix;
@@ -33,7 +34,10 @@ pub struct App {
     pub identity: NodeIdentity,
     pub verifier: Arc<capabilities::Verifier>,
     pub limits: crate::config::Limits,
+    /// Authenticated connections (WebSocket and Unix socket).
     pub connections: Arc<tokio::sync::Semaphore>,
+    /// WebSocket connections that have not authenticated yet.
+    pub anonymous: doors::AnonymousPool,
     /// Guests dial `/guest` (Docker runtime only).
     pub guests: Option<Arc<crate::runtime::guest_link::GuestRegistry>>,
     /// One-time pairing codes of the web console.
@@ -236,7 +240,18 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
             token: String,
         }
         let a: Auth = params(p)?;
+        // Leaving the unauthenticated pool takes an authenticated place.
+        let place = match conn.admitted_anonymously() {
+            true => Some(app.connections.clone().try_acquire_owned().map_err(|_| {
+                RpcError::new(ErrorCode::Busy, "too many connections: try again later")
+                    .with_data(json!({ "retry_after_ms": 1000 }))
+            })?),
+            false => None,
+        };
         conn.authenticate(&app.verifier, &a.token, |ids| app.node.any_revoked(ids))?;
+        if let Some(place) = place {
+            conn.admit(doors::Admission::Authenticated(place));
+        }
         return Ok(json!({ "authenticated": true }));
     }
     if method == m::SESSION_PAIR {

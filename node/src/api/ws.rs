@@ -6,10 +6,11 @@
 //! same listener serves the web console (`console::http`), and every request
 //! passes the browser guard first.
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -18,6 +19,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::sync::Semaphore;
 
 use super::conn::{Caller, Conn};
+use super::doors::Admission;
 use super::{App, cbor};
 
 /// How a connection's messages are framed, fixed at the upgrade.
@@ -54,10 +56,12 @@ async fn guest_upgrade(State(app): State<Arc<App>>, ws: WebSocketUpgrade) -> Res
         .on_upgrade(move |socket| registry.accept(socket))
 }
 
-async fn upgrade(State(app): State<Arc<App>>, headers: HeaderMap, ws: WebSocketUpgrade) -> Response {
-    let Ok(permit) = app.connections.clone().try_acquire_owned() else {
-        return (StatusCode::SERVICE_UNAVAILABLE, "too many connections\n").into_response();
-    };
+async fn upgrade(
+    State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
     let bearer = headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -78,6 +82,18 @@ async fn upgrade(State(app): State<Arc<App>>, headers: HeaderMap, ws: WebSocketU
         },
         None => Caller::Anonymous,
     };
+    // A token holder takes an authenticated place; a client with none yet
+    // waits in the small unauthenticated pool (see `doors`).
+    let admission = match &caller {
+        Caller::Anonymous => match app.anonymous.admit(peer.ip()) {
+            Ok(slot) => Admission::Anonymous(slot),
+            Err(e) => return (StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")).into_response(),
+        },
+        _ => match app.connections.clone().try_acquire_owned() {
+            Ok(place) => Admission::Authenticated(place),
+            Err(_) => return (StatusCode::SERVICE_UNAVAILABLE, "too many connections\n").into_response(),
+        },
+    };
     // Frames above the soft limit are answered with -32600; far above it the
     // socket itself gives up (close code 1009).
     let hard_limit = app.limits.max_frame_bytes.saturating_mul(4);
@@ -90,10 +106,7 @@ async fn upgrade(State(app): State<Arc<App>>, headers: HeaderMap, ws: WebSocketU
     };
     ws.max_message_size(hard_limit)
         .max_frame_size(hard_limit)
-        .on_upgrade(move |socket| async move {
-            serve(app, socket, caller, framing).await;
-            drop(permit);
-        })
+        .on_upgrade(move |socket| serve(app, socket, caller, framing, admission, peer.ip()))
 }
 
 /// Answers `error` (a frame that is no request) on `conn`'s queue.
@@ -110,9 +123,28 @@ fn invalid_request(message: &str) -> console_api::Response {
     )
 }
 
-async fn serve(app: Arc<App>, socket: WebSocket, caller: Caller, framing: Framing) {
+async fn serve(app: Arc<App>, socket: WebSocket, caller: Caller, framing: Framing, admission: Admission, peer: IpAddr) {
     let (conn, mut out_rx, mut kill_rx) =
         Conn::new("ws", caller, app.limits.outbound_queue, app.limits.max_subscriptions);
+    conn.set_peer(peer);
+    let anonymous = matches!(admission, Admission::Anonymous(_));
+    conn.admit(admission);
+    let mut killed = conn.killed();
+    // An unauthenticated connection has until the deadline to authenticate.
+    let deadline = anonymous.then(|| {
+        let (conn, after) = (Arc::downgrade(&conn), app.anonymous.deadline);
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            if let Some(conn) = conn.upgrade()
+                && matches!(conn.caller(), Caller::Anonymous)
+            {
+                conn.cut_off(&format!(
+                    "unauthenticated: call session.authenticate within {} ms of connecting",
+                    after.as_millis()
+                ));
+            }
+        })
+    });
     let (mut sink, mut stream) = socket.split();
 
     let writer = tokio::spawn(async move {
@@ -152,7 +184,16 @@ async fn serve(app: Arc<App>, socket: WebSocket, caller: Caller, framing: Framin
     });
 
     let in_flight = Arc::new(Semaphore::new(app.limits.max_in_flight));
-    while let Some(msg) = stream.next().await {
+    loop {
+        // A connection that is cut off stops reading at once, whether or not
+        // its client answers the close.
+        let msg = tokio::select! {
+            msg = stream.next() => match msg {
+                Some(m) => m,
+                None => break,
+            },
+            _ = killed.wait_for(Option::is_some) => break,
+        };
         let text = match (framing, msg) {
             (Framing::Json, Ok(Message::Text(t))) => t.to_string(),
             (Framing::Json, Ok(Message::Binary(_))) => {
@@ -197,6 +238,10 @@ async fn serve(app: Arc<App>, socket: WebSocket, caller: Caller, framing: Framin
         }
     }
     conn.close_all();
+    conn.release_admission();
+    if let Some(d) = deadline {
+        d.abort();
+    }
     // Let queued answers go out, then stop the writer.
     drop(conn);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(1), writer).await;
