@@ -255,7 +255,7 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
         return Ok(json!({ "authenticated": true }));
     }
     if method == m::SESSION_PAIR {
-        return pair(app, params(p)?);
+        return pair(app, conn, params(p)?);
     }
     auth::check(app, conn, method, p.as_ref()).await?;
     let node = &app.node;
@@ -578,15 +578,21 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
     Ok(v)
 }
 
-/// `session.pair {code}`: the code's token, once (no token needed).
-fn pair(app: &Arc<App>, p: console_api::PairCode) -> Result<Value, RpcError> {
+/// `session.pair {code}`: the code's token, once (no token needed). Wrong
+/// guesses count against the caller's address (a caller with none, on the
+/// Unix socket or the fabric, counts as one address of its own).
+fn pair(app: &Arc<App>, conn: &Arc<Conn>, p: console_api::PairCode) -> Result<Value, RpcError> {
     use crate::console::pair::PairError;
+    let source = conn
+        .peer()
+        .map(doors::source_key)
+        .unwrap_or(std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
     let profile = app
         .pairing
-        .redeem(&p.code, crate::util::now_ms())
+        .redeem(&p.code, source, crate::util::now_ms())
         .map_err(|e| match e {
             PairError::Refused => RpcError::new(ErrorCode::Unauthenticated, e.to_string()),
-            PairError::TooMany { retry_after_ms } => {
+            PairError::LockedOut { retry_after_ms } => {
                 RpcError::new(ErrorCode::Busy, e.to_string()).with_data(json!({ "retry_after_ms": retry_after_ms }))
             }
         })?;
