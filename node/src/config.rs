@@ -39,6 +39,9 @@ pub struct Limits {
     pub max_anonymous_per_source: usize,
     /// How long a connection may stay unauthenticated before it is closed.
     pub auth_deadline_ms: u64,
+    /// Refused guest hellos are recorded at most once per this many seconds
+    /// and address, with their count (Docker runtime).
+    pub guest_refusal_record_secs: u64,
 }
 
 impl Default for Limits {
@@ -55,6 +58,7 @@ impl Default for Limits {
             max_anonymous_connections: 32,
             max_anonymous_per_source: 8,
             auth_deadline_ms: 5_000,
+            guest_refusal_record_secs: 60,
         }
     }
 }

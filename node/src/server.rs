@@ -295,7 +295,7 @@ pub async fn run(
                 tracing::error!(error = %e, "the guest listener stopped");
             }
         }));
-        side_tasks.push(tokio::spawn(record_guest_notes(node.clone(), g.notes)));
+        side_tasks.push(tokio::spawn(record_guest_notes(node.clone(), g.registry.clone(), g.notes)));
         let every = Duration::from_secs(cfg.docker.reap_interval_secs.max(1));
         side_tasks.push(tokio::spawn(reap_orphans(node.clone(), runtime.clone(), every)));
     }
@@ -404,6 +404,7 @@ async fn docker_runtime(
     let registry = Arc::new(GuestRegistry::new(
         guest::ed25519_dalek::SigningKey::from_bytes(&seed),
         note_tx,
+        Duration::from_secs(cfg.limits.guest_refusal_record_secs.max(1)),
     ));
     tracing::info!(%network, %base_url, "docker runtime: guests dial the node here");
     let runtime = Arc::new(docker::DockerRuntime::new(
@@ -426,15 +427,31 @@ async fn docker_runtime(
     ))
 }
 
-/// Refused guests (a replayed or expired launch token) go to the audit log;
-/// attached guests' key hashes to the catalog (for re-adoption).
-async fn record_guest_notes(node: Arc<Node>, mut rx: tokio::sync::mpsc::Receiver<GuestNote>) {
-    while let Some(note) = rx.recv().await {
-        match note {
-            GuestNote::Refused { conversation, reason } => {
-                node.record_guest_event(&conversation, "refused", &reason).await
+/// Refused guests (a replayed or expired launch token, an ill-formed hello,
+/// an address over its rate) go to the audit log, counted per address and
+/// window (the first of a quiet address at once, the rest each second once
+/// their window has passed); attached guests' key hashes to the catalog (for
+/// re-adoption).
+async fn record_guest_notes(
+    node: Arc<Node>,
+    registry: Arc<GuestRegistry>,
+    mut rx: tokio::sync::mpsc::Receiver<GuestNote>,
+) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            note = rx.recv() => match note {
+                Some(GuestNote::Refused(r)) => node.record_guest_refusals(&r).await,
+                Some(GuestNote::Attached { conversation, key_hash }) => {
+                    node.record_guest_attached(&conversation, key_hash).await
+                }
+                None => return,
+            },
+            _ = tick.tick() => {
+                for r in registry.due_refusals() {
+                    node.record_guest_refusals(&r).await;
+                }
             }
-            GuestNote::Attached { conversation, key_hash } => node.record_guest_attached(&conversation, key_hash).await,
         }
     }
 }

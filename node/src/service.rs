@@ -328,9 +328,27 @@ impl Node {
             conversation: conversation.to_string(),
             what: what.to_string(),
             reason: reason.to_string(),
+            count: None,
+            source: None,
         };
         if let Err(e) = self.store.append(vec![e]).await {
             tracing::error!(error = %e, "could not record a guest event");
+        }
+    }
+
+    /// Records refused guest hellos of one address (one record, their count),
+    /// and says so in one log line.
+    pub async fn record_guest_refusals(&self, r: &crate::runtime::guest_gate::Refused) {
+        tracing::warn!(source = %r.source, count = r.count, conversation = %r.conversation, reason = %r.reason, "guest hellos refused");
+        let e = crate::events::Event::Guest {
+            conversation: r.conversation.clone(),
+            what: "refused".into(),
+            reason: r.reason.clone(),
+            count: Some(r.count),
+            source: Some(r.source.to_string()),
+        };
+        if let Err(e) = self.store.append(vec![e]).await {
+            tracing::error!(error = %e, "could not record refused guests");
         }
     }
 

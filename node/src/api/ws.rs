@@ -47,13 +47,22 @@ pub fn router(app: Arc<App>, policy: crate::console::guard::Policy) -> Router {
         ))
 }
 
-/// A guest container dialing back (Docker runtime); refused elsewhere.
-async fn guest_upgrade(State(app): State<Arc<App>>, ws: WebSocketUpgrade) -> Response {
+/// A guest container dialing back (Docker runtime); refused elsewhere. An
+/// address over its rate of hellos is turned away before the upgrade.
+async fn guest_upgrade(
+    State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ws: WebSocketUpgrade,
+) -> Response {
     let Some(registry) = app.guests.clone() else {
         return (StatusCode::NOT_FOUND, "this node runs no guests\n").into_response();
     };
+    let source = super::doors::source_key(peer.ip());
+    if !registry.admit_hello(source) {
+        return (StatusCode::TOO_MANY_REQUESTS, "too many guest hellos from this address\n").into_response();
+    }
     ws.max_message_size(guest::proto::MAX_TEXT_FRAME * 2)
-        .on_upgrade(move |socket| registry.accept(socket))
+        .on_upgrade(move |socket| registry.accept(socket, source))
 }
 
 async fn upgrade(
