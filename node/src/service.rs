@@ -247,6 +247,7 @@ impl Node {
             budgets: Default::default(),
         });
         let _ = node.me.set(Arc::downgrade(&node));
+        node.load_redaction();
         // The tokens of the CLIs that died with the last run die too.
         for id in &orphans {
             node.revoke_recorded_instance_tokens(id).await;

@@ -18,6 +18,10 @@ use super::App;
 use crate::runtime::Session;
 use crate::transcript::as_transcript;
 
+/// How long a terminal subscriber's held-back bytes (the beginning of a
+/// secret value, perhaps) wait for the rest before they go out.
+pub const TERMINAL_FLUSH: Duration = Duration::from_millis(50);
+
 /// Why the server closes a connection.
 pub const CLOSE_SLOW: &str = "subscriber too slow: outbound queue full";
 
@@ -405,7 +409,14 @@ impl Conn {
         self.add_sub(task, id)
     }
 
-    pub fn subscribe_terminal(self: &Arc<Self>, session: Arc<dyn Session>) -> Result<String, RpcError> {
+    /// The CLI's output bytes, with known secret values redacted (a value
+    /// split across reads included: `redact::StreamRedactor`; what it holds
+    /// back goes out with the next chunk or after `TERMINAL_FLUSH`).
+    pub fn subscribe_terminal(
+        self: &Arc<Self>,
+        session: Arc<dyn Session>,
+        redaction: Arc<crate::redact::Redaction>,
+    ) -> Result<String, RpcError> {
         let id = self.reserve_sub()?;
         let mut rx = session.subscribe();
         let conn = self.clone();
@@ -414,19 +425,37 @@ impl Conn {
         let task = tokio::spawn(async move {
             let _ = gate.await;
             let b64 = base64::engine::general_purpose::STANDARD;
+            let send = |bytes: Vec<u8>| {
+                bytes.is_empty()
+                    || conn.notify(
+                        m::NOTIFY_TERMINAL_DATA,
+                        json!({ "subscription": sub, "data": b64.encode(&bytes) }),
+                    )
+            };
+            let mut stream = crate::redact::StreamRedactor::default();
             loop {
-                match rx.recv().await {
-                    Ok(chunk) => {
-                        let data = b64.encode(&chunk[..]);
-                        if !conn.notify(m::NOTIFY_TERMINAL_DATA, json!({ "subscription": sub, "data": data })) {
+                let holding = stream.holding();
+                tokio::select! {
+                    got = rx.recv() => match got {
+                        Ok(chunk) => {
+                            if !send(stream.push(&redaction.matcher(), &chunk)) {
+                                return;
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Lagged(n)) => {
+                            conn.cut_off(&format!("terminal subscriber too slow: {n} output chunks dropped"));
+                            return;
+                        }
+                        Err(broadcast::error::RecvError::Closed) => {
+                            send(stream.flush(&redaction.matcher()));
+                            return;
+                        }
+                    },
+                    _ = tokio::time::sleep(TERMINAL_FLUSH), if holding => {
+                        if !send(stream.flush(&redaction.matcher())) {
                             return;
                         }
                     }
-                    Err(broadcast::error::RecvError::Lagged(n)) => {
-                        conn.cut_off(&format!("terminal subscriber too slow: {n} output chunks dropped"));
-                        return;
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return,
                 }
             }
         });

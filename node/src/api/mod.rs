@@ -368,7 +368,9 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
         m::CONVERSATION_LIST => json!({ "conversations": node.conversation_list(params(p)?).await? }),
         m::CONVERSATION_SCREEN => {
             let read: console_api::ScreenRead = params(p)?;
-            serde_json::to_value(node.screen(&read).await?).map_err(internal)?
+            let mut screen = node.screen(&read).await?;
+            crate::redact::redact_screen(&node.store().redaction().matcher(), &mut screen);
+            serde_json::to_value(screen).map_err(internal)?
         }
         m::CONVERSATION_SEND_MESSAGE => {
             let sent = match conn.speaks_for() {
@@ -413,7 +415,7 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
         m::TERMINAL_SUBSCRIBE => {
             let id = conv_ref(p)?;
             let session = node.live_session(&id).await?;
-            json!({ "subscription": conn.subscribe_terminal(session)? })
+            json!({ "subscription": conn.subscribe_terminal(session, node.store().redaction().clone())? })
         }
         m::SUPERVISION_GET => {
             node.supervision_get(params::<console_api::AgentFilter>(p)?.agent.as_deref())

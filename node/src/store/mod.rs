@@ -53,6 +53,8 @@ pub struct Store {
     writer: mpsc::Sender<writer::Job>,
     published: broadcast::Sender<Arc<StoredEvent>>,
     stats: Arc<WriterStats>,
+    /// Known secret values, replaced in every event before it is queued.
+    redaction: Arc<crate::redact::Redaction>,
 }
 
 impl Store {
@@ -98,7 +100,13 @@ impl Store {
             writer: tx,
             published,
             stats,
+            redaction: Default::default(),
         })
+    }
+
+    /// The secret values this store redacts (the node keeps them current).
+    pub fn redaction(&self) -> &Arc<crate::redact::Redaction> {
+        &self.redaction
     }
 
     /// Appends `events` atomically, stamped with the current time, and waits
@@ -114,7 +122,8 @@ impl Store {
         reply.await.map_err(|_| StoreError::WriterGone)?
     }
 
-    /// Puts events on the writer's queue and returns the receiver of the commit
+    /// Puts events on the writer's queue (each redacted of known secret
+    /// values, see `crate::redact`) and returns the receiver of the commit
     /// result. Callers that must keep an order between appends enqueue under
     /// their own lock and await the result outside it.
     pub async fn enqueue(
@@ -124,8 +133,13 @@ impl Store {
     ) -> Result<oneshot::Receiver<Result<Vec<Arc<StoredEvent>>, StoreError>>, StoreError> {
         let (reply, rx) = oneshot::channel();
         let ts = now_ms();
+        // Nothing reaches the log, a projection or a listener unredacted.
+        let matcher = self.redaction.matcher();
         let job = writer::Job {
-            events: events.into_iter().map(|e| (ts, e)).collect(),
+            events: events
+                .into_iter()
+                .map(|e| (ts, crate::redact::redact_event(&matcher, e)))
+                .collect(),
             durability,
             reply,
         };
