@@ -1,9 +1,10 @@
 //! Secret redaction: the values the node knows to be secret (each agent's
 //! secrets, the owner tools' environment values, every live instance token)
-//! are replaced by `[redacted: NAME]` before an event is stored (transcript
-//! deltas, mail, recall documents, audit rows: everything `Store::enqueue`
-//! takes, and the recall index is made from those) and before terminal bytes
-//! reach a subscriber. `matcher` (one automaton over every value) and
+//! are replaced by `[redacted: NAME]` before an event carrying outside text
+//! is stored (transcript deltas, mail, recall documents, audit rows, pause
+//! reasons, tool arguments, guest refusals: `Store::enqueue` does it, and the
+//! recall index is made from those) and before terminal bytes reach a
+//! subscriber. `matcher` (one automaton over every value) and
 //! `stream` (values split across reads) are pure; `Redaction` holds the
 //! values by source and rebuilds the matcher when the set changes.
 
@@ -118,11 +119,62 @@ impl Redaction {
     }
 }
 
-/// `e` with every known secret value in its text replaced. A transcript
-/// delta's text is redacted directly (the hot path); any other event is
-/// redacted in every string it holds.
+/// Whether an event carries text from outside the node's own decisions: a
+/// CLI's output, what humans and agents send, a dialog read off a screen, a
+/// tool's arguments, a client's hello. Those are redacted. The others record
+/// the owner's decisions and the node's own state (names, paths, models,
+/// rules, keys) that the catalog folds and must read back exactly; an
+/// owner's value that happens to equal a secret is not rewritten there.
+/// (Exhaustive: a new kind of event must be placed.)
+pub fn carries_outside_text(e: &Event) -> bool {
+    match e {
+        Event::Transcript { .. }
+        | Event::MailSent { .. }
+        | Event::SupervisionActed { .. }
+        | Event::ConversationPaused { .. }
+        | Event::ToolInvoked { .. }
+        | Event::RecallStashed { .. }
+        | Event::Guest { .. } => true,
+        Event::AgentCreated { .. }
+        | Event::AgentUpdated { .. }
+        | Event::AgentArchived { .. }
+        | Event::ConversationCreated { .. }
+        | Event::ConversationLaunched { .. }
+        | Event::ConversationContinued { .. }
+        | Event::ConversationArchived { .. }
+        | Event::MailAcked { .. }
+        | Event::SupervisionSet { .. }
+        | Event::ApprovalRule { .. }
+        | Event::TokenRevoked { .. }
+        | Event::AgentSecret { .. }
+        | Event::FleetJoined { .. }
+        | Event::FleetMember { .. }
+        | Event::FleetRemoved { .. }
+        | Event::FleetInvite { .. }
+        | Event::FleetInviteUsed { .. }
+        | Event::GuestAttached { .. }
+        | Event::InstanceTokenIssued { .. }
+        | Event::UsageRecorded { .. }
+        | Event::MonitorAttached { .. }
+        | Event::MonitorDetached { .. }
+        | Event::MonitorBreaker { .. }
+        | Event::MonitorCursor { .. }
+        | Event::MonitorConversation { .. }
+        | Event::RecallForgot { .. }
+        | Event::BudgetSet { .. }
+        | Event::BudgetToppedUp { .. }
+        | Event::BudgetCharged { .. }
+        | Event::BudgetWaiting { .. }
+        | Event::BudgetResumed { .. }
+        | Event::BudgetExhausted { .. } => false,
+    }
+}
+
+/// `e` with every known secret value in its text replaced, if it carries
+/// text from outside (`carries_outside_text`). A transcript delta's text is
+/// redacted directly (the hot path); another event in every string it holds.
 pub fn redact_event(m: &Matcher, e: Event) -> Event {
-    if m.is_empty() {
+    if m.is_empty() || !carries_outside_text(&e) {
         return e;
     }
     match e {
@@ -263,7 +315,10 @@ mod tests {
                 body: "the key is [redacted: K]".into(),
             }
         );
-        let plain = Event::AgentArchived { name: "a".into() };
-        assert_eq!(redact_event(&m, plain.clone()), plain);
+        // The owner's own decisions read back exactly.
+        let archived = Event::AgentArchived {
+            name: "sk-live-123456".into(),
+        };
+        assert_eq!(redact_event(&m, archived.clone()), archived);
     }
 }
