@@ -12,9 +12,9 @@ pub mod token;
 use biscuit_auth::{Algorithm, KeyPair, PrivateKey};
 
 pub use authz::{AuthError, Request, Verified, Verifier, judge_raw};
-pub use expiry::usable_at;
 pub use biscuit_auth::PublicKey;
 pub use biscuit_auth::error::Token as BiscuitError;
+pub use expiry::usable_at;
 pub use rights::{Operation, Resource, Right};
 pub use token::{Inspection, MintSpec, Restriction, attenuate, inspect_unverified};
 

@@ -440,10 +440,12 @@ impl Catalog {
     pub fn decide_mail_ack(&self, agent: &str, cursor: u64, last: u64) -> Result<Option<Event>, CatalogError> {
         self.agent(agent)?;
         let current = self.mail_cursors.get(agent).copied().unwrap_or(0);
-        Ok(mailbox::decide_ack(current, cursor, last).map(|cursor| Event::MailAcked {
-            agent: agent.to_string(),
-            cursor,
-        }))
+        Ok(
+            mailbox::decide_ack(current, cursor, last).map(|cursor| Event::MailAcked {
+                agent: agent.to_string(),
+                cursor,
+            }),
+        )
     }
 }
 

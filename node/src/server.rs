@@ -295,7 +295,11 @@ pub async fn run(
                 tracing::error!(error = %e, "the guest listener stopped");
             }
         }));
-        side_tasks.push(tokio::spawn(record_guest_notes(node.clone(), g.registry.clone(), g.notes)));
+        side_tasks.push(tokio::spawn(record_guest_notes(
+            node.clone(),
+            g.registry.clone(),
+            g.notes,
+        )));
         let every = Duration::from_secs(cfg.docker.reap_interval_secs.max(1));
         side_tasks.push(tokio::spawn(reap_orphans(node.clone(), runtime.clone(), every)));
     }
@@ -328,8 +332,8 @@ pub async fn run(
             router.into_make_service_with_connect_info::<SocketAddr>(),
         )
         .with_graceful_shutdown(shutdown)
-            .await
-            .context("serving the API")?,
+        .await
+        .context("serving the API")?,
     }
 
     tracing::info!("stopping: pausing live conversations");

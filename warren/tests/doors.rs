@@ -109,26 +109,32 @@ async fn anonymous_sockets_cannot_lock_anyone_out_and_are_closed_after_the_deadl
     );
     // A browser-like client: no bearer, then session.authenticate at once.
     let mut signed_in = anonymous(&node).await;
-    rpc(&mut signed_in, "session.authenticate", json!({ "token": admin_token(&node) }))
-        .await
-        .expect("authenticate");
+    rpc(
+        &mut signed_in,
+        "session.authenticate",
+        json!({ "token": admin_token(&node) }),
+    )
+    .await
+    .expect("authenticate");
 
     // Fill the anonymous pool: two per source, six in all.
     let mut idle = vec![];
     for source in [[127, 0, 0, 1], [127, 0, 0, 2], [127, 0, 0, 3]] {
         for _ in 0..2 {
-            idle.push(anonymous_from(&node, source).await.expect("an anonymous socket is admitted"));
+            idle.push(
+                anonymous_from(&node, source)
+                    .await
+                    .expect("an anonymous socket is admitted"),
+            );
         }
-        let e = anonymous_from(&node, source)
-            .await
-            .err()
-            .expect("a third anonymous socket from one address is refused");
+        let Err(e) = anonymous_from(&node, source).await else {
+            panic!("a third anonymous socket from one address is refused");
+        };
         assert!(e.contains("503"), "{e}");
     }
-    let e = anonymous_from(&node, [127, 0, 0, 4])
-        .await
-        .err()
-        .expect("the anonymous pool is full");
+    let Err(e) = anonymous_from(&node, [127, 0, 0, 4]).await else {
+        panic!("the anonymous pool is full");
+    };
     assert!(e.contains("503"), "{e}");
 
     // The admin (a bearer on the upgrade) still gets in and is answered.
@@ -211,7 +217,12 @@ async fn a_read_only_token_cannot_ack_mail_and_acks_are_clamped_to_the_inbox() {
 
     // The far future is clamped to the inbox's last message: later mail is
     // still shown, and the admin can ack it.
-    let acked = call(&mut c, "mailbox.ack", json!({ "agent": "ben", "cursor": i64::MAX as u64 })).await;
+    let acked = call(
+        &mut c,
+        "mailbox.ack",
+        json!({ "agent": "ben", "cursor": i64::MAX as u64 }),
+    )
+    .await;
     assert_eq!(acked["cursor"].as_u64(), Some(second), "clamped to the last seq");
     let third = call(&mut c, "mailbox.send", send("three")).await["seq"]
         .as_u64()
@@ -224,7 +235,10 @@ async fn a_read_only_token_cannot_ack_mail_and_acks_are_clamped_to_the_inbox() {
     let inbox = call(&mut c, "mailbox.inbox", json!({ "agent": "ben" })).await;
     assert!(unread(&inbox).is_empty(), "{inbox}");
     let inbox = call(&mut c, "mailbox.inbox", json!({ "agent": "ben", "after": u64::MAX })).await;
-    assert!(unread(&inbox).is_empty(), "an `after` past the end shows nothing: {inbox}");
+    assert!(
+        unread(&inbox).is_empty(),
+        "an `after` past the end shows nothing: {inbox}"
+    );
 
     // Rights that may ack: message or control on the agent, or its own token.
     call(&mut c, "mailbox.send", send("four")).await;
@@ -315,7 +329,11 @@ async fn mail_from_an_agent_needs_a_right_on_that_agent() {
     .await
     .expect("the sender's own token");
     let inbox = call(&mut c, "mailbox.inbox", json!({ "agent": "ben" })).await;
-    assert_eq!(bodies(&inbox), ["for ann", "from ann herself"], "the forged one was not stored");
+    assert_eq!(
+        bodies(&inbox),
+        ["for ann", "from ann herself"],
+        "the forged one was not stored"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -342,7 +360,12 @@ async fn wrong_pairing_guesses_lock_out_their_source_and_never_the_right_code() 
     assert!(refused >= 10, "the first guesses are plainly wrong ({refused})");
     let locked = locked.expect("an address over its limit is told it is locked out");
     assert!(locked.message.contains("locked out"), "{}", locked.message);
-    assert!(locked.data.as_ref().is_some_and(|d| d["retry_after_ms"].as_u64().is_some()));
+    assert!(
+        locked
+            .data
+            .as_ref()
+            .is_some_and(|d| d["retry_after_ms"].as_u64().is_some())
+    );
 
     // Another address is not locked out by them.
     let socket = tokio::net::TcpSocket::new_v4().expect("socket");
@@ -419,7 +442,9 @@ async fn an_expired_or_revoked_bearer_is_refused_at_the_door() {
             .expect_err(label);
         assert_eq!(e.code, -32001, "{label}: {}", e.message);
         assert!(e.message.contains(needle), "{label}: {}", e.message);
-        let e = rpc(&mut anon, "node.info", json!({})).await.expect_err("still anonymous");
+        let e = rpc(&mut anon, "node.info", json!({}))
+            .await
+            .expect_err("still anonymous");
         assert_eq!(e.code, -32001);
     }
     call(&mut c, "node.info", json!({})).await;

@@ -78,7 +78,11 @@ async fn secrets_a_cli_prints_are_redacted_wherever_they_would_be_kept_or_shown(
         .map(|e| e["text"].as_str().unwrap_or_default().to_string())
         .collect();
     let all = texts.join("\n");
-    for (name, value) in [("LEAKY_KEY", SECRET), ("WARREN_TOKEN", token.as_str()), ("vault", VAULT)] {
+    for (name, value) in [
+        ("LEAKY_KEY", SECRET),
+        ("WARREN_TOKEN", token.as_str()),
+        ("vault", VAULT),
+    ] {
         assert!(!all.contains(value), "the {name} value is in the transcript:\n{all}");
     }
     let tool = texts
@@ -98,20 +102,27 @@ async fn secrets_a_cli_prints_are_redacted_wherever_they_would_be_kept_or_shown(
             "the terminal never showed the redacted line: {}",
             String::from_utf8_lossy(&stream)
         );
-        let Some(n) = term
-            .next_notification(Duration::from_secs(10))
-            .await
-            .expect("terminal")
-        else {
+        let Some(n) = term.next_notification(Duration::from_secs(10)).await.expect("terminal") else {
             continue;
         };
         if let Some(d) = n.params["data"].as_str() {
             stream.extend(b64.decode(d).expect("base64"));
         }
     }
-    assert!(contains(&stream, "key=[redacted: LEAKY_KEY]"), "{}", String::from_utf8_lossy(&stream));
-    for (name, value) in [("LEAKY_KEY", SECRET), ("WARREN_TOKEN", token.as_str()), ("vault", VAULT)] {
-        assert!(!contains(&stream, value), "the {name} value reached a terminal subscriber");
+    assert!(
+        contains(&stream, "key=[redacted: LEAKY_KEY]"),
+        "{}",
+        String::from_utf8_lossy(&stream)
+    );
+    for (name, value) in [
+        ("LEAKY_KEY", SECRET),
+        ("WARREN_TOKEN", token.as_str()),
+        ("vault", VAULT),
+    ] {
+        assert!(
+            !contains(&stream, value),
+            "the {name} value reached a terminal subscriber"
+        );
     }
 
     // A companion reads the redacted text.
@@ -126,13 +137,23 @@ async fn secrets_a_cli_prints_are_redacted_wherever_they_would_be_kept_or_shown(
         .expect("token")
         .to_string();
     let mut phone = client_with(&node, &companion).await;
-    let read = call(&mut phone, "transcript.read", json!({ "conversation": id, "limit": 1000 })).await;
+    let read = call(
+        &mut phone,
+        "transcript.read",
+        json!({ "conversation": id, "limit": 1000 }),
+    )
+    .await;
     let seen = read.to_string();
     assert!(seen.contains("[redacted: LEAKY_KEY]"), "{seen}");
     assert!(!seen.contains(SECRET) && !seen.contains(&token) && !seen.contains(VAULT));
 
     // Recall finds the line, never the value.
-    let hits = call(&mut c, "recall.search", json!({ "agent": "leaky", "query": "redacted" })).await;
+    let hits = call(
+        &mut c,
+        "recall.search",
+        json!({ "agent": "leaky", "query": "redacted" }),
+    )
+    .await;
     assert!(hits.to_string().contains("LEAKY_KEY"), "{hits}");
     let hits = call(&mut c, "recall.search", json!({ "agent": "leaky", "query": SECRET })).await;
     assert!(!hits.to_string().contains(SECRET), "{hits}");
@@ -141,7 +162,11 @@ async fn secrets_a_cli_prints_are_redacted_wherever_they_would_be_kept_or_shown(
     call(&mut c, "conversation.pause", json!({ "conversation": id })).await;
     let bytes = store_bytes(&node);
     assert!(!bytes.is_empty());
-    for (name, value) in [("LEAKY_KEY", SECRET), ("WARREN_TOKEN", token.as_str()), ("vault", VAULT)] {
+    for (name, value) in [
+        ("LEAKY_KEY", SECRET),
+        ("WARREN_TOKEN", token.as_str()),
+        ("vault", VAULT),
+    ] {
         assert!(!contains(&bytes, value), "the {name} value is in the store file");
     }
     assert!(contains(&bytes, "[redacted: LEAKY_KEY]"));

@@ -19,9 +19,7 @@ pub fn source_key(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => IpAddr::V4(v4),
-            None => IpAddr::V6(std::net::Ipv6Addr::from(
-                u128::from(v6) & !0xffff_ffff_ffff_ffffu128,
-            )),
+            None => IpAddr::V6(std::net::Ipv6Addr::from(u128::from(v6) & !0xffff_ffff_ffff_ffffu128)),
         },
         v4 => v4,
     }

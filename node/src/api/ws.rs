@@ -10,8 +10,8 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{ConnectInfo, State};
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -59,7 +59,11 @@ async fn guest_upgrade(
     };
     let source = super::doors::source_key(peer.ip());
     if !registry.admit_hello(source) {
-        return (StatusCode::TOO_MANY_REQUESTS, "too many guest hellos from this address\n").into_response();
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many guest hellos from this address\n",
+        )
+            .into_response();
     }
     ws.max_message_size(guest::proto::MAX_TEXT_FRAME * 2)
         .on_upgrade(move |socket| registry.accept(socket, source))

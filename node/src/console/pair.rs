@@ -206,8 +206,10 @@ impl Codes {
     fn expire(&mut self, now_ms: u64) {
         self.pending.retain(|p| p.expires_at_ms > now_ms);
         if self.failures.len() >= MAX_SOURCES {
-            self.failures
-                .retain(|_, t| t.back().is_some_and(|last| now_ms.saturating_sub(*last) < FAILURE_WINDOW_MS));
+            self.failures.retain(|_, t| {
+                t.back()
+                    .is_some_and(|last| now_ms.saturating_sub(*last) < FAILURE_WINDOW_MS)
+            });
         }
     }
 }
@@ -253,7 +255,11 @@ mod tests {
             Ok(Profile::Companion),
             "case and separators"
         );
-        assert_eq!(c.redeem("ABCD-EFGH", HOME, 2_001), Err(PairError::Refused), "single use");
+        assert_eq!(
+            c.redeem("ABCD-EFGH", HOME, 2_001),
+            Err(PairError::Refused),
+            "single use"
+        );
         c.issue("WXYZ-0123", Profile::Console, 10_000);
         assert_eq!(
             c.redeem("WXYZ-0123", HOME, 10_000 + CODE_TTL_MS),
@@ -282,14 +288,21 @@ mod tests {
             }),
             "the guessing address is told it is locked out"
         );
-        assert_eq!(c.redeem("GUES-SSSS", ip(2), 21), Err(PairError::Refused), "others are not");
+        assert_eq!(
+            c.redeem("GUES-SSSS", ip(2), 21),
+            Err(PairError::Refused),
+            "others are not"
+        );
         assert_eq!(
             c.redeem("REAL-C0DE", ip(1), 22),
             Ok(Profile::Console),
             "the right code pairs, even from there"
         );
         // After the window the address may guess again.
-        assert_eq!(c.redeem("GUES-SSSS", ip(1), FAILURE_WINDOW_MS + 10), Err(PairError::Refused));
+        assert_eq!(
+            c.redeem("GUES-SSSS", ip(1), FAILURE_WINDOW_MS + 10),
+            Err(PairError::Refused)
+        );
     }
 
     #[test]
@@ -323,7 +336,11 @@ mod tests {
             c.issue(&format!("CODE-{i:04}"), Profile::Companion, i);
         }
         assert_eq!(c.pending.len(), MAX_PENDING);
-        assert_eq!(c.redeem("CODE-0000", HOME, 20), Err(PairError::Refused), "the oldest went");
+        assert_eq!(
+            c.redeem("CODE-0000", HOME, 20),
+            Err(PairError::Refused),
+            "the oldest went"
+        );
         assert!(c.redeem(&format!("CODE-{:04}", MAX_PENDING + 1), HOME, 20).is_ok());
     }
 

@@ -197,7 +197,9 @@ pub fn redact_event(m: &Matcher, e: Event) -> Event {
             cursor,
         },
         other => {
-            let Ok(mut v) = serde_json::to_value(&other) else { return other };
+            let Ok(mut v) = serde_json::to_value(&other) else {
+                return other;
+            };
             if !redact_value(m, &mut v) {
                 return other;
             }
@@ -274,7 +276,10 @@ mod tests {
         assert!(Arc::ptr_eq(&m, &r.matcher()));
         r.forget_instance_tokens("c-1");
         r.set_agent_secrets("a", &BTreeMap::new());
-        assert_eq!(r.matcher().redact_str("sk-live-123456 EoQBtoken-abcdef"), "sk-live-123456 EoQBtoken-abcdef");
+        assert_eq!(
+            r.matcher().redact_str("sk-live-123456 EoQBtoken-abcdef"),
+            "sk-live-123456 EoQBtoken-abcdef"
+        );
         // An expired token is dropped at the next change.
         r.add_instance_token("c-2", "EoQBold-token-xyz", SystemTime::now() - Duration::from_secs(1));
         assert_eq!(r.matcher().len(), 1, "only the tool's value");

@@ -139,7 +139,11 @@ mod tests {
                 assert!(!contains(&out, &v[..HOLD_MIN]), "cut at {cut}");
                 assert!(!contains(&out, &v[1..]), "cut at {cut}");
             }
-            assert!(contains(&out, "[redacted: WARREN_TOKEN]."), "cut at {cut}: {}", String::from_utf8_lossy(&out));
+            assert!(
+                contains(&out, "[redacted: WARREN_TOKEN]."),
+                "cut at {cut}: {}",
+                String::from_utf8_lossy(&out)
+            );
         }
     }
 

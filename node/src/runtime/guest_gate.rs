@@ -236,7 +236,10 @@ mod tests {
         assert_eq!(shown("c-1", 64), "c-1");
         assert_eq!(shown("a\u{1b}[2Jb\n", 64), "a\\u{1b}[2Jb\\n");
         let cut = shown(&"x".repeat(900 * 1024), 64);
-        assert!(cut.starts_with(&"x".repeat(64)) && cut.ends_with("(921600 bytes)"), "{cut}");
+        assert!(
+            cut.starts_with(&"x".repeat(64)) && cut.ends_with("(921600 bytes)"),
+            "{cut}"
+        );
         assert!(cut.len() < 100);
     }
 
@@ -269,12 +272,20 @@ mod tests {
     #[test]
     fn refusals_are_one_record_per_address_and_window_with_the_count() {
         let mut f = Refusals::new(60_000);
-        let first = f.refused(ip(1), "c-1", "no launch is waiting for c-1", 0).expect("the first at once");
+        let first = f
+            .refused(ip(1), "c-1", "no launch is waiting for c-1", 0)
+            .expect("the first at once");
         assert_eq!((first.count, first.conversation.as_str()), (1, "c-1"));
         for i in 0..299 {
-            assert_eq!(f.refused(ip(1), &"x".repeat(900 * 1024), "hello too large", 10 + i), None);
+            assert_eq!(
+                f.refused(ip(1), &"x".repeat(900 * 1024), "hello too large", 10 + i),
+                None
+            );
         }
-        assert!(f.refused(ip(2), "c-2", "no", 20).is_some(), "another address is its own");
+        assert!(
+            f.refused(ip(2), "c-2", "no", 20).is_some(),
+            "another address is its own"
+        );
         assert!(f.due(59_999).is_empty(), "not before the window has passed");
         let later = f.due(60_000);
         assert_eq!(later.len(), 1);

@@ -71,9 +71,7 @@ pub(super) async fn bench_redaction(args: &BenchArgs) -> anyhow::Result<()> {
 /// through a subscriber's stream redactor, with 50 secrets and an instance
 /// token's length of value.
 fn matcher_cost(n: usize) {
-    let mut values: Vec<(String, String)> = (0..SECRETS)
-        .map(|i| (format!("SECRET_{i}"), random_value(i)))
-        .collect();
+    let mut values: Vec<(String, String)> = (0..SECRETS).map(|i| (format!("SECRET_{i}"), random_value(i))).collect();
     values.push(("WARREN_TOKEN".into(), "E".repeat(700)));
     let built = Instant::now();
     let Ok(matcher) = node::redact::Matcher::new(values.iter().map(|(n, v)| (n.as_str(), v.as_str()))) else {
