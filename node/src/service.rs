@@ -359,7 +359,9 @@ impl Node {
     }
 
     /// Publishes a server event to `events.subscribe` subscribers.
-    pub(crate) fn publish(&self, kind: &'static str, payload: Value) {
+    pub(crate) fn publish(&self, kind: &'static str, mut payload: Value) {
+        // A hold's dialog may show a secret value: subscribers get it redacted.
+        crate::redact::redact_value(&self.store.redaction().matcher(), &mut payload);
         let _ = self.events.send((kind, payload));
     }
 

@@ -426,7 +426,11 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
             node.supervision_status(params::<console_api::AgentFilter>(p)?.agent.as_deref())
                 .await?
         }
-        m::SUPERVISION_HOLDS => node.supervision_holds(params::<console_api::AgentFilter>(p)?.agent.as_deref()),
+        m::SUPERVISION_HOLDS => {
+            let mut holds = node.supervision_holds(params::<console_api::AgentFilter>(p)?.agent.as_deref());
+            crate::redact::redact_value(&node.store().redaction().matcher(), &mut holds);
+            holds
+        }
         m::SUPERVISION_ANSWER => {
             let a: console_api::SupervisionAnswer = params(p)?;
             if a.learn && !conn.is_local() {

@@ -4,7 +4,8 @@
 //! is stored (transcript deltas, mail, recall documents, audit rows, pause
 //! reasons, tool arguments, guest refusals: `Store::enqueue` does it, and the
 //! recall index is made from those) and before terminal bytes reach a
-//! subscriber. `matcher` (one automaton over every value) and
+//! subscriber, a held dialog is answered or an event is pushed to
+//! `events.subscribe`. `matcher` (one automaton over every value) and
 //! `stream` (values split across reads) are pure; `Redaction` holds the
 //! values by source and rebuilds the matcher when the set changes.
 
@@ -215,8 +216,10 @@ pub fn redact_event(m: &Matcher, e: Event) -> Event {
     }
 }
 
-/// Redacts every string in `v` (not object keys); true if any changed.
-fn redact_value(m: &Matcher, v: &mut Value) -> bool {
+/// Redacts every string in `v` (not object keys); true if any changed. For
+/// answers and notifications made from what the node holds in memory (a
+/// hold's dialog, an event's payload).
+pub fn redact_value(m: &Matcher, v: &mut Value) -> bool {
     match v {
         Value::String(s) => match m.redact_str(s) {
             std::borrow::Cow::Owned(r) => {
