@@ -341,7 +341,7 @@ fn internal(e: &TokenError) -> AuthError {
     }
 }
 
-fn rule_of(c: &FailedCheck) -> &str {
+pub(crate) fn rule_of(c: &FailedCheck) -> &str {
     match c {
         FailedCheck::Block(b) => &b.rule,
         FailedCheck::Authorizer(a) => &a.rule,

@@ -4,6 +4,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 pub mod authz;
+pub mod expiry;
 pub mod methods;
 pub mod rights;
 pub mod token;
@@ -13,6 +14,7 @@ use biscuit_auth::{Algorithm, KeyPair, PrivateKey};
 pub use authz::{AuthError, Request, Verified, Verifier, judge_raw};
 pub use biscuit_auth::PublicKey;
 pub use biscuit_auth::error::Token as BiscuitError;
+pub use expiry::usable_at;
 pub use rights::{Operation, Resource, Right};
 pub use token::{Inspection, MintSpec, Restriction, attenuate, inspect_unverified};
 

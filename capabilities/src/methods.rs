@@ -74,7 +74,8 @@ pub const TABLE: &[(&str, Need)] = &[
     ("events.subscribe", need(Node, Observe)),
     ("mailbox.send", need(Agent, Message)),
     ("mailbox.inbox", need(Agent, Observe)),
-    ("mailbox.ack", need(Agent, Observe)),
+    // Acting for the agent (see `ACTS_AS`): observe alone may not ack.
+    ("mailbox.ack", need(Agent, Control)),
     ("supervision.get", need(Narrowest, Observe)),
     ("supervision.set", need(Node, Supervise)),
     ("supervision.audit", need(Narrowest, Observe)),
@@ -105,6 +106,42 @@ pub const TABLE: &[(&str, Need)] = &[
     ("budget.topup", need(Agent, Admin)),
     ("config.set", need(Node, Admin)),
 ];
+
+/// A call made for an agent named in its params (`param`): the agent's own
+/// instance token may make it (it holds `observe` on itself), and any other
+/// token needs one of `any_of` on `agent:<that agent>`. An instance token
+/// never acts for another agent, whatever rights it holds on it (a peer's
+/// `message` lets it mail that agent, not ack or send as it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActsAs {
+    pub param: &'static str,
+    pub any_of: &'static [Operation],
+}
+
+/// The calls that act for an agent. For `mailbox.ack` this is the whole
+/// check (its `TABLE` entry names the agent it acts on); `mailbox.send`
+/// needs it on its sender besides `message` on its recipient.
+pub const ACTS_AS: &[(&str, ActsAs)] = &[
+    (
+        "mailbox.ack",
+        ActsAs {
+            param: "agent",
+            any_of: &[Message, Control],
+        },
+    ),
+    (
+        "mailbox.send",
+        ActsAs {
+            param: "from",
+            any_of: &[Message, Invoke],
+        },
+    ),
+];
+
+/// Whether `method` acts for an agent, and how.
+pub fn acts_as(method: &str) -> Option<ActsAs> {
+    ACTS_AS.iter().find(|(m, _)| *m == method).map(|(_, a)| *a)
+}
 
 /// What `method` needs; `None` means the method is unknown and denied.
 pub fn need_of(method: &str) -> Option<Need> {
@@ -245,6 +282,18 @@ mod tests {
         for m in INSTANCE_BASE {
             assert!(need_of(m).is_some(), "{m} has no entry");
         }
+    }
+
+    #[test]
+    fn acting_for_an_agent_needs_more_than_observe() {
+        for (m, a) in ACTS_AS {
+            assert!(need_of(m).is_some(), "{m} has no entry");
+            assert!(!a.any_of.contains(&Observe), "{m}: observe is read-only");
+            assert!(!COMPANION_READ.contains(m), "{m} is not a read");
+        }
+        assert_eq!(acts_as("mailbox.ack").map(|a| a.param), Some("agent"));
+        assert_eq!(acts_as("mailbox.send").map(|a| a.param), Some("from"));
+        assert_eq!(acts_as("mailbox.inbox"), None);
     }
 
     #[test]

@@ -55,6 +55,16 @@ impl Inbox {
         &list[start..(start + limit).min(list.len())]
     }
 
+    /// The seq of `agent`'s newest message (0 when it has none): what an
+    /// ack is clamped to (`decide_ack`).
+    pub fn last_seq(&self, agent: &str) -> u64 {
+        self.by_recipient
+            .get(agent)
+            .and_then(|l| l.last())
+            .map(|m| m.seq)
+            .unwrap_or(0)
+    }
+
     /// How many messages to `agent` are past its cursor.
     pub fn unread(&self, agent: &str) -> usize {
         let after = self.cursor(agent);

@@ -120,8 +120,12 @@ pub fn decide_send(c: &SendCheck<'_>) -> Result<(), MailError> {
     Ok(())
 }
 
-/// Decides an ack: the cursor only moves forward; `None` when it would not move.
-pub fn decide_ack(current: u64, cursor: u64) -> Option<u64> {
+/// Decides an ack: the cursor is clamped to `last`, the inbox's newest
+/// message (no one can ack mail that does not exist yet, so a cursor from
+/// the far future never hides later mail), and only moves forward; `None`
+/// when it would not move.
+pub fn decide_ack(current: u64, cursor: u64, last: u64) -> Option<u64> {
+    let cursor = cursor.min(last);
     (cursor > current).then_some(cursor)
 }
 
@@ -152,6 +156,7 @@ fn forbidden(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn check<'a>(from: &'a str, to: &'a str, peers: &'a Peers, body: &'a str) -> SendCheck<'a> {
         SendCheck {
@@ -220,8 +225,41 @@ mod tests {
 
     #[test]
     fn acks_only_move_forward() {
-        assert_eq!(decide_ack(0, 10), Some(10));
-        assert_eq!(decide_ack(10, 5), None);
-        assert_eq!(decide_ack(10, 10), None);
+        assert_eq!(decide_ack(0, 10, 10), Some(10));
+        assert_eq!(decide_ack(10, 5, 20), None);
+        assert_eq!(decide_ack(10, 10, 20), None);
+        // Clamped to the newest message, whatever the cursor.
+        assert_eq!(decide_ack(0, i64::MAX as u64, 7), Some(7));
+        assert_eq!(decide_ack(0, u64::MAX, 7), Some(7));
+        assert_eq!(decide_ack(7, u64::MAX, 7), None);
+        assert_eq!(decide_ack(0, 5, 0), None, "an empty inbox has nothing to ack");
+    }
+
+    proptest! {
+        /// Whatever cursors are acked (u64 extremes included), a message sent
+        /// after them is unread: no ack hides mail that did not exist yet.
+        #[test]
+        fn no_ack_hides_later_mail(ops in proptest::collection::vec(
+            prop_oneof![
+                (0u8..3).prop_map(|to| (true, to, 0u64)),
+                (0u8..3, prop_oneof![any::<u64>(), Just(u64::MAX), Just(i64::MAX as u64), 0u64..64])
+                    .prop_map(|(a, c)| (false, a, c)),
+            ],
+            0..64,
+        )) {
+            let names = ["a", "b", "c"];
+            let mut inbox = Inbox::default();
+            for (seq, (send, who, cursor)) in ops.into_iter().enumerate() {
+                let seq = seq as u64 + 1;
+                let agent = names[who as usize];
+                if send {
+                    inbox.sent(Message { seq, id: format!("m{seq}"), from: "x".into(), to: agent.into(), context: None, body: "b".into() });
+                    prop_assert!(inbox.unread(agent) >= 1);
+                } else if let Some(c) = decide_ack(inbox.cursor(agent), cursor, inbox.last_seq(agent)) {
+                    prop_assert!(c <= inbox.last_seq(agent));
+                    inbox.acked(agent, c);
+                }
+            }
+        }
     }
 }

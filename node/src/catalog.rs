@@ -158,8 +158,10 @@ impl Catalog {
             }
             Event::ConversationArchived { id, .. } => self.set_state(id, ts, ConversationState::Archived, None, 0),
             Event::MailAcked { agent, cursor } => {
+                // No ack can cover mail committed after it: a cursor past its
+                // own seq (stored before acks were clamped) folds to that seq.
                 let c = self.mail_cursors.entry(agent.clone()).or_default();
-                *c = (*c).max(*cursor);
+                *c = (*c).max((*cursor).min(e.seq));
             }
             Event::MailSent { .. }
             | Event::SupervisionActed { .. }
@@ -436,14 +438,17 @@ impl Catalog {
         })
     }
 
-    /// Moves `agent`'s inbox cursor forward (never back: `None` if it would not move).
-    pub fn decide_mail_ack(&self, agent: &str, cursor: u64) -> Result<Option<Event>, CatalogError> {
+    /// Moves `agent`'s inbox cursor forward, at most to `last` (the seq of
+    /// its newest message): never back, `None` if it would not move.
+    pub fn decide_mail_ack(&self, agent: &str, cursor: u64, last: u64) -> Result<Option<Event>, CatalogError> {
         self.agent(agent)?;
         let current = self.mail_cursors.get(agent).copied().unwrap_or(0);
-        Ok(mailbox::decide_ack(current, cursor).map(|cursor| Event::MailAcked {
-            agent: agent.to_string(),
-            cursor,
-        }))
+        Ok(
+            mailbox::decide_ack(current, cursor, last).map(|cursor| Event::MailAcked {
+                agent: agent.to_string(),
+                cursor,
+            }),
+        )
     }
 }
 
@@ -1002,15 +1007,25 @@ mod mail_tests {
     #[test]
     fn acks_only_move_forward() {
         let mut c = with_agents();
-        let e = c.decide_mail_ack("a", 10).expect("ok").expect("moves");
+        let e = c.decide_mail_ack("a", u64::MAX, 10).expect("ok").expect("moves");
         c.apply(&StoredEvent {
             seq: 100,
             ts: 0,
             event: e,
         });
-        assert_eq!(c.mail_cursors.get("a"), Some(&10));
-        assert_eq!(c.decide_mail_ack("a", 5).expect("ok"), None);
-        assert_eq!(c.decide_mail_ack("a", 10).expect("ok"), None);
-        assert!(c.decide_mail_ack("nobody", 1).is_err());
+        assert_eq!(c.mail_cursors.get("a"), Some(&10), "clamped to the newest mail");
+        assert_eq!(c.decide_mail_ack("a", 5, 20).expect("ok"), None);
+        assert_eq!(c.decide_mail_ack("a", 10, 20).expect("ok"), None);
+        assert!(c.decide_mail_ack("nobody", 1, 1).is_err());
+        // An ack stored before acks were clamped folds to its own seq.
+        c.apply(&StoredEvent {
+            seq: 200,
+            ts: 0,
+            event: Event::MailAcked {
+                agent: "a".into(),
+                cursor: u64::MAX,
+            },
+        });
+        assert_eq!(c.mail_cursors.get("a"), Some(&200));
     }
 }

@@ -29,7 +29,19 @@ pub struct Limits {
     pub send_queue: usize,
     pub send_idle_timeout_ms: u64,
     pub send_ack_timeout_ms: u64,
+    /// Authenticated WebSocket connections (a bearer on the upgrade, or
+    /// `session.authenticate`), the Unix socket's included.
     pub max_connections: usize,
+    /// WebSocket connections not authenticated yet, in all (a pool of their
+    /// own: they never take an authenticated client's place).
+    pub max_anonymous_connections: usize,
+    /// ... and from one address.
+    pub max_anonymous_per_source: usize,
+    /// How long a connection may stay unauthenticated before it is closed.
+    pub auth_deadline_ms: u64,
+    /// Refused guest hellos are recorded at most once per this many seconds
+    /// and address, with their count (Docker runtime).
+    pub guest_refusal_record_secs: u64,
 }
 
 impl Default for Limits {
@@ -43,6 +55,10 @@ impl Default for Limits {
             send_idle_timeout_ms: 30_000,
             send_ack_timeout_ms: 10_000,
             max_connections: 256,
+            max_anonymous_connections: 32,
+            max_anonymous_per_source: 8,
+            auth_deadline_ms: 5_000,
+            guest_refusal_record_secs: 60,
         }
     }
 }

@@ -192,6 +192,13 @@ pub enum Event {
         conversation: String,
         what: String,
         reason: String,
+        /// Refusals this record stands for (refusals are coalesced per
+        /// address and window); absent: one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<u64>,
+        /// The address refused hellos came from.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<String>,
     },
     /// Instance tokens were issued to a conversation (launch or renewal): a
     /// restarted node revokes them, whatever became of the CLI.

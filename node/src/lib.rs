@@ -23,6 +23,7 @@ pub mod mailbox;
 pub mod monitors;
 pub mod progress;
 pub mod recall;
+pub mod redact;
 pub mod runtime;
 pub mod secrets;
 pub mod server;

@@ -91,10 +91,14 @@ impl Node {
         Ok(serde_json::json!({ "messages": messages, "cursor": cursor, "acked": acked }))
     }
 
-    /// `mailbox.ack`: the agent has read up to `cursor`.
+    /// `mailbox.ack`: the agent has read up to `cursor`, clamped to its
+    /// newest message (read under the catalog lock, so no ack races a send's
+    /// fold; a send committing meanwhile has a greater seq and stays unread).
     pub async fn mail_ack(&self, p: console_api::MailAck) -> NodeResult<Value> {
         let mut cat = self.catalog.lock().await;
-        if let Some(e) = cat.decide_mail_ack(&p.agent, p.cursor)? {
+        cat.agent(&p.agent)?;
+        let last = self.store.newest_mail(&p.agent, 0).await?.unwrap_or(0);
+        if let Some(e) = cat.decide_mail_ack(&p.agent, p.cursor, last)? {
             self.commit(&mut cat, vec![e]).await?;
         }
         let cursor = cat.mail_cursors.get(&p.agent).copied().unwrap_or(0);

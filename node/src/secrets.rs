@@ -5,6 +5,8 @@
 //! value is deliberately not an event: the log is forever and is replayed,
 //! a secret must be removable. Setting and removing one is recorded as an
 //! `agent_secret` event naming it (the audit trail), without the value.
+//! Every value is also redacted wherever a CLI's output would be kept
+//! (`crate::redact`).
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -57,7 +59,38 @@ impl Node {
         write().map_err(|e| {
             tracing::error!(agent, error = %e, "cannot write an agent's secrets file");
             NodeError::Internal(format!("the secrets of agent {agent:?} could not be stored"))
-        })
+        })?;
+        // From now on the values are redacted wherever they would be kept.
+        self.store.redaction().set_agent_secrets(agent, secrets);
+        Ok(())
+    }
+
+    /// Tells the store's redaction every agent's secrets and the owner
+    /// tools' environment values (at start-up, before any CLI runs).
+    pub(crate) fn load_redaction(&self) {
+        let dir = self.cfg.data_dir.join("secrets");
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let Some(agent) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".json"))
+            else {
+                continue;
+            };
+            match self.agent_secrets(agent) {
+                Ok(secrets) => self.store.redaction().set_agent_secrets(agent, &secrets),
+                Err(e) => tracing::error!(agent, error = %e, "an agent's secrets are not redacted"),
+            }
+        }
+        let env = self
+            .cfg
+            .tools
+            .values()
+            .flat_map(|t| t.env.iter())
+            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+            .collect();
+        self.store.redaction().set_tool_env(env);
     }
 
     async fn record_secret(&self, agent: &str, name: &str, set: bool) -> NodeResult<()> {

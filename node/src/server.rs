@@ -230,6 +230,11 @@ pub async fn run(
         verifier: verifier.clone(),
         limits: cfg.limits.clone(),
         connections: Arc::new(tokio::sync::Semaphore::new(cfg.limits.max_connections)),
+        anonymous: api::doors::AnonymousPool::new(
+            cfg.limits.max_anonymous_connections,
+            cfg.limits.max_anonymous_per_source,
+            Duration::from_millis(cfg.limits.auth_deadline_ms),
+        ),
         guests: guests.as_ref().map(|g| g.registry.clone()),
         pairing: Default::default(),
     });
@@ -285,11 +290,16 @@ pub async fn run(
         let policy = crate::console::guard::Policy::new(g.listener.local_addr()?, &[], &[]);
         let router = api::ws::router(app.clone(), policy);
         side_tasks.push(tokio::spawn(async move {
-            if let Err(e) = axum::serve(g.listener.tap_io(no_delay), router).await {
+            let service = router.into_make_service_with_connect_info::<SocketAddr>();
+            if let Err(e) = axum::serve(g.listener.tap_io(no_delay), service).await {
                 tracing::error!(error = %e, "the guest listener stopped");
             }
         }));
-        side_tasks.push(tokio::spawn(record_guest_notes(node.clone(), g.notes)));
+        side_tasks.push(tokio::spawn(record_guest_notes(
+            node.clone(),
+            g.registry.clone(),
+            g.notes,
+        )));
         let every = Duration::from_secs(cfg.docker.reap_interval_secs.max(1));
         side_tasks.push(tokio::spawn(reap_orphans(node.clone(), runtime.clone(), every)));
     }
@@ -317,10 +327,13 @@ pub async fn run(
         // Small frames go out at once: without TCP_NODELAY a notification
         // right after an answer waits for the client's delayed ACK (~40 ms
         // on every keystroke's echo).
-        None => axum::serve(listener.tap_io(no_delay), router)
-            .with_graceful_shutdown(shutdown)
-            .await
-            .context("serving the API")?,
+        None => axum::serve(
+            listener.tap_io(no_delay),
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("serving the API")?,
     }
 
     tracing::info!("stopping: pausing live conversations");
@@ -395,6 +408,7 @@ async fn docker_runtime(
     let registry = Arc::new(GuestRegistry::new(
         guest::ed25519_dalek::SigningKey::from_bytes(&seed),
         note_tx,
+        Duration::from_secs(cfg.limits.guest_refusal_record_secs.max(1)),
     ));
     tracing::info!(%network, %base_url, "docker runtime: guests dial the node here");
     let runtime = Arc::new(docker::DockerRuntime::new(
@@ -417,15 +431,31 @@ async fn docker_runtime(
     ))
 }
 
-/// Refused guests (a replayed or expired launch token) go to the audit log;
-/// attached guests' key hashes to the catalog (for re-adoption).
-async fn record_guest_notes(node: Arc<Node>, mut rx: tokio::sync::mpsc::Receiver<GuestNote>) {
-    while let Some(note) = rx.recv().await {
-        match note {
-            GuestNote::Refused { conversation, reason } => {
-                node.record_guest_event(&conversation, "refused", &reason).await
+/// Refused guests (a replayed or expired launch token, an ill-formed hello,
+/// an address over its rate) go to the audit log, counted per address and
+/// window (the first of a quiet address at once, the rest each second once
+/// their window has passed); attached guests' key hashes to the catalog (for
+/// re-adoption).
+async fn record_guest_notes(
+    node: Arc<Node>,
+    registry: Arc<GuestRegistry>,
+    mut rx: tokio::sync::mpsc::Receiver<GuestNote>,
+) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            note = rx.recv() => match note {
+                Some(GuestNote::Refused(r)) => node.record_guest_refusals(&r).await,
+                Some(GuestNote::Attached { conversation, key_hash }) => {
+                    node.record_guest_attached(&conversation, key_hash).await
+                }
+                None => return,
+            },
+            _ = tick.tick() => {
+                for r in registry.due_refusals() {
+                    node.record_guest_refusals(&r).await;
+                }
             }
-            GuestNote::Attached { conversation, key_hash } => node.record_guest_attached(&conversation, key_hash).await,
         }
     }
 }

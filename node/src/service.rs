@@ -247,6 +247,7 @@ impl Node {
             budgets: Default::default(),
         });
         let _ = node.me.set(Arc::downgrade(&node));
+        node.load_redaction();
         // The tokens of the CLIs that died with the last run die too.
         for id in &orphans {
             node.revoke_recorded_instance_tokens(id).await;
@@ -328,9 +329,27 @@ impl Node {
             conversation: conversation.to_string(),
             what: what.to_string(),
             reason: reason.to_string(),
+            count: None,
+            source: None,
         };
         if let Err(e) = self.store.append(vec![e]).await {
             tracing::error!(error = %e, "could not record a guest event");
+        }
+    }
+
+    /// Records refused guest hellos of one address (one record, their count),
+    /// and says so in one log line.
+    pub async fn record_guest_refusals(&self, r: &crate::runtime::guest_gate::Refused) {
+        tracing::warn!(source = %r.source, count = r.count, conversation = %r.conversation, reason = %r.reason, "guest hellos refused");
+        let e = crate::events::Event::Guest {
+            conversation: r.conversation.clone(),
+            what: "refused".into(),
+            reason: r.reason.clone(),
+            count: Some(r.count),
+            source: Some(r.source.to_string()),
+        };
+        if let Err(e) = self.store.append(vec![e]).await {
+            tracing::error!(error = %e, "could not record refused guests");
         }
     }
 
@@ -340,7 +359,9 @@ impl Node {
     }
 
     /// Publishes a server event to `events.subscribe` subscribers.
-    pub(crate) fn publish(&self, kind: &'static str, payload: Value) {
+    pub(crate) fn publish(&self, kind: &'static str, mut payload: Value) {
+        // A hold's dialog may show a secret value: subscribers get it redacted.
+        crate::redact::redact_value(&self.store.redaction().matcher(), &mut payload);
         let _ = self.events.send((kind, payload));
     }
 

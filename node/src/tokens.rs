@@ -110,11 +110,12 @@ impl Node {
             }
             _ => {}
         }
+        let expires_at = std::time::SystemTime::now() + self.cfg.instance_token_ttl;
         let token = self
             .root
             .mint(&MintSpec {
                 rights,
-                expires_at: Some(std::time::SystemTime::now() + self.cfg.instance_token_ttl),
+                expires_at: Some(expires_at),
                 methods: Some(capabilities::methods::instance_methods(
                     tools.iter().map(String::as_str),
                 )),
@@ -127,6 +128,10 @@ impl Node {
         let ids = capabilities::inspect_unverified(&token)
             .map(|i| i.revocation_ids)
             .map_err(|e| NodeError::Internal(e.to_string()))?;
+        // Redacted from before the CLI can print it until it is revoked.
+        self.store
+            .redaction()
+            .add_instance_token(conversation, &token, expires_at);
         if let Ok(mut m) = self.instance_tokens.lock() {
             m.entry(conversation.to_string())
                 .or_default()
@@ -220,6 +225,7 @@ impl Node {
 
     /// Revokes every instance token issued to conversation `id`.
     pub(crate) async fn revoke_instance_tokens(&self, id: &str) {
+        self.store.redaction().forget_instance_tokens(id);
         let ids = self
             .instance_tokens
             .lock()

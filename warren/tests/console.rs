@@ -253,6 +253,8 @@ async fn a_pairing_code_is_a_token_once_and_a_companion_only_reads() {
     // A companion reads, and the server refuses its writes.
     let p = pair_code(&node, &["--companion"]);
     assert_eq!(p["profile"], "companion");
+    // (A connection with no token lives only seconds: a fresh one pairs.)
+    let mut anon = anonymous(&node).await;
     let paired = rpc(&mut anon, "session.pair", json!({ "code": p["code"] }))
         .await
         .expect("pair a companion");
@@ -321,6 +323,7 @@ async fn a_pairing_code_is_a_token_once_and_a_companion_only_reads() {
     // --with-actions adds the allowlisted actions only.
     let p = pair_code(&node, &["--companion", "--with-actions"]);
     assert_eq!(p["profile"], "companion_actions");
+    let mut anon = anonymous(&node).await;
     let paired = rpc(&mut anon, "session.pair", json!({ "code": p["code"] }))
         .await
         .expect("pair");

@@ -64,6 +64,52 @@ async fn guest_events(db: &std::path::Path) -> Option<Vec<Value>> {
     rows.iter().map(|(b,)| serde_json::from_str(b).ok()).collect()
 }
 
+/// How many refusals `guest` records count (a record without a count is one).
+fn refusals(rows: &[Value]) -> u64 {
+    rows.iter()
+        .filter(|r| r["what"] == "refused")
+        .map(|r| r["count"].as_u64().unwrap_or(1))
+        .sum()
+}
+
+/// What the guest door answered a hello: its refusal's reason, or the HTTP
+/// error that turned the upgrade away.
+enum Door {
+    Refused(String),
+    TurnedAway(String),
+}
+
+/// One hello for `conversation` with a made-up launch token at `url`.
+async fn knock(url: &str, conversation: &str) -> Door {
+    use futures_util::{SinkExt, StreamExt};
+    let mut ws = match tokio_tungstenite::connect_async(url).await {
+        Ok((ws, _)) => ws,
+        Err(e) => return Door::TurnedAway(e.to_string()),
+    };
+    let hello = json!({
+        "type": "hello", "conversation": conversation, "credential": "forged", "reconnect": false,
+        "nonce": "00".repeat(32), "rows": 40, "cols": 120, "pid": 1, "version": "test",
+    });
+    if let Err(e) = ws
+        .send(tokio_tungstenite::tungstenite::Message::Text(hello.to_string().into()))
+        .await
+    {
+        return Door::TurnedAway(e.to_string());
+    }
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), ws.next()).await {
+            Ok(Some(Ok(tokio_tungstenite::tungstenite::Message::Text(t)))) => {
+                let v: Value = serde_json::from_str(&t).expect("json");
+                assert_eq!(v["type"], "refused", "{v}");
+                return Door::Refused(v["reason"].as_str().unwrap_or_default().to_string());
+            }
+            Ok(Some(Ok(_))) => continue,
+            Ok(other) => return Door::TurnedAway(format!("{other:?}")),
+            Err(_) => panic!("the guest door neither answered nor closed"),
+        }
+    }
+}
+
 async fn state_of(node: &TestNode, id: &str) -> Value {
     let mut c = node.client().await;
     call(&mut c, "conversation.get", json!({ "conversation": id })).await["conversation"].clone()
@@ -147,7 +193,9 @@ async fn a_conversation_runs_in_a_hardened_labelled_container() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replayed_launch_token_is_refused_and_audited() {
     use futures_util::{SinkExt, StreamExt};
-    let node = TestNode::start_on("docker", "");
+    // Refusals from one address are recorded at most once per window, with
+    // a count (a short window here, so the second is seen soon).
+    let node = TestNode::start_on("docker", "[limits]\nguest_refusal_record_secs = 1\n");
     let mut c = node.client().await;
     let id = agent_with_conversation(&mut c, "replay").await;
     let ct = inspect(&id);
@@ -192,16 +240,18 @@ async fn a_replayed_launch_token_is_refused_and_audited() {
         .expect("ok frame");
     assert!(answer.to_text().expect("text").contains("refused"));
 
-    // Both refusals are in the event log; the real guest still works.
+    // Both refusals are in the event log (the first at once, the second in
+    // the next window's record); the real guest still works.
     let db = node.db();
     let rows = wait_until("two guest refusals recorded", Duration::from_secs(10), || {
         let db = db.clone();
         async move {
             let rows = guest_events(&db).await?;
-            (rows.len() >= 2).then_some(rows)
+            (refusals(&rows) >= 2).then_some(rows)
         }
     })
     .await;
+    assert_eq!(rows.iter().filter(|r| r["what"] == "refused").count(), 2, "{rows:?}");
     let first = &rows[0];
     assert_eq!(
         (first["what"].as_str(), first["conversation"].as_str()),
@@ -385,4 +435,55 @@ async fn a_guest_that_does_not_come_back_in_time_leaves_a_paused_conversation() 
     wait_idle(&mut c, &id).await;
     send(&mut c, &id, "thawed").await;
     wait_event(&mut c, &id, "agent", "echo: thawed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strangers_at_the_guest_door_cost_a_bounded_record_and_log_line() {
+    let node = TestNode::start_docker_without_images("[limits]\nguest_refusal_record_secs = 3\n");
+    let url = node.target().url.replace(console_api::WS_PATH, "/guest");
+    let log = node.path().join("node.log");
+    let log_before = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+
+    // Hellos with a 900 KiB conversation id: refused without echoing it.
+    let huge = "x".repeat(900 * 1024);
+    for _ in 0..5 {
+        match knock(&url, &huge).await {
+            Door::Refused(reason) => assert!(reason.len() < 300, "{} bytes of reason", reason.len()),
+            Door::TurnedAway(e) => panic!("the first hellos are answered: {e}"),
+        }
+    }
+    // 300 small ones as fast as they go: a source over its rate is turned
+    // away at the upgrade.
+    let mut turned_away = 0;
+    for i in 0..300 {
+        match knock(&url, &format!("c-{i:016x}")).await {
+            Door::Refused(reason) => assert!(reason.len() < 300, "{reason}"),
+            Door::TurnedAway(e) => {
+                assert!(e.contains("429"), "{e}");
+                turned_away += 1;
+            }
+        }
+    }
+    assert!(turned_away > 200, "only {turned_away} of 300 were turned away");
+
+    // Every refusal is counted, in a few small records.
+    let db = node.db();
+    let rows = wait_until("all 305 refusals counted", Duration::from_secs(20), || {
+        let db = db.clone();
+        async move {
+            let rows = guest_events(&db).await?;
+            (refusals(&rows) == 305).then_some(rows)
+        }
+    })
+    .await;
+    assert!(rows.len() <= 3, "{} records for one address: {rows:?}", rows.len());
+    let bytes: usize = rows.iter().map(|r| r.to_string().len()).sum();
+    assert!(bytes < 4096, "{bytes} bytes of guest records");
+    assert!(rows.iter().all(|r| r["source"] == "127.0.0.1"), "{rows:?}");
+    let logged = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0) - log_before;
+    assert!(logged < 16 * 1024, "{logged} bytes logged");
+
+    // The node keeps serving.
+    let mut c = node.client().await;
+    call(&mut c, "node.info", json!({})).await;
 }

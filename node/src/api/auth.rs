@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use capabilities::methods::{LOCAL_ONLY, LOCAL_ONLY_OPERATIONS, Scope, need_of};
-use capabilities::{AuthError, MintSpec, Request, Resource, Right};
+use capabilities::methods::{ActsAs, LOCAL_ONLY, LOCAL_ONLY_OPERATIONS, Scope, acts_as, need_of};
+use capabilities::{AuthError, MintSpec, Operation, Request, Resource, Right};
 use console_api::{ErrorCode, RpcError};
 use serde_json::{Value, json};
 
@@ -103,19 +103,83 @@ pub async fn check(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<&Va
     if need.scope == Scope::Caller {
         return Ok(());
     }
-    let req = Request {
-        method,
-        operation: need.operation,
-        resources: resources(app, need.scope, method, p).await,
-        node: app.node.node_id(),
-        now: SystemTime::now(),
-    };
-    app.verifier.authorize(&token, &req).map_err(|e| match e {
+    let acts = acts_as(method);
+    // `mailbox.ack` acts on the agent its scope names: acting for it is the
+    // whole check. Other calls meet their table entry first.
+    let whole = acts.is_some_and(|a| need.scope == Scope::Agent && a.param == "agent");
+    if !whole {
+        let req = Request {
+            method,
+            operation: need.operation,
+            resources: resources(app, need.scope, method, p).await,
+            node: app.node.node_id(),
+            now: SystemTime::now(),
+        };
+        app.verifier.authorize(&token, &req).map_err(refusal)?;
+    }
+    match (acts, acts.and_then(|a| str_param(p, a.param))) {
+        (Some(a), Some(agent)) => act_for(app, &token, method, a, agent),
+        // A call without its agent param is refused by the method's params.
+        _ => Ok(()),
+    }
+}
+
+fn refusal(e: AuthError) -> RpcError {
+    match e {
         AuthError::Unauthenticated(m) => RpcError::new(ErrorCode::Unauthenticated, format!("token refused: {m}")),
         AuthError::Forbidden { message, failed_check } => {
             RpcError::new(ErrorCode::Forbidden, message).with_data(json!({ "failed_check": failed_check }))
         }
-    })
+    }
+}
+
+/// A call made for `agent` (`capabilities::methods::ACTS_AS`): the agent's
+/// own instance token (with its `observe` on itself, so its methods and
+/// expiry still apply), or a token that is no instance token and holds one
+/// of the operations on the agent.
+fn act_for(
+    app: &Arc<App>,
+    token: &capabilities::Verified,
+    method: &str,
+    acts: ActsAs,
+    agent: &str,
+) -> Result<(), RpcError> {
+    let req = |operation| Request {
+        method,
+        operation,
+        resources: vec![Resource::Agent(agent.to_string())],
+        node: app.node.node_id(),
+        now: SystemTime::now(),
+    };
+    let field = acts.param;
+    match token.agent.as_deref() {
+        Some(me) if me == agent => app.verifier.authorize(token, &req(Operation::Observe)).map_err(refusal),
+        Some(me) => Err(RpcError::new(
+            ErrorCode::Forbidden,
+            format!("{field}: this token speaks for agent {me:?} and cannot act for agent {agent:?}"),
+        )
+        .with_data(json!({ "failed_check": format!("{method} acts for its own agent only") }))),
+        None => {
+            let mut last = None;
+            for op in acts.any_of {
+                match app.verifier.authorize(token, &req(*op)) {
+                    Ok(()) => return Ok(()),
+                    Err(e @ AuthError::Unauthenticated(_)) => return Err(refusal(e)),
+                    Err(e) => last = Some(e),
+                }
+            }
+            let wanted: Vec<&str> = acts.any_of.iter().map(|o| o.as_str()).collect();
+            tracing::debug!(?last, method, agent, "acting for an agent refused");
+            Err(RpcError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "{field}: {method} for agent {agent:?} needs {} on agent:{agent}, or that agent's own instance token",
+                    wanted.join(" or ")
+                ),
+            )
+            .with_data(json!({ "failed_check": format!("right(\"agent:{agent}\", {})", wanted.join("|")) })))
+        }
+    }
 }
 
 /// `monitor.attach` delegates may-observe on its target: the caller must

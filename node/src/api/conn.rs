@@ -18,6 +18,10 @@ use super::App;
 use crate::runtime::Session;
 use crate::transcript::as_transcript;
 
+/// How long a terminal subscriber's held-back bytes (the beginning of a
+/// secret value, perhaps) wait for the rest before they go out.
+pub const TERMINAL_FLUSH: Duration = Duration::from_millis(50);
+
 /// Why the server closes a connection.
 pub const CLOSE_SLOW: &str = "subscriber too slow: outbound queue full";
 
@@ -42,6 +46,10 @@ pub struct Conn {
     max_subs: usize,
     /// Subscriptions wait on these until their `{subscription}` answer is queued.
     gates: Mutex<Vec<tokio::sync::oneshot::Sender<()>>>,
+    /// The client's address (a WebSocket's peer), for per-source limits.
+    peer: std::sync::OnceLock<std::net::IpAddr>,
+    /// The connection's place among the node's connections (a WebSocket's).
+    admission: Mutex<Option<super::doors::Admission>>,
 }
 
 impl Conn {
@@ -64,8 +72,48 @@ impl Conn {
             next_sub: AtomicU64::new(1),
             max_subs,
             gates: Mutex::new(Vec::new()),
+            peer: std::sync::OnceLock::new(),
+            admission: Mutex::new(None),
         });
         (conn, rx, kill_rx)
+    }
+
+    /// Records the client's address (once).
+    pub fn set_peer(&self, peer: std::net::IpAddr) {
+        let _ = self.peer.set(peer);
+    }
+
+    /// The client's address, when it has one (not on the Unix socket).
+    pub fn peer(&self) -> Option<std::net::IpAddr> {
+        self.peer.get().copied()
+    }
+
+    /// Holds `admission` while the connection is open (replacing, and so
+    /// freeing, the one it held).
+    pub fn admit(&self, admission: super::doors::Admission) {
+        if let Ok(mut a) = self.admission.lock() {
+            *a = Some(admission);
+        }
+    }
+
+    /// True while the connection holds a place in the unauthenticated pool.
+    pub fn admitted_anonymously(&self) -> bool {
+        self.admission
+            .lock()
+            .map(|a| matches!(*a, Some(super::doors::Admission::Anonymous(_))))
+            .unwrap_or(false)
+    }
+
+    /// Gives the connection's place back (it is closing).
+    pub fn release_admission(&self) {
+        if let Ok(mut a) = self.admission.lock() {
+            a.take();
+        }
+    }
+
+    /// Fires when the connection is cut off.
+    pub fn killed(&self) -> watch::Receiver<Option<String>> {
+        self.kill.subscribe()
     }
 
     pub fn transport(&self) -> &'static str {
@@ -86,6 +134,7 @@ impl Conn {
     ) -> Result<(), RpcError> {
         let v = verifier
             .verify(token)
+            .and_then(|v| capabilities::usable_at(&v, std::time::SystemTime::now()).map(|()| v))
             .map_err(|e| RpcError::new(ErrorCode::Unauthenticated, format!("token refused: {e}")))?;
         if is_revoked(&v.revocation_ids) {
             return Err(RpcError::new(
@@ -360,7 +409,14 @@ impl Conn {
         self.add_sub(task, id)
     }
 
-    pub fn subscribe_terminal(self: &Arc<Self>, session: Arc<dyn Session>) -> Result<String, RpcError> {
+    /// The CLI's output bytes, with known secret values redacted (a value
+    /// split across reads included: `redact::StreamRedactor`; what it holds
+    /// back goes out with the next chunk or after `TERMINAL_FLUSH`).
+    pub fn subscribe_terminal(
+        self: &Arc<Self>,
+        session: Arc<dyn Session>,
+        redaction: Arc<crate::redact::Redaction>,
+    ) -> Result<String, RpcError> {
         let id = self.reserve_sub()?;
         let mut rx = session.subscribe();
         let conn = self.clone();
@@ -369,19 +425,37 @@ impl Conn {
         let task = tokio::spawn(async move {
             let _ = gate.await;
             let b64 = base64::engine::general_purpose::STANDARD;
+            let send = |bytes: Vec<u8>| {
+                bytes.is_empty()
+                    || conn.notify(
+                        m::NOTIFY_TERMINAL_DATA,
+                        json!({ "subscription": sub, "data": b64.encode(&bytes) }),
+                    )
+            };
+            let mut stream = crate::redact::StreamRedactor::default();
             loop {
-                match rx.recv().await {
-                    Ok(chunk) => {
-                        let data = b64.encode(&chunk[..]);
-                        if !conn.notify(m::NOTIFY_TERMINAL_DATA, json!({ "subscription": sub, "data": data })) {
+                let holding = stream.holding();
+                tokio::select! {
+                    got = rx.recv() => match got {
+                        Ok(chunk) => {
+                            if !send(stream.push(&redaction.matcher(), &chunk)) {
+                                return;
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Lagged(n)) => {
+                            conn.cut_off(&format!("terminal subscriber too slow: {n} output chunks dropped"));
+                            return;
+                        }
+                        Err(broadcast::error::RecvError::Closed) => {
+                            send(stream.flush(&redaction.matcher()));
+                            return;
+                        }
+                    },
+                    _ = tokio::time::sleep(TERMINAL_FLUSH), if holding => {
+                        if !send(stream.flush(&redaction.matcher())) {
                             return;
                         }
                     }
-                    Err(broadcast::error::RecvError::Lagged(n)) => {
-                        conn.cut_off(&format!("terminal subscriber too slow: {n} output chunks dropped"));
-                        return;
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return,
                 }
             }
         });

@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod cbor;
 pub mod conn;
+pub mod doors;
 pub mod route;
 pub mod tls;
 pub mod unix;
@@ -33,7 +34,10 @@ pub struct App {
     pub identity: NodeIdentity,
     pub verifier: Arc<capabilities::Verifier>,
     pub limits: crate::config::Limits,
+    /// Authenticated connections (WebSocket and Unix socket).
     pub connections: Arc<tokio::sync::Semaphore>,
+    /// WebSocket connections that have not authenticated yet.
+    pub anonymous: doors::AnonymousPool,
     /// Guests dial `/guest` (Docker runtime only).
     pub guests: Option<Arc<crate::runtime::guest_link::GuestRegistry>>,
     /// One-time pairing codes of the web console.
@@ -236,11 +240,22 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
             token: String,
         }
         let a: Auth = params(p)?;
+        // Leaving the unauthenticated pool takes an authenticated place.
+        let place = match conn.admitted_anonymously() {
+            true => Some(app.connections.clone().try_acquire_owned().map_err(|_| {
+                RpcError::new(ErrorCode::Busy, "too many connections: try again later")
+                    .with_data(json!({ "retry_after_ms": 1000 }))
+            })?),
+            false => None,
+        };
         conn.authenticate(&app.verifier, &a.token, |ids| app.node.any_revoked(ids))?;
+        if let Some(place) = place {
+            conn.admit(doors::Admission::Authenticated(place));
+        }
         return Ok(json!({ "authenticated": true }));
     }
     if method == m::SESSION_PAIR {
-        return pair(app, params(p)?);
+        return pair(app, conn, params(p)?);
     }
     auth::check(app, conn, method, p.as_ref()).await?;
     let node = &app.node;
@@ -353,7 +368,9 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
         m::CONVERSATION_LIST => json!({ "conversations": node.conversation_list(params(p)?).await? }),
         m::CONVERSATION_SCREEN => {
             let read: console_api::ScreenRead = params(p)?;
-            serde_json::to_value(node.screen(&read).await?).map_err(internal)?
+            let mut screen = node.screen(&read).await?;
+            crate::redact::redact_screen(&node.store().redaction().matcher(), &mut screen);
+            serde_json::to_value(screen).map_err(internal)?
         }
         m::CONVERSATION_SEND_MESSAGE => {
             let sent = match conn.speaks_for() {
@@ -398,7 +415,7 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
         m::TERMINAL_SUBSCRIBE => {
             let id = conv_ref(p)?;
             let session = node.live_session(&id).await?;
-            json!({ "subscription": conn.subscribe_terminal(session)? })
+            json!({ "subscription": conn.subscribe_terminal(session, node.store().redaction().clone())? })
         }
         m::SUPERVISION_GET => {
             node.supervision_get(params::<console_api::AgentFilter>(p)?.agent.as_deref())
@@ -409,7 +426,11 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
             node.supervision_status(params::<console_api::AgentFilter>(p)?.agent.as_deref())
                 .await?
         }
-        m::SUPERVISION_HOLDS => node.supervision_holds(params::<console_api::AgentFilter>(p)?.agent.as_deref()),
+        m::SUPERVISION_HOLDS => {
+            let mut holds = node.supervision_holds(params::<console_api::AgentFilter>(p)?.agent.as_deref());
+            crate::redact::redact_value(&node.store().redaction().matcher(), &mut holds);
+            holds
+        }
         m::SUPERVISION_ANSWER => {
             let a: console_api::SupervisionAnswer = params(p)?;
             if a.learn && !conn.is_local() {
@@ -563,15 +584,21 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
     Ok(v)
 }
 
-/// `session.pair {code}`: the code's token, once (no token needed).
-fn pair(app: &Arc<App>, p: console_api::PairCode) -> Result<Value, RpcError> {
+/// `session.pair {code}`: the code's token, once (no token needed). Wrong
+/// guesses count against the caller's address (a caller with none, on the
+/// Unix socket or the fabric, counts as one address of its own).
+fn pair(app: &Arc<App>, conn: &Arc<Conn>, p: console_api::PairCode) -> Result<Value, RpcError> {
     use crate::console::pair::PairError;
+    let source = conn
+        .peer()
+        .map(doors::source_key)
+        .unwrap_or(std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
     let profile = app
         .pairing
-        .redeem(&p.code, crate::util::now_ms())
+        .redeem(&p.code, source, crate::util::now_ms())
         .map_err(|e| match e {
             PairError::Refused => RpcError::new(ErrorCode::Unauthenticated, e.to_string()),
-            PairError::TooMany { retry_after_ms } => {
+            PairError::LockedOut { retry_after_ms } => {
                 RpcError::new(ErrorCode::Busy, e.to_string()).with_data(json!({ "retry_after_ms": retry_after_ms }))
             }
         })?;

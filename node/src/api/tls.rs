@@ -167,6 +167,8 @@ pub async fn serve(
                     return;
                 }
             };
+            // The handlers read the client's address as plain HTTP gives it.
+            let router = router.layer(axum::Extension(axum::extract::ConnectInfo(peer)));
             let service = hyper_util::service::TowerToHyperService::new(router);
             let conn = hyper::server::conn::http1::Builder::new()
                 .serve_connection(hyper_util::rt::TokioIo::new(tls), service)

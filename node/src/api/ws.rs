@@ -6,11 +6,12 @@
 //! same listener serves the web console (`console::http`), and every request
 //! passes the browser guard first.
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::State;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -18,6 +19,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::sync::Semaphore;
 
 use super::conn::{Caller, Conn};
+use super::doors::Admission;
 use super::{App, cbor};
 
 /// How a connection's messages are framed, fixed at the upgrade.
@@ -45,19 +47,34 @@ pub fn router(app: Arc<App>, policy: crate::console::guard::Policy) -> Router {
         ))
 }
 
-/// A guest container dialing back (Docker runtime); refused elsewhere.
-async fn guest_upgrade(State(app): State<Arc<App>>, ws: WebSocketUpgrade) -> Response {
+/// A guest container dialing back (Docker runtime); refused elsewhere. An
+/// address over its rate of hellos is turned away before the upgrade.
+async fn guest_upgrade(
+    State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ws: WebSocketUpgrade,
+) -> Response {
     let Some(registry) = app.guests.clone() else {
         return (StatusCode::NOT_FOUND, "this node runs no guests\n").into_response();
     };
+    let source = super::doors::source_key(peer.ip());
+    if !registry.admit_hello(source) {
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many guest hellos from this address\n",
+        )
+            .into_response();
+    }
     ws.max_message_size(guest::proto::MAX_TEXT_FRAME * 2)
-        .on_upgrade(move |socket| registry.accept(socket))
+        .on_upgrade(move |socket| registry.accept(socket, source))
 }
 
-async fn upgrade(State(app): State<Arc<App>>, headers: HeaderMap, ws: WebSocketUpgrade) -> Response {
-    let Ok(permit) = app.connections.clone().try_acquire_owned() else {
-        return (StatusCode::SERVICE_UNAVAILABLE, "too many connections\n").into_response();
-    };
+async fn upgrade(
+    State(app): State<Arc<App>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
     let bearer = headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -70,10 +87,25 @@ async fn upgrade(State(app): State<Arc<App>>, headers: HeaderMap, ws: WebSocketU
             Ok(v) if app.node.any_revoked(&v.revocation_ids) => {
                 return (StatusCode::UNAUTHORIZED, "token refused: it has been revoked\n").into_response();
             }
-            Ok(v) => Caller::Token(v),
+            Ok(v) => match capabilities::usable_at(&v, std::time::SystemTime::now()) {
+                Ok(()) => Caller::Token(v),
+                Err(e) => return (StatusCode::UNAUTHORIZED, format!("token refused: {e}\n")).into_response(),
+            },
             Err(e) => return (StatusCode::UNAUTHORIZED, format!("token refused: {e}\n")).into_response(),
         },
         None => Caller::Anonymous,
+    };
+    // A token holder takes an authenticated place; a client with none yet
+    // waits in the small unauthenticated pool (see `doors`).
+    let admission = match &caller {
+        Caller::Anonymous => match app.anonymous.admit(peer.ip()) {
+            Ok(slot) => Admission::Anonymous(slot),
+            Err(e) => return (StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")).into_response(),
+        },
+        _ => match app.connections.clone().try_acquire_owned() {
+            Ok(place) => Admission::Authenticated(place),
+            Err(_) => return (StatusCode::SERVICE_UNAVAILABLE, "too many connections\n").into_response(),
+        },
     };
     // Frames above the soft limit are answered with -32600; far above it the
     // socket itself gives up (close code 1009).
@@ -87,10 +119,7 @@ async fn upgrade(State(app): State<Arc<App>>, headers: HeaderMap, ws: WebSocketU
     };
     ws.max_message_size(hard_limit)
         .max_frame_size(hard_limit)
-        .on_upgrade(move |socket| async move {
-            serve(app, socket, caller, framing).await;
-            drop(permit);
-        })
+        .on_upgrade(move |socket| serve(app, socket, caller, framing, admission, peer.ip()))
 }
 
 /// Answers `error` (a frame that is no request) on `conn`'s queue.
@@ -107,9 +136,28 @@ fn invalid_request(message: &str) -> console_api::Response {
     )
 }
 
-async fn serve(app: Arc<App>, socket: WebSocket, caller: Caller, framing: Framing) {
+async fn serve(app: Arc<App>, socket: WebSocket, caller: Caller, framing: Framing, admission: Admission, peer: IpAddr) {
     let (conn, mut out_rx, mut kill_rx) =
         Conn::new("ws", caller, app.limits.outbound_queue, app.limits.max_subscriptions);
+    conn.set_peer(peer);
+    let anonymous = matches!(admission, Admission::Anonymous(_));
+    conn.admit(admission);
+    let mut killed = conn.killed();
+    // An unauthenticated connection has until the deadline to authenticate.
+    let deadline = anonymous.then(|| {
+        let (conn, after) = (Arc::downgrade(&conn), app.anonymous.deadline);
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            if let Some(conn) = conn.upgrade()
+                && matches!(conn.caller(), Caller::Anonymous)
+            {
+                conn.cut_off(&format!(
+                    "unauthenticated: call session.authenticate within {} ms of connecting",
+                    after.as_millis()
+                ));
+            }
+        })
+    });
     let (mut sink, mut stream) = socket.split();
 
     let writer = tokio::spawn(async move {
@@ -149,7 +197,16 @@ async fn serve(app: Arc<App>, socket: WebSocket, caller: Caller, framing: Framin
     });
 
     let in_flight = Arc::new(Semaphore::new(app.limits.max_in_flight));
-    while let Some(msg) = stream.next().await {
+    loop {
+        // A connection that is cut off stops reading at once, whether or not
+        // its client answers the close.
+        let msg = tokio::select! {
+            msg = stream.next() => match msg {
+                Some(m) => m,
+                None => break,
+            },
+            _ = killed.wait_for(Option::is_some) => break,
+        };
         let text = match (framing, msg) {
             (Framing::Json, Ok(Message::Text(t))) => t.to_string(),
             (Framing::Json, Ok(Message::Binary(_))) => {
@@ -194,6 +251,10 @@ async fn serve(app: Arc<App>, socket: WebSocket, caller: Caller, framing: Framin
         }
     }
     conn.close_all();
+    conn.release_admission();
+    if let Some(d) = deadline {
+        d.abort();
+    }
     // Let queued answers go out, then stop the writer.
     drop(conn);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(1), writer).await;

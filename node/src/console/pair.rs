@@ -4,10 +4,16 @@
 //! takes the time as an argument); `Pairing` is the lock around them.
 //!
 //! A code is 8 characters of Crockford's base32 (40 bits). Only its SHA-256
-//! is kept, and wrong guesses are rate limited node-wide, so the 60 s window
-//! leaves nothing worth guessing.
+//! is kept. A presented code is compared with every waiting one first, in
+//! constant time, so the right code always pairs: wrong guesses are limited
+//! per address (`MAX_FAILURES` a minute, then that address is told it is
+//! locked out) and never lock anyone else out. Guessing stays hopeless: an
+//! address gets its few tries a minute against 2^40 codes that live 60 s,
+//! and unauthenticated connections are few per address
+//! (`api::doors`) and short-lived.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
@@ -18,9 +24,14 @@ use sha2::{Digest, Sha256};
 pub const CODE_TTL_MS: u64 = 60_000;
 /// Codes waiting at once; issuing another drops the oldest.
 pub const MAX_PENDING: usize = 8;
-/// Wrong codes the node answers per window before it answers busy.
+/// Wrong codes one address may present per window; past them it is locked
+/// out for the rest of the window (a right code still pairs).
 pub const MAX_FAILURES: usize = 10;
 pub const FAILURE_WINDOW_MS: u64 = 60_000;
+/// Addresses whose wrong guesses are remembered; more share one count.
+pub const MAX_SOURCES: usize = 4096;
+/// Where the guesses of addresses past `MAX_SOURCES` are counted.
+const OVERFLOW: IpAddr = IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED);
 /// Lifetime of a token minted by pairing.
 pub const TOKEN_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 
@@ -89,8 +100,10 @@ impl Profile {
 pub enum PairError {
     #[error("code: unknown, used or expired (a code is valid for 60 s, once): run `warren console pair` again")]
     Refused,
-    #[error("too many wrong pairing codes: try again in {retry_after_ms} ms")]
-    TooMany { retry_after_ms: u64 },
+    #[error(
+        "too many wrong pairing codes from this address: it is locked out for {retry_after_ms} ms (a right code still pairs)"
+    )]
+    LockedOut { retry_after_ms: u64 },
 }
 
 struct Pending {
@@ -99,11 +112,17 @@ struct Pending {
     expires_at_ms: u64,
 }
 
-/// The codes waiting, and the recent wrong guesses.
+/// The codes waiting, and the recent wrong guesses per address.
 #[derive(Default)]
 pub struct Codes {
     pending: VecDeque<Pending>,
-    failures: VecDeque<u64>,
+    failures: HashMap<IpAddr, VecDeque<u64>>,
+}
+
+/// Equality of two hashes in time that does not depend on where they differ.
+fn same_hash(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    std::hint::black_box(diff) == 0
 }
 
 fn hash(code: &str) -> [u8; 32] {
@@ -145,34 +164,53 @@ impl Codes {
         });
     }
 
-    /// Exchanges `code` once: its profile, and the code is gone.
-    pub fn redeem(&mut self, code: &str, now_ms: u64) -> Result<Profile, PairError> {
+    /// Exchanges `code` once: its profile, and the code is gone. The code is
+    /// checked first (against every waiting code, in constant time), so a
+    /// right code pairs whatever `source` guessed before; a wrong one counts
+    /// against `source` (an address, see `api::doors::source_key`), which is
+    /// told it is locked out once past `MAX_FAILURES` in the window.
+    pub fn redeem(&mut self, code: &str, source: IpAddr, now_ms: u64) -> Result<Profile, PairError> {
         self.expire(now_ms);
-        while self
-            .failures
+        let h = hash(code);
+        let mut hit = None;
+        for (i, p) in self.pending.iter().enumerate() {
+            if same_hash(&p.hash, &h) && hit.is_none() {
+                hit = Some(i);
+            }
+        }
+        if let Some(i) = hit {
+            return Ok(self.pending.remove(i).map(|p| p.profile).unwrap_or(Profile::Companion));
+        }
+        let source = if self.failures.contains_key(&source) || self.failures.len() < MAX_SOURCES {
+            source
+        } else {
+            OVERFLOW
+        };
+        let tries = self.failures.entry(source).or_default();
+        while tries
             .front()
             .is_some_and(|t| now_ms.saturating_sub(*t) >= FAILURE_WINDOW_MS)
         {
-            self.failures.pop_front();
+            tries.pop_front();
         }
-        if self.failures.len() >= MAX_FAILURES {
-            let oldest = self.failures.front().copied().unwrap_or(now_ms);
-            return Err(PairError::TooMany {
+        if tries.len() >= MAX_FAILURES {
+            let oldest = tries.front().copied().unwrap_or(now_ms);
+            return Err(PairError::LockedOut {
                 retry_after_ms: (oldest + FAILURE_WINDOW_MS).saturating_sub(now_ms).max(1),
             });
         }
-        let h = hash(code);
-        match self.pending.iter().position(|p| p.hash == h) {
-            Some(i) => Ok(self.pending.remove(i).map(|p| p.profile).unwrap_or(Profile::Companion)),
-            None => {
-                self.failures.push_back(now_ms);
-                Err(PairError::Refused)
-            }
-        }
+        tries.push_back(now_ms);
+        Err(PairError::Refused)
     }
 
     fn expire(&mut self, now_ms: u64) {
         self.pending.retain(|p| p.expires_at_ms > now_ms);
+        if self.failures.len() >= MAX_SOURCES {
+            self.failures.retain(|_, t| {
+                t.back()
+                    .is_some_and(|last| now_ms.saturating_sub(*last) < FAILURE_WINDOW_MS)
+            });
+        }
     }
 }
 
@@ -190,9 +228,9 @@ impl Pairing {
         code
     }
 
-    pub fn redeem(&self, code: &str, now_ms: u64) -> Result<Profile, PairError> {
+    pub fn redeem(&self, code: &str, source: IpAddr, now_ms: u64) -> Result<Profile, PairError> {
         match self.0.lock() {
-            Ok(mut c) => c.redeem(code, now_ms),
+            Ok(mut c) => c.redeem(code, source, now_ms),
             Err(_) => Err(PairError::Refused),
         }
     }
@@ -202,44 +240,93 @@ impl Pairing {
 mod tests {
     use super::*;
 
+    const HOME: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+
+    fn ip(last: u8) -> IpAddr {
+        IpAddr::from([10, 0, 0, last])
+    }
+
     #[test]
     fn a_code_works_once_within_its_minute() {
         let mut c = Codes::default();
         c.issue("ABCD-EFGH", Profile::Companion, 1_000);
         assert_eq!(
-            c.redeem("abcd efgh", 2_000),
+            c.redeem("abcd efgh", HOME, 2_000),
             Ok(Profile::Companion),
             "case and separators"
         );
-        assert_eq!(c.redeem("ABCD-EFGH", 2_001), Err(PairError::Refused), "single use");
+        assert_eq!(
+            c.redeem("ABCD-EFGH", HOME, 2_001),
+            Err(PairError::Refused),
+            "single use"
+        );
         c.issue("WXYZ-0123", Profile::Console, 10_000);
         assert_eq!(
-            c.redeem("WXYZ-0123", 10_000 + CODE_TTL_MS),
+            c.redeem("WXYZ-0123", HOME, 10_000 + CODE_TTL_MS),
             Err(PairError::Refused),
             "expired"
         );
         c.issue("WXYZ-0123", Profile::Console, 100_000);
         assert_eq!(
-            c.redeem("wxyz-o123", 100_000 + CODE_TTL_MS - 1),
+            c.redeem("wxyz-o123", HOME, 100_000 + CODE_TTL_MS - 1),
             Ok(Profile::Console),
             "O reads as 0"
         );
     }
 
     #[test]
-    fn wrong_guesses_are_rate_limited_without_burning_real_codes() {
+    fn wrong_guesses_lock_out_their_address_and_never_the_right_code() {
         let mut c = Codes::default();
         c.issue("REAL-C0DE", Profile::Console, 0);
         for i in 0..MAX_FAILURES as u64 {
-            assert_eq!(c.redeem("GUES-SSSS", i), Err(PairError::Refused));
+            assert_eq!(c.redeem("GUES-SSSS", ip(1), i), Err(PairError::Refused));
         }
-        match c.redeem("REAL-C0DE", 20) {
-            Err(PairError::TooMany { retry_after_ms }) => assert_eq!(retry_after_ms, FAILURE_WINDOW_MS - 20),
-            other => panic!("{other:?}"),
+        assert_eq!(
+            c.redeem("GUES-SSSS", ip(1), 20),
+            Err(PairError::LockedOut {
+                retry_after_ms: FAILURE_WINDOW_MS - 20
+            }),
+            "the guessing address is told it is locked out"
+        );
+        assert_eq!(
+            c.redeem("GUES-SSSS", ip(2), 21),
+            Err(PairError::Refused),
+            "others are not"
+        );
+        assert_eq!(
+            c.redeem("REAL-C0DE", ip(1), 22),
+            Ok(Profile::Console),
+            "the right code pairs, even from there"
+        );
+        // After the window the address may guess again.
+        assert_eq!(
+            c.redeem("GUES-SSSS", ip(1), FAILURE_WINDOW_MS + 10),
+            Err(PairError::Refused)
+        );
+    }
+
+    #[test]
+    fn the_addresses_remembered_are_bounded() {
+        let mut c = Codes::default();
+        for i in 0..(MAX_SOURCES as u32 + 100) {
+            let addr = IpAddr::from(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+            let _ = c.redeem("GUES-SSSS", addr, 1);
         }
-        // After the window the real code (issued later) still works.
-        c.issue("REAL-C0DE", Profile::Console, FAILURE_WINDOW_MS + 5);
-        assert_eq!(c.redeem("REAL-C0DE", FAILURE_WINDOW_MS + 10), Ok(Profile::Console));
+        assert!(c.failures.len() <= MAX_SOURCES + 1);
+        c.issue("REAL-C0DE", Profile::Companion, 2);
+        assert_eq!(c.redeem("REAL-C0DE", HOME, 3), Ok(Profile::Companion));
+    }
+
+    #[test]
+    fn hashes_compare_equal_only_when_equal() {
+        let a = hash("ABCD-EFGH");
+        let mut b = a;
+        assert!(same_hash(&a, &b));
+        b[31] ^= 1;
+        assert!(!same_hash(&a, &b));
+        b = a;
+        b[0] ^= 0x80;
+        assert!(!same_hash(&a, &b));
     }
 
     #[test]
@@ -249,8 +336,12 @@ mod tests {
             c.issue(&format!("CODE-{i:04}"), Profile::Companion, i);
         }
         assert_eq!(c.pending.len(), MAX_PENDING);
-        assert_eq!(c.redeem("CODE-0000", 20), Err(PairError::Refused), "the oldest went");
-        assert!(c.redeem(&format!("CODE-{:04}", MAX_PENDING + 1), 20).is_ok());
+        assert_eq!(
+            c.redeem("CODE-0000", HOME, 20),
+            Err(PairError::Refused),
+            "the oldest went"
+        );
+        assert!(c.redeem(&format!("CODE-{:04}", MAX_PENDING + 1), HOME, 20).is_ok());
     }
 
     #[test]

@@ -5,9 +5,12 @@
 //! same connection and mirrors the raw byte stream into its own terminal
 //! emulator, so `screen()` and `status()` answer locally. Reconnects present
 //! the session key from the welcome; a replayed or expired launch token is
-//! refused and reported for the audit log.
+//! refused and reported for the audit log. What strangers may cost is
+//! bounded by `guest_gate`: a rate per address, hellos checked before they
+//! are judged, refusals coalesced per address and window.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,6 +23,7 @@ use guest::proto::{self, GuestMsg, NodeMsg};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
+use super::guest_gate::{self, HelloRate, Refusals};
 use super::{Chunk, RuntimeError, ScreenSnapshot, Session, StatusFn};
 use crate::util::new_id;
 
@@ -37,8 +41,9 @@ const MAX_USED: usize = 4096;
 /// What the registry reports for the event log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GuestNote {
-    /// A refused hello (a replayed, expired or unknown launch token).
-    Refused { conversation: String, reason: String },
+    /// Refused hellos of one address (a replayed, expired or unknown launch
+    /// token, an ill-formed hello, one over the address's rate), counted.
+    Refused(guest_gate::Refused),
     /// A guest attached; the hash of its session key (for re-adoption).
     Attached { conversation: String, key_hash: String },
 }
@@ -54,6 +59,15 @@ pub struct GuestRegistry {
     key: SigningKey,
     inner: Mutex<Inner>,
     notes: mpsc::Sender<GuestNote>,
+    gate: Mutex<Gate>,
+    /// The clock the gate's times are read on.
+    started: Instant,
+}
+
+/// The door's rate and its refusals.
+struct Gate {
+    rate: HelloRate,
+    refusals: Refusals,
 }
 
 #[derive(Default)]
@@ -131,12 +145,51 @@ pub fn judge_hello(
 }
 
 impl GuestRegistry {
-    pub fn new(key: SigningKey, notes: mpsc::Sender<GuestNote>) -> GuestRegistry {
+    /// A registry whose refusals are recorded at most once per `refusals_every` and address.
+    pub fn new(key: SigningKey, notes: mpsc::Sender<GuestNote>, refusals_every: Duration) -> GuestRegistry {
         GuestRegistry {
             key,
             inner: Mutex::new(Inner::default()),
             notes,
+            gate: Mutex::new(Gate {
+                rate: HelloRate::default(),
+                refusals: Refusals::new(refusals_every.as_millis() as u64),
+            }),
+            started: Instant::now(),
         }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    /// Takes one hello from `source`'s rate; a refusal is counted.
+    pub fn admit_hello(&self, source: IpAddr) -> bool {
+        let now = self.now_ms();
+        let allowed = self.gate.lock().map(|mut g| g.rate.allow(source, now)).unwrap_or(false);
+        if !allowed {
+            self.refuse(source, "", "too many hellos from this address");
+        }
+        allowed
+    }
+
+    /// Counts a refused hello; the first of a quiet address is reported at once.
+    fn refuse(&self, source: IpAddr, conversation: &str, reason: &str) {
+        let now = self.now_ms();
+        let record = self
+            .gate
+            .lock()
+            .ok()
+            .and_then(|mut g| g.refusals.refused(source, conversation, reason, now));
+        if let Some(r) = record {
+            let _ = self.notes.try_send(GuestNote::Refused(r));
+        }
+    }
+
+    /// The counted refusals whose window has passed (call it every second or so).
+    pub fn due_refusals(&self) -> Vec<guest_gate::Refused> {
+        let now = self.now_ms();
+        self.gate.lock().map(|mut g| g.refusals.due(now)).unwrap_or_default()
     }
 
     /// Waits (until `ttl` passes) for the guest of the node's previous run
@@ -214,11 +267,20 @@ impl GuestRegistry {
         }
     }
 
-    /// Serves one guest connection (the `/guest` route).
-    pub async fn accept(self: Arc<Self>, mut socket: WebSocket) {
+    /// Serves one guest connection (the `/guest` route) from `source`.
+    pub async fn accept(self: Arc<Self>, mut socket: WebSocket, source: IpAddr) {
         let hello = match tokio::time::timeout(HELLO_WITHIN, socket.recv()).await {
+            Ok(Some(Ok(Message::Text(t)))) if t.len() > guest_gate::MAX_HELLO_BYTES => {
+                let reason = format!("a hello is at most {} bytes", guest_gate::MAX_HELLO_BYTES);
+                self.refuse(source, "", &reason);
+                let _ = socket.send(refused(&reason)).await;
+                return;
+            }
             Ok(Some(Ok(Message::Text(t)))) => proto::decode::<GuestMsg>(&t),
-            _ => return,
+            _ => {
+                self.refuse(source, "", "no hello");
+                return;
+            }
         };
         let Ok(GuestMsg::Hello {
             conversation,
@@ -226,12 +288,20 @@ impl GuestRegistry {
             reconnect,
             nonce,
             pid,
+            version,
             ..
         }) = hello
         else {
-            let _ = socket.send(refused("the first frame must be a hello")).await;
+            let reason = "the first frame must be a hello";
+            self.refuse(source, "", reason);
+            let _ = socket.send(refused(reason)).await;
             return;
         };
+        if let Err(reason) = guest_gate::check_hello(&conversation, &credential, &nonce, &version) {
+            self.refuse(source, "", &reason);
+            let _ = socket.send(refused(&reason)).await;
+            return;
+        }
         let now = Instant::now();
         let (verdict, pending, attached) = {
             let Ok(mut inner) = self.inner.lock() else { return };
@@ -276,11 +346,7 @@ impl GuestRegistry {
         };
         match verdict {
             HelloVerdict::Refuse(reason) => {
-                tracing::warn!(%conversation, %reason, "guest refused");
-                let _ = self.notes.try_send(GuestNote::Refused {
-                    conversation: conversation.clone(),
-                    reason: reason.clone(),
-                });
+                self.refuse(source, &conversation, &reason);
                 let _ = socket.send(refused(&reason)).await;
             }
             HelloVerdict::Launch => {

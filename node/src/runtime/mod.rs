@@ -6,6 +6,7 @@
 
 pub mod cells;
 pub mod docker;
+pub mod guest_gate;
 pub mod guest_link;
 pub mod local;
 

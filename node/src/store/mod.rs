@@ -32,6 +32,13 @@ pub enum StoreError {
     WriterGone,
 }
 
+/// A sequence number as SQLite's signed integer: a value past `i64::MAX`
+/// (only a client's, never a stored one) reads as the largest, never wraps
+/// around to a negative one.
+pub(crate) fn seq_param(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
 /// How many committed events a slow in-process listener may fall behind.
 const PUBLISH_CAPACITY: usize = 16_384;
 /// Bound of the writer's request queue.
@@ -46,6 +53,8 @@ pub struct Store {
     writer: mpsc::Sender<writer::Job>,
     published: broadcast::Sender<Arc<StoredEvent>>,
     stats: Arc<WriterStats>,
+    /// Known secret values, replaced in every event before it is queued.
+    redaction: Arc<crate::redact::Redaction>,
 }
 
 impl Store {
@@ -91,7 +100,13 @@ impl Store {
             writer: tx,
             published,
             stats,
+            redaction: Default::default(),
         })
+    }
+
+    /// The secret values this store redacts (the node keeps them current).
+    pub fn redaction(&self) -> &Arc<crate::redact::Redaction> {
+        &self.redaction
     }
 
     /// Appends `events` atomically, stamped with the current time, and waits
@@ -107,7 +122,8 @@ impl Store {
         reply.await.map_err(|_| StoreError::WriterGone)?
     }
 
-    /// Puts events on the writer's queue and returns the receiver of the commit
+    /// Puts events on the writer's queue (each redacted of known secret
+    /// values, see `crate::redact`) and returns the receiver of the commit
     /// result. Callers that must keep an order between appends enqueue under
     /// their own lock and await the result outside it.
     pub async fn enqueue(
@@ -117,8 +133,13 @@ impl Store {
     ) -> Result<oneshot::Receiver<Result<Vec<Arc<StoredEvent>>, StoreError>>, StoreError> {
         let (reply, rx) = oneshot::channel();
         let ts = now_ms();
+        // Nothing reaches the log, a projection or a listener unredacted.
+        let matcher = self.redaction.matcher();
         let job = writer::Job {
-            events: events.into_iter().map(|e| (ts, e)).collect(),
+            events: events
+                .into_iter()
+                .map(|e| (ts, crate::redact::redact_event(&matcher, e)))
+                .collect(),
             durability,
             reply,
         };
@@ -147,7 +168,7 @@ impl Store {
     /// Events with seq > `after`, up to `limit`, in order (for replay).
     pub async fn events_after(&self, after: u64, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
         let rows = sqlx::query("SELECT seq, ts, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?")
-            .bind(after as i64)
+            .bind(seq_param(after))
             .bind(limit as i64)
             .fetch_all(&self.reads)
             .await?;
@@ -182,7 +203,7 @@ impl Store {
              WHERE conversation = ? AND seq >= ? ORDER BY seq LIMIT ?",
         )
         .bind(conversation)
-        .bind(from as i64)
+        .bind(seq_param(from))
         .bind(limit as i64)
         .fetch_all(&self.reads)
         .await?;
@@ -236,7 +257,7 @@ impl Store {
     pub async fn newest_mail(&self, agent: &str, after: u64) -> Result<Option<u64>, StoreError> {
         let row = sqlx::query("SELECT MAX(event_seq) FROM mail WHERE recipient = ? AND event_seq > ?")
             .bind(agent)
-            .bind(after as i64)
+            .bind(seq_param(after))
             .fetch_one(&self.reads)
             .await?;
         Ok(row.get::<Option<i64>, _>(0).map(|s| s as u64))
@@ -254,7 +275,7 @@ impl Store {
              WHERE recipient = ? AND event_seq > ? ORDER BY event_seq LIMIT ?",
         )
         .bind(agent)
-        .bind(after as i64)
+        .bind(seq_param(after))
         .bind(limit as i64)
         .fetch_all(&self.reads)
         .await?;
@@ -278,7 +299,7 @@ impl Store {
     pub async fn transcript_cursor(&self, conversation: &str, after_seq: u64) -> Result<Option<u64>, StoreError> {
         let row = sqlx::query("SELECT MAX(cursor) FROM transcript WHERE conversation = ? AND seq > ?")
             .bind(conversation)
-            .bind(after_seq as i64)
+            .bind(seq_param(after_seq))
             .fetch_one(&self.reads)
             .await?;
         Ok(row.get::<Option<i64>, _>(0).map(|c| c as u64))
@@ -341,7 +362,7 @@ impl Store {
             let rows = sqlx::query(
                 "SELECT seq, ts, body FROM events WHERE seq > ? AND kind IN ('transcript', 'mail_sent', 'conversation_created', 'recall_stashed', 'recall_forgot') ORDER BY seq LIMIT 5000",
             )
-            .bind(after as i64)
+            .bind(seq_param(after))
             .fetch_all(&mut *tx)
             .await?;
             if rows.is_empty() {

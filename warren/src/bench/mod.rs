@@ -12,8 +12,10 @@ use base64::Engine;
 use console_api::methods as m;
 use serde_json::{Value, json};
 
+mod latency;
 mod mail;
 mod monitors;
+mod redaction;
 mod spend;
 
 use crate::client::{Client, Target};
@@ -22,7 +24,7 @@ use node::store::Store;
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Which benchmark: store | latency | rss | startup | auth | supervision |
+    /// Which benchmark: store | latency | redaction | rss | startup | auth | supervision |
     /// monitor | mail | recall | spend | docker | all (`all` skips docker, which needs a Docker engine)
     #[arg(default_value = "all")]
     which: String,
@@ -100,6 +102,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "all",
         "store",
         "latency",
+        "redaction",
         "rss",
         "startup",
         "auth",
@@ -117,7 +120,10 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         bench_store(&args).await?;
     }
     if all || args.which == "latency" {
-        bench_latency(&args).await?;
+        latency::bench_latency(&args).await?;
+    }
+    if all || args.which == "redaction" {
+        redaction::bench_redaction(&args).await?;
     }
     if all || args.which == "rss" {
         bench_rss(&args).await?;
@@ -423,116 +429,6 @@ async fn wait_idle_every(c: &mut Client, conv: &str, every: Duration) -> anyhow:
         }
         tokio::time::sleep(every).await;
     }
-}
-
-/// PTY output -> transcript subscriber, and sendMessage -> text on screen.
-async fn bench_latency(args: &BenchArgs) -> anyhow::Result<()> {
-    let dir = scratch(&args.dir, "latency")?;
-    let exe = std::env::current_exe()?;
-    let node = NodeProcess::start(&exe, &dir.path)?;
-    let mut c = Client::connect(&node.target).await?;
-    call(&mut c, m::AGENT_CREATE, json!({ "name": "bench", "harness": "fake" })).await?;
-    let conv = call(&mut c, m::CONVERSATION_START, json!({ "agent": "bench" })).await?;
-    let id = conv["conversation"]["id"].as_str().unwrap_or_default().to_string();
-    wait_idle(&mut c, &id).await?;
-
-    // A second connection follows the transcript.
-    let mut sub = Client::connect(&node.target).await?;
-    call(&mut sub, m::TRANSCRIPT_SUBSCRIBE, json!({ "conversation": id })).await?;
-    let session_file = dir.path.join("agents/bench/home/.fake-cli/sessions").join(format!(
-        "{}.jsonl",
-        conv["conversation"]["resume_ref"].as_str().unwrap_or_default()
-    ));
-
-    let mut received: Vec<(String, f64)> = vec![];
-    for i in 0..args.samples {
-        let word = format!("pong-{i}");
-        call(
-            &mut c,
-            m::CONVERSATION_SEND_MESSAGE,
-            json!({ "conversation": id, "text": format!("/fake say {word}") }),
-        )
-        .await?;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let Some(n) = sub.next_notification(Duration::from_secs(10)).await? else {
-                bail!("no transcript event for {word}");
-            };
-            let at = now_ms_f();
-            if n.params["event"]["text"] == word.as_str() {
-                received.push((word.clone(), at));
-                break;
-            }
-            if Instant::now() > deadline {
-                bail!("no transcript event for {word}");
-            }
-        }
-    }
-    // The fake CLI stamps each session line (ms) right before it draws it.
-    let text = std::fs::read_to_string(&session_file).with_context(|| format!("reading {}", session_file.display()))?;
-    let mut written = std::collections::HashMap::new();
-    for line in text.lines() {
-        if let Ok(v) = serde_json::from_str::<Value>(line)
-            && v["type"] == "assistant"
-            && let (Some(t), Some(ts)) = (v["text"].as_str(), v["ts_ms"].as_f64())
-        {
-            written.insert(t.to_string(), ts);
-        }
-    }
-    let lat: Vec<f64> = received
-        .iter()
-        .filter_map(|(w, at)| written.get(w).map(|ts| (at - ts).max(0.0)))
-        .collect();
-    let (p50, p99, max) = summary(lat);
-    println!(
-        "latency CLI output -> transcript subscriber over loopback WebSocket ({} samples, ms clock of the CLI): p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.2} ms",
-        args.samples
-    );
-
-    // sendMessage -> visible on the CLI's screen, seen through terminal.subscribe.
-    let mut term = Client::connect(&node.target).await?;
-    call(&mut term, m::TERMINAL_SUBSCRIBE, json!({ "conversation": id })).await?;
-    let screen = call(&mut c, m::CONVERSATION_SCREEN, json!({ "conversation": id })).await?;
-    let rows = screen["rows"].as_u64().unwrap_or(40) as u16;
-    let cols = screen["cols"].as_u64().unwrap_or(120) as u16;
-    let nz = |v: u16| std::num::NonZeroU16::new(v).unwrap_or(std::num::NonZeroU16::MIN);
-    let mut parser = vt100::Parser::new(nz(rows), nz(cols), 0);
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let mut visible = vec![];
-    let mut sender = Client::connect(&node.target).await?;
-    for i in 0..args.samples {
-        // Measure from an IDLE CLI: wait out the previous turn first.
-        wait_idle(&mut c, &id).await?;
-        let word = format!("visible-{i}-xyz");
-        let t0 = Instant::now();
-        let send = call(
-            &mut sender,
-            m::CONVERSATION_SEND_MESSAGE,
-            json!({ "conversation": id, "text": word }),
-        );
-        let watch = async {
-            loop {
-                if parser.screen().contents().contains(&word) {
-                    return anyhow::Ok(t0.elapsed().as_secs_f64() * 1000.0);
-                }
-                let Some(n) = term.next_notification(Duration::from_secs(10)).await? else {
-                    bail!("{word} never appeared on the screen");
-                };
-                if let Some(data) = n.params["data"].as_str() {
-                    parser.process(&b64.decode(data).unwrap_or_default());
-                }
-            }
-        };
-        let (sent, seen) = tokio::join!(send, watch);
-        sent?;
-        visible.push(seen?);
-    }
-    let count = visible.len();
-    let (p50, p99, max) = summary(visible);
-    println!(
-        "latency sendMessage -> text visible on the screen of an IDLE fake CLI ({count} samples): p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.2} ms"
-    );
-    Ok(())
 }
 
 fn rss_kib(pid: u32) -> anyhow::Result<u64> {

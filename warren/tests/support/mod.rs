@@ -74,6 +74,20 @@ impl TestNode {
         }
     }
 
+    /// A node on the Docker runtime with `toml` as warren.toml, built no
+    /// image (for what needs no conversation: the node's own doors).
+    pub fn start_docker_without_images(toml: &str) -> TestNode {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("warren.toml"), toml).expect("write config");
+        let proc = NodeProcess::start_on(Path::new(EXE), dir.path(), "docker").expect("node starts");
+        TestNode {
+            dir,
+            proc: Some(proc),
+            runtime: "docker",
+            env: vec![],
+        }
+    }
+
     /// Stops the node (it was started without `env`) and starts it again
     /// on the same data dir with `env` added to its environment.
     pub fn restart_with_env(&mut self, env: &[(&str, &str)]) {
