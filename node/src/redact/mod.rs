@@ -146,6 +146,7 @@ pub fn carries_outside_text(e: &Event) -> bool {
         | Event::MailAcked { .. }
         | Event::SupervisionSet { .. }
         | Event::ApprovalRule { .. }
+        | Event::DefinitionsAccepted { .. }
         | Event::TokenRevoked { .. }
         | Event::AgentSecret { .. }
         | Event::FleetJoined { .. }
