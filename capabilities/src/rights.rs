@@ -4,69 +4,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// What a right lets its holder do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Operation {
-    /// Read: agents, conversations, screens, transcripts, status.
-    Observe,
-    /// Put a message into a conversation (`sendMessage`).
-    Inject,
-    /// Raw terminal: keystrokes, resize, the raw byte stream.
-    Terminal,
-    /// Send mail to an agent.
-    Message,
-    /// Start, continue, pause, terminate conversations.
-    Control,
-    /// Everything, including defining agents and minting tokens.
-    Admin,
-    /// Supervision: nudge, answer held dialogs, change policy.
-    Supervise,
-    /// Use a tool: an owner-defined tool (`tool:NAME`), or an agent's own
-    /// built-in stores (`agent:NAME`: stash into and forget from its recall).
-    Invoke,
-}
-
-impl Operation {
-    pub const ALL: [Operation; 8] = [
-        Operation::Observe,
-        Operation::Inject,
-        Operation::Terminal,
-        Operation::Message,
-        Operation::Control,
-        Operation::Admin,
-        Operation::Supervise,
-        Operation::Invoke,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Operation::Observe => "observe",
-            Operation::Inject => "inject",
-            Operation::Terminal => "terminal",
-            Operation::Message => "message",
-            Operation::Control => "control",
-            Operation::Admin => "admin",
-            Operation::Supervise => "supervise",
-            Operation::Invoke => "invoke",
-        }
-    }
-}
-
-impl fmt::Display for Operation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Operation {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Operation, String> {
-        Operation::ALL.into_iter().find(|o| o.as_str() == s).ok_or_else(|| {
-            let all: Vec<&str> = Operation::ALL.iter().map(|o| o.as_str()).collect();
-            format!("unknown operation {s:?}; one of {}", all.join(", "))
-        })
-    }
-}
+/// What a right lets its holder do: declared with the method registry (each
+/// method names the operation it needs), spelled the same in tokens.
+pub use console_api::registry::Operation;
 
 /// What a right is about.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,11 +1,13 @@
-//! Wire types of warren's public API: the JSON-RPC 2.0 envelope, method names,
-//! error codes and the objects results carry. Only this crate's types go on the
-//! wire; the node's stored records are separate types.
+//! Wire types of warren's public API: the JSON-RPC 2.0 envelope, the method
+//! registry (every method declared once), error codes and the objects results
+//! carry. Only this crate's types go on the wire; the node's stored records are
+//! separate types.
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 pub mod error;
 pub mod methods;
 pub mod objects;
+pub mod registry;
 pub mod rpc;
 
 pub use error::{ErrorCode, RpcError};

@@ -1,43 +1,113 @@
-//! Method names of the API. Names are stable: consoles, monitors and outside
-//! checks depend on them.
+//! Every API method, declared once: its name constant and its registry entry
+//! (see `registry.rs` for what an entry says). Names are stable: consoles,
+//! monitors and outside checks depend on them. Also the server's event kinds
+//! and notification names.
 
-pub const SESSION_AUTHENTICATE: &str = "session.authenticate";
-/// Exchange a one-time pairing code for a token (no token needed).
-pub const SESSION_PAIR: &str = "session.pair";
-/// Issue a one-time pairing code (local-only: `warren console pair`).
-pub const SESSION_PAIR_CODE: &str = "session.pair_code";
-pub const NODE_INFO: &str = "node.info";
+use crate::objects::*;
+use crate::registry::{Family as F, Method, Operation as O, Route, Scope as S, Select, count, names, on};
 
-pub const AGENT_CREATE: &str = "agent.create";
-pub const AGENT_GET: &str = "agent.get";
-pub const AGENT_LIST: &str = "agent.list";
-pub const AGENT_UPDATE: &str = "agent.update";
-pub const FLEET_NODES: &str = "fleet.nodes";
-pub const FLEET_INVITE: &str = "fleet.invite";
-pub const FLEET_JOIN: &str = "fleet.join";
-pub const FLEET_REMOVE: &str = "fleet.remove";
-pub const AGENT_SECRET_SET: &str = "agent.secret.set";
-pub const AGENT_SECRET_UNSET: &str = "agent.secret.unset";
-pub const AGENT_SECRET_LIST: &str = "agent.secret.list";
-pub const AGENT_LOGIN: &str = "agent.login";
-pub const AGENT_ARCHIVE: &str = "agent.archive";
+/// Declares each method's name constant and its entry in [`REGISTRY`].
+macro_rules! methods {
+    ($( $(#[$doc:meta])* $konst:ident = $name:literal => $spec:expr; )*) => {
+        $( $(#[$doc])* pub const $konst: &str = $name; )*
+        /// Every method of the API, each once, in the order `ALL` lists them.
+        pub const REGISTRY: &[Method] = &[ $( $spec.named($name) ),* ];
+    };
+}
 
-pub const CONVERSATION_START: &str = "conversation.start";
-pub const CONVERSATION_CONTINUE: &str = "conversation.continue";
-pub const CONVERSATION_PAUSE: &str = "conversation.pause";
-pub const CONVERSATION_TERMINATE: &str = "conversation.terminate";
-pub const CONVERSATION_GET: &str = "conversation.get";
-pub const CONVERSATION_LIST: &str = "conversation.list";
-pub const CONVERSATION_SCREEN: &str = "conversation.screen";
-pub const CONVERSATION_SEND_MESSAGE: &str = "conversation.sendMessage";
-pub const CONVERSATION_SEND_KEYS: &str = "conversation.sendKeys";
-pub const CONVERSATION_RESIZE: &str = "conversation.resize";
+methods! {
+    /// Binds a token to the connection (the token is the credential).
+    SESSION_AUTHENTICATE = "session.authenticate" => on(F::Session, S::Caller, O::Observe).open().instance();
+    /// Exchange a one-time pairing code for a token (no token needed).
+    SESSION_PAIR = "session.pair" => on(F::Session, S::Caller, O::Observe).open().params::<PairCode>();
+    /// Issue a one-time pairing code (local-only: `warren console pair`).
+    SESSION_PAIR_CODE = "session.pair_code" => on(F::Session, S::Node, O::Admin).local_only();
+    NODE_INFO = "node.info" => on(F::Node, S::Node, O::Observe).companion_read().result::<NodeInfo>();
+    FLEET_NODES = "fleet.nodes" => on(F::Fleet, S::Node, O::Observe).companion_read();
+    FLEET_INVITE = "fleet.invite" => on(F::Fleet, S::Node, O::Admin).local_only();
+    FLEET_JOIN = "fleet.join" => on(F::Fleet, S::Node, O::Admin).local_only();
+    FLEET_REMOVE = "fleet.remove" => on(F::Fleet, S::Node, O::Admin).local_only();
+    AGENT_CREATE = "agent.create" => on(F::Agent, S::Node, O::Admin).route(Route::Node("node")).params::<AgentCreate>();
+    AGENT_GET = "agent.get" => on(F::Agent, S::Agent, O::Observe).routed().companion_read().instance().params::<AgentRef>();
+    AGENT_LIST = "agent.list" => on(F::Agent, S::Node, O::Observe).fanout("agents").companion_read();
+    AGENT_UPDATE = "agent.update" => on(F::Agent, S::Agent, O::Admin).routed().params::<AgentUpdate>();
+    /// A secret's value never crosses the network.
+    AGENT_SECRET_SET = "agent.secret.set" => on(F::Agent, S::Agent, O::Admin).routed().local_only();
+    AGENT_SECRET_UNSET = "agent.secret.unset" => on(F::Agent, S::Agent, O::Admin).routed();
+    AGENT_SECRET_LIST = "agent.secret.list" => on(F::Agent, S::Agent, O::Admin).routed();
+    /// Local-only: it changes the credentials every later conversation of the agent uses.
+    AGENT_LOGIN = "agent.login" => on(F::Agent, S::Agent, O::Admin).routed().local_only().launches().params::<AgentRef>();
+    AGENT_ARCHIVE = "agent.archive" => on(F::Agent, S::Agent, O::Admin).routed().params::<AgentRef>();
+    CONVERSATION_START = "conversation.start" => on(F::Conversation, S::Agent, O::Control).routed().launches().params::<AgentRef>();
+    CONVERSATION_CONTINUE = "conversation.continue" => on(F::Conversation, S::Conversation, O::Control).routed().launches().params::<ConversationContinue>();
+    CONVERSATION_PAUSE = "conversation.pause" => on(F::Conversation, S::Conversation, O::Control).routed().params::<ConversationRef>();
+    CONVERSATION_TERMINATE = "conversation.terminate" => on(F::Conversation, S::Conversation, O::Control).routed().params::<ConversationRef>();
+    CONVERSATION_GET = "conversation.get" => on(F::Conversation, S::Conversation, O::Observe).routed().companion_read().instance().tool("read").params::<ConversationRef>();
+    CONVERSATION_LIST = "conversation.list" => on(F::Conversation, S::Narrowest, O::Observe).routed().fanout("conversations").companion_read().instance().params::<ConversationList>();
+    CONVERSATION_SCREEN = "conversation.screen" => on(F::Conversation, S::Conversation, O::Observe).routed().companion_read().params::<ScreenRead>().result::<Screen>();
+    CONVERSATION_SEND_MESSAGE = "conversation.sendMessage" => on(F::Conversation, S::Conversation, O::Inject).routed().tool("advise").params::<SendMessage>().result::<SendMessageResult>();
+    CONVERSATION_SEND_KEYS = "conversation.sendKeys" => on(F::Conversation, S::Conversation, O::Terminal).routed().params::<SendKeys>();
+    CONVERSATION_RESIZE = "conversation.resize" => on(F::Conversation, S::Conversation, O::Terminal).routed().params::<Resize>();
+    TRANSCRIPT_READ = "transcript.read" => on(F::Transcript, S::Conversation, O::Observe).routed().companion_read().instance().tool("read").params::<TranscriptRead>().result::<TranscriptPage>();
+    TRANSCRIPT_SUBSCRIBE = "transcript.subscribe" => on(F::Transcript, S::Narrowest, O::Observe).routed().stream().companion_read().params::<TranscriptSubscribe>();
+    TERMINAL_SUBSCRIBE = "terminal.subscribe" => on(F::Transcript, S::Conversation, O::Terminal).routed().stream().params::<ConversationRef>();
+    SUBSCRIPTION_CANCEL = "subscription.cancel" => on(F::Session, S::Caller, O::Observe).companion_read().instance().params::<SubscriptionRef>();
+    /// Live updates: holds, trips, mail arrivals (no bodies), fleet changes.
+    EVENTS_SUBSCRIBE = "events.subscribe" => on(F::Session, S::Node, O::Observe).routed().stream().companion_read().params::<EventsSubscribe>();
+    SUPERVISION_GET = "supervision.get" => on(F::Supervision, S::Narrowest, O::Observe).routed().tool("supervision").params::<AgentFilter>();
+    SUPERVISION_SET = "supervision.set" => on(F::Supervision, S::Node, O::Supervise).routed().local_only().params::<SupervisionSet>();
+    SUPERVISION_STATUS = "supervision.status" => on(F::Supervision, S::Narrowest, O::Observe).routed().companion_read().tool("supervision").params::<AgentFilter>();
+    SUPERVISION_HOLDS = "supervision.holds" => on(F::Supervision, S::Narrowest, O::Observe).routed().companion_read().params::<AgentFilter>();
+    SUPERVISION_ANSWER = "supervision.answer" => on(F::Supervision, S::Node, O::Supervise).route(Route::Hold("hold")).companion_action().params::<SupervisionAnswer>();
+    SUPERVISION_AUDIT = "supervision.audit" => on(F::Supervision, S::Narrowest, O::Observe).routed().companion_read().tool("supervision").params::<SupervisionAudit>();
+    SUPERVISION_NUDGE = "supervision.nudge" => on(F::Supervision, S::Agent, O::Supervise).routed().companion_action().params::<SupervisionNudge>();
+    /// A CLI's hook report (Claude Code hooks), from its own instance token.
+    SUPERVISION_HOOK = "supervision.hook" => on(F::Supervision, S::Conversation, O::Observe).instance().params::<SupervisionHook>();
+    /// The learned approval rules of an agent's workspace.
+    SUPERVISION_RULES = "supervision.rules" => on(F::Supervision, S::Agent, O::Observe).routed().companion_read().params::<AgentRef>();
+    /// Learn a rule (local-only: standing authority).
+    SUPERVISION_LEARN = "supervision.learn" => on(F::Supervision, S::Node, O::Supervise).routed().local_only().params::<SupervisionRule>();
+    /// Forget a learned rule (local-only).
+    SUPERVISION_FORGET = "supervision.forget" => on(F::Supervision, S::Node, O::Supervise).routed().local_only().params::<SupervisionRule>();
+    /// Mail to `to`, sent as `from` (acting for it needs more than `message` on `to`).
+    MAILBOX_SEND = "mailbox.send" => on(F::Mail, S::Agent, O::Message).agent_param("to").acts_as("from", &[O::Message, O::Invoke]).tool("mail").params::<MailSend>();
+    MAILBOX_INBOX = "mailbox.inbox" => on(F::Mail, S::Agent, O::Observe).routed().tool("mail").params::<MailInbox>();
+    /// Acting for the agent: observe alone may not ack (acting for it is the whole check).
+    MAILBOX_ACK = "mailbox.ack" => on(F::Mail, S::Agent, O::Control).routed().acts_as("agent", &[O::Message, O::Control]).tool("mail").params::<MailAck>();
+    TOOL_INVOKE = "tool.invoke" => on(F::Tools, S::Tool, O::Invoke).owner_tool().params::<ToolInvoke>();
+    /// `{limit?, before_id?}` -> `{entries}`: owner-tool invocations, newest first.
+    TOOL_LOG = "tool.log" => on(F::Tools, S::Node, O::Admin);
+    RECALL_SEARCH = "recall.search" => on(F::Tools, S::Agent, O::Observe).tool("recall").params::<RecallSearch>();
+    RECALL_STASH = "recall.stash" => on(F::Tools, S::Agent, O::Invoke).tool("recall").params::<RecallStash>();
+    RECALL_FORGET = "recall.forget" => on(F::Tools, S::Agent, O::Invoke).tool("recall").params::<RecallForget>();
+    TOKEN_MINT = "token.mint" => on(F::Tokens, S::Node, O::Admin).params::<TokenMint>().result::<TokenMinted>();
+    TOKEN_INSPECT = "token.inspect" => on(F::Tokens, S::Caller, O::Observe).instance().params::<TokenRef>().result::<TokenInspection>();
+    TOKEN_REVOKE = "token.revoke" => on(F::Tokens, S::Node, O::Admin).params::<TokenRevoke>();
+    /// Token use and cost of a conversation, an agent or the node.
+    USAGE_GET = "usage.get" => on(F::Usage, S::Narrowest, O::Observe).route(Route::ScopeId).companion_read().params::<UsageGet>();
+    /// Tokens and dollars per UTC day, model and agent, from the node's spend ledger.
+    SPEND_HISTORY = "spend.history" => on(F::Usage, S::Node, O::Observe).params::<SpendHistory>();
+    /// `{agent}` -> `{usd_per_hour, burst_usd, available_usd, state}`.
+    BUDGET_GET = "budget.get" => on(F::Usage, S::Agent, O::Observe).routed().companion_read().params::<AgentRef>();
+    /// `{agent, usd_per_hour?, burst_usd?}` (local-only: money is the owner's standing decision).
+    BUDGET_SET = "budget.set" => on(F::Usage, S::Agent, O::Admin).routed().local_only().params::<BudgetSet>();
+    /// `{agent, usd}` (local-only).
+    BUDGET_TOPUP = "budget.topup" => on(F::Usage, S::Agent, O::Admin).routed().local_only().params::<BudgetTopup>();
+    MONITOR_ATTACH = "monitor.attach" => on(F::Monitors, S::Agent, O::Supervise);
+    MONITOR_LIST = "monitor.list" => on(F::Monitors, S::Narrowest, O::Observe);
+    MONITOR_DETACH = "monitor.detach" => on(F::Monitors, S::Node, O::Supervise);
+    MONITOR_REARM = "monitor.rearm" => on(F::Monitors, S::Node, O::Supervise);
+    /// Planned: in the policy table, not served yet (-32601 once authorized).
+    CONFIG_SET = "config.set" => on(F::Node, S::Node, O::Admin).local_only().unserved();
+}
 
-pub const TRANSCRIPT_READ: &str = "transcript.read";
-pub const TRANSCRIPT_SUBSCRIBE: &str = "transcript.subscribe";
-pub const TERMINAL_SUBSCRIBE: &str = "terminal.subscribe";
-pub const SUBSCRIPTION_CANCEL: &str = "subscription.cancel";
-pub const EVENTS_SUBSCRIBE: &str = "events.subscribe";
+/// The method `name`, if the API has it.
+pub fn find(name: &str) -> Option<&'static Method> {
+    REGISTRY.iter().find(|m| m.name == name)
+}
+
+/// Every method this node answers.
+pub const ALL: &[&str] = &names::<{ count(REGISTRY, Select::Served) }>(REGISTRY, Select::Served);
 
 /// Server-pushed event kinds (`events.subscribe {kinds?}`); each is also the
 /// notification's method name.
@@ -60,51 +130,6 @@ pub const EVENT_KINDS: &[&str] = &[
     EVENT_BUDGET_EXHAUSTED,
 ];
 
-pub const SUPERVISION_GET: &str = "supervision.get";
-pub const SUPERVISION_SET: &str = "supervision.set";
-pub const SUPERVISION_STATUS: &str = "supervision.status";
-pub const SUPERVISION_HOLDS: &str = "supervision.holds";
-pub const SUPERVISION_ANSWER: &str = "supervision.answer";
-pub const SUPERVISION_AUDIT: &str = "supervision.audit";
-pub const SUPERVISION_NUDGE: &str = "supervision.nudge";
-/// The learned approval rules of an agent's workspace.
-pub const SUPERVISION_RULES: &str = "supervision.rules";
-/// Learn a rule (local-only: standing authority).
-pub const SUPERVISION_LEARN: &str = "supervision.learn";
-/// Forget a learned rule (local-only).
-pub const SUPERVISION_FORGET: &str = "supervision.forget";
-/// A CLI's hook report (Claude Code hooks), from its own instance token.
-pub const SUPERVISION_HOOK: &str = "supervision.hook";
-
-pub const MAILBOX_SEND: &str = "mailbox.send";
-pub const MAILBOX_INBOX: &str = "mailbox.inbox";
-pub const MAILBOX_ACK: &str = "mailbox.ack";
-pub const TOOL_INVOKE: &str = "tool.invoke";
-/// `{limit?, before_id?}` -> `{entries}`: owner-tool invocations, newest first.
-pub const TOOL_LOG: &str = "tool.log";
-pub const RECALL_SEARCH: &str = "recall.search";
-pub const RECALL_STASH: &str = "recall.stash";
-pub const RECALL_FORGET: &str = "recall.forget";
-
-pub const TOKEN_MINT: &str = "token.mint";
-pub const TOKEN_INSPECT: &str = "token.inspect";
-pub const TOKEN_REVOKE: &str = "token.revoke";
-
-/// Token use and cost of a conversation, an agent or the node.
-pub const USAGE_GET: &str = "usage.get";
-/// Tokens and dollars per UTC day, model and agent, from the node's spend ledger.
-pub const SPEND_HISTORY: &str = "spend.history";
-/// `{agent}` -> `{usd_per_hour, burst_usd, available_usd, state}`.
-pub const BUDGET_GET: &str = "budget.get";
-/// `{agent, usd_per_hour?, burst_usd?}` (local-only).
-pub const BUDGET_SET: &str = "budget.set";
-/// `{agent, usd}` (local-only).
-pub const BUDGET_TOPUP: &str = "budget.topup";
-pub const MONITOR_ATTACH: &str = "monitor.attach";
-pub const MONITOR_LIST: &str = "monitor.list";
-pub const MONITOR_DETACH: &str = "monitor.detach";
-pub const MONITOR_REARM: &str = "monitor.rearm";
-
 /// Server notifications.
 pub const NOTIFY_TRANSCRIPT_EVENT: &str = "transcript.event";
 pub const NOTIFY_TERMINAL_DATA: &str = "terminal.data";
@@ -112,69 +137,112 @@ pub const NOTIFY_TERMINAL_DATA: &str = "terminal.data";
 /// `conversation.start`): `{id, message, elapsed_ms}`, `id` the request's.
 pub const NOTIFY_REQUEST_PROGRESS: &str = "request.progress";
 
-/// Every method this node answers.
-pub const ALL: &[&str] = &[
-    SESSION_AUTHENTICATE,
-    SESSION_PAIR,
-    SESSION_PAIR_CODE,
-    NODE_INFO,
-    FLEET_NODES,
-    FLEET_INVITE,
-    FLEET_JOIN,
-    FLEET_REMOVE,
-    AGENT_CREATE,
-    AGENT_GET,
-    AGENT_LIST,
-    AGENT_UPDATE,
-    AGENT_SECRET_SET,
-    AGENT_SECRET_UNSET,
-    AGENT_SECRET_LIST,
-    AGENT_LOGIN,
-    AGENT_ARCHIVE,
-    CONVERSATION_START,
-    CONVERSATION_CONTINUE,
-    CONVERSATION_PAUSE,
-    CONVERSATION_TERMINATE,
-    CONVERSATION_GET,
-    CONVERSATION_LIST,
-    CONVERSATION_SCREEN,
-    CONVERSATION_SEND_MESSAGE,
-    CONVERSATION_SEND_KEYS,
-    CONVERSATION_RESIZE,
-    TRANSCRIPT_READ,
-    TRANSCRIPT_SUBSCRIBE,
-    TERMINAL_SUBSCRIBE,
-    SUBSCRIPTION_CANCEL,
-    EVENTS_SUBSCRIBE,
-    SUPERVISION_GET,
-    SUPERVISION_SET,
-    SUPERVISION_STATUS,
-    SUPERVISION_HOLDS,
-    SUPERVISION_ANSWER,
-    SUPERVISION_AUDIT,
-    SUPERVISION_NUDGE,
-    SUPERVISION_HOOK,
-    SUPERVISION_RULES,
-    SUPERVISION_LEARN,
-    SUPERVISION_FORGET,
-    MAILBOX_SEND,
-    MAILBOX_INBOX,
-    MAILBOX_ACK,
-    TOOL_INVOKE,
-    TOOL_LOG,
-    RECALL_SEARCH,
-    RECALL_STASH,
-    RECALL_FORGET,
-    TOKEN_MINT,
-    TOKEN_INSPECT,
-    TOKEN_REVOKE,
-    USAGE_GET,
-    SPEND_HISTORY,
-    BUDGET_GET,
-    BUDGET_SET,
-    BUDGET_TOPUP,
-    MONITOR_ATTACH,
-    MONITOR_LIST,
-    MONITOR_DETACH,
-    MONITOR_REARM,
-];
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{Companion, Grant};
+
+    #[test]
+    fn every_method_is_declared_once_and_found_by_name() {
+        let mut seen = std::collections::HashSet::new();
+        for m in REGISTRY {
+            assert!(seen.insert(m.name), "{} twice", m.name);
+            assert_eq!(find(m.name).map(|f| f.name), Some(m.name));
+        }
+        assert!(find("agent.explode").is_none());
+        // `ALL` is what is served: the planned `config.set` is not.
+        let served: Vec<&str> = REGISTRY.iter().filter(|m| m.served).map(|m| m.name).collect();
+        assert_eq!(ALL, served.as_slice());
+        assert!(!ALL.contains(&CONFIG_SET) && ALL.contains(&AGENT_GET));
+        assert_eq!(ALL.len(), 63);
+    }
+
+    #[test]
+    fn entries_are_consistent() {
+        for m in REGISTRY {
+            let n = m.name;
+            // What opens a stream is routed like what it is about, and read-only.
+            if m.stream {
+                assert_eq!(m.route, Route::AgentOrConversation, "{n}");
+            }
+            // Fleet-wide lists are node-level reads.
+            if m.fanout.is_some() {
+                assert_eq!(m.operation, O::Observe, "{n}");
+            }
+            if m.companion == Companion::Read {
+                assert_eq!(m.operation, O::Observe, "{n}: the companion only reads");
+                assert!(!m.local_only, "{n}");
+            }
+            if m.open {
+                assert_eq!(m.scope, S::Caller, "{n}: answered before a token is checked");
+            }
+            if let Some(a) = m.acts_as {
+                assert!(!a.any_of.contains(&O::Observe), "{n}: observe is read-only");
+                assert_eq!(m.scope, S::Agent, "{n}");
+            }
+            if m.agent_param != "agent" {
+                assert_eq!(m.scope, S::Agent, "{n}: the agent param is the agent scope's");
+            }
+            if m.grant == Grant::OwnerTool {
+                assert_eq!(m.scope, S::Tool, "{n}");
+            }
+            // A method's family is the file its name's prefix suggests.
+            let prefix = n.split('.').next().unwrap_or(n);
+            let family = match prefix {
+                "session" | "subscription" | "events" => F::Session,
+                "node" | "config" => F::Node,
+                "fleet" => F::Fleet,
+                "agent" => F::Agent,
+                "conversation" => F::Conversation,
+                "transcript" | "terminal" => F::Transcript,
+                "supervision" => F::Supervision,
+                "mailbox" => F::Mail,
+                "tool" | "recall" => F::Tools,
+                "monitor" => F::Monitors,
+                "usage" | "spend" | "budget" => F::Usage,
+                "token" => F::Tokens,
+                other => panic!("{n}: no family for {other}"),
+            };
+            assert_eq!(m.family, family, "{n}");
+        }
+    }
+
+    #[test]
+    fn params_and_results_name_this_crates_types() {
+        let m = find(AGENT_GET).expect("agent.get");
+        assert_eq!(m.params.map(|t| t.name()), Some("AgentRef"));
+        assert_eq!(m.params.map(|t| t.path()), Some(std::any::type_name::<AgentRef>()));
+        let m = find(TRANSCRIPT_READ).expect("transcript.read");
+        assert_eq!(m.result.map(|t| t.name()), Some("TranscriptPage"));
+        for m in REGISTRY {
+            for t in m.params.iter().chain(m.result.iter()) {
+                assert!(t.path().starts_with("console_api::"), "{}: {}", m.name, t.path());
+            }
+        }
+    }
+
+    /// Every method this node serves has a row of its own in docs/API.md's
+    /// method table.
+    #[test]
+    fn every_served_method_is_documented() {
+        let doc = include_str!("../../docs/API.md");
+        let start = doc.find("\n## Methods\n").expect("a Methods section") + 1;
+        let table: Vec<&str> = doc[start..]
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.starts_with("## "))
+            .filter(|l| l.starts_with("| `"))
+            .collect();
+        let missing: Vec<&str> = ALL
+            .iter()
+            .copied()
+            .filter(|m| {
+                let quoted = format!("`{m}`");
+                !table
+                    .iter()
+                    .any(|row| row.split(" | ").next().is_some_and(|first| first.contains(&quoted)))
+            })
+            .collect();
+        assert!(missing.is_empty(), "docs/API.md has no row for {missing:?}");
+    }
+}
