@@ -2,6 +2,11 @@
 //! (see `registry.rs` for what an entry says). Names are stable: consoles,
 //! monitors and outside checks depend on them. Also the server's event kinds
 //! and notification names.
+//!
+//! Adding a method: its entry here (the token policy table, the routing and
+//! the companion and tool lists follow from it), its arm in its family's
+//! dispatch file (`node/src/api/dispatch/FAMILY.rs`), and the node method
+//! that arm calls; `docs/API.md` gets its row (a test checks that).
 
 use crate::objects::*;
 use crate::registry::{Family as F, Method, Operation as O, Route, Scope as S, Select, count, names, on};
@@ -27,8 +32,10 @@ methods! {
     FLEET_INVITE = "fleet.invite" => on(F::Fleet, S::Node, O::Admin).local_only();
     FLEET_JOIN = "fleet.join" => on(F::Fleet, S::Node, O::Admin).local_only();
     FLEET_REMOVE = "fleet.remove" => on(F::Fleet, S::Node, O::Admin).local_only();
-    AGENT_CREATE = "agent.create" => on(F::Agent, S::Node, O::Admin).route(Route::Node("node")).params::<AgentCreate>();
-    AGENT_GET = "agent.get" => on(F::Agent, S::Agent, O::Observe).routed().companion_read().instance().params::<AgentRef>();
+    AGENT_CREATE = "agent.create" => on(F::Agent, S::Node, O::Admin)
+        .route(Route::Node("node")).params::<AgentCreate>();
+    AGENT_GET = "agent.get" => on(F::Agent, S::Agent, O::Observe)
+        .routed().companion_read().instance().params::<AgentRef>();
     AGENT_LIST = "agent.list" => on(F::Agent, S::Node, O::Observe).fanout("agents").companion_read();
     AGENT_UPDATE = "agent.update" => on(F::Agent, S::Agent, O::Admin).routed().params::<AgentUpdate>();
     /// A secret's value never crosses the network.
@@ -36,44 +43,73 @@ methods! {
     AGENT_SECRET_UNSET = "agent.secret.unset" => on(F::Agent, S::Agent, O::Admin).routed();
     AGENT_SECRET_LIST = "agent.secret.list" => on(F::Agent, S::Agent, O::Admin).routed();
     /// Local-only: it changes the credentials every later conversation of the agent uses.
-    AGENT_LOGIN = "agent.login" => on(F::Agent, S::Agent, O::Admin).routed().local_only().launches().params::<AgentRef>();
+    AGENT_LOGIN = "agent.login" => on(F::Agent, S::Agent, O::Admin)
+        .routed().local_only().launches().params::<AgentRef>();
     AGENT_ARCHIVE = "agent.archive" => on(F::Agent, S::Agent, O::Admin).routed().params::<AgentRef>();
-    CONVERSATION_START = "conversation.start" => on(F::Conversation, S::Agent, O::Control).routed().launches().params::<AgentRef>();
-    CONVERSATION_CONTINUE = "conversation.continue" => on(F::Conversation, S::Conversation, O::Control).routed().launches().params::<ConversationContinue>();
-    CONVERSATION_PAUSE = "conversation.pause" => on(F::Conversation, S::Conversation, O::Control).routed().params::<ConversationRef>();
-    CONVERSATION_TERMINATE = "conversation.terminate" => on(F::Conversation, S::Conversation, O::Control).routed().params::<ConversationRef>();
-    CONVERSATION_GET = "conversation.get" => on(F::Conversation, S::Conversation, O::Observe).routed().companion_read().instance().tool("read").params::<ConversationRef>();
-    CONVERSATION_LIST = "conversation.list" => on(F::Conversation, S::Narrowest, O::Observe).routed().fanout("conversations").companion_read().instance().params::<ConversationList>();
-    CONVERSATION_SCREEN = "conversation.screen" => on(F::Conversation, S::Conversation, O::Observe).routed().companion_read().params::<ScreenRead>().result::<Screen>();
-    CONVERSATION_SEND_MESSAGE = "conversation.sendMessage" => on(F::Conversation, S::Conversation, O::Inject).routed().tool("advise").params::<SendMessage>().result::<SendMessageResult>();
-    CONVERSATION_SEND_KEYS = "conversation.sendKeys" => on(F::Conversation, S::Conversation, O::Terminal).routed().params::<SendKeys>();
-    CONVERSATION_RESIZE = "conversation.resize" => on(F::Conversation, S::Conversation, O::Terminal).routed().params::<Resize>();
-    TRANSCRIPT_READ = "transcript.read" => on(F::Transcript, S::Conversation, O::Observe).routed().companion_read().instance().tool("read").params::<TranscriptRead>().result::<TranscriptPage>();
-    TRANSCRIPT_SUBSCRIBE = "transcript.subscribe" => on(F::Transcript, S::Narrowest, O::Observe).routed().stream().companion_read().params::<TranscriptSubscribe>();
-    TERMINAL_SUBSCRIBE = "terminal.subscribe" => on(F::Transcript, S::Conversation, O::Terminal).routed().stream().params::<ConversationRef>();
-    SUBSCRIPTION_CANCEL = "subscription.cancel" => on(F::Session, S::Caller, O::Observe).companion_read().instance().params::<SubscriptionRef>();
+    CONVERSATION_START = "conversation.start" => on(F::Conversation, S::Agent, O::Control)
+        .routed().launches().params::<AgentRef>();
+    CONVERSATION_CONTINUE = "conversation.continue" => on(F::Conversation, S::Conversation, O::Control)
+        .routed().launches().params::<ConversationContinue>();
+    CONVERSATION_PAUSE = "conversation.pause" => on(F::Conversation, S::Conversation, O::Control)
+        .routed().params::<ConversationRef>();
+    CONVERSATION_TERMINATE = "conversation.terminate" => on(F::Conversation, S::Conversation, O::Control)
+        .routed().params::<ConversationRef>();
+    CONVERSATION_GET = "conversation.get" => on(F::Conversation, S::Conversation, O::Observe)
+        .routed().companion_read().instance().tool("read").params::<ConversationRef>();
+    CONVERSATION_LIST = "conversation.list" => on(F::Conversation, S::Narrowest, O::Observe)
+        .routed().fanout("conversations").companion_read().instance().params::<ConversationList>();
+    CONVERSATION_SCREEN = "conversation.screen" => on(F::Conversation, S::Conversation, O::Observe)
+        .routed().companion_read().params::<ScreenRead>().result::<Screen>();
+    CONVERSATION_SEND_MESSAGE = "conversation.sendMessage" => on(F::Conversation, S::Conversation, O::Inject)
+        .routed().tool("advise").params::<SendMessage>().result::<SendMessageResult>();
+    CONVERSATION_SEND_KEYS = "conversation.sendKeys" => on(F::Conversation, S::Conversation, O::Terminal)
+        .routed().params::<SendKeys>();
+    CONVERSATION_RESIZE = "conversation.resize" => on(F::Conversation, S::Conversation, O::Terminal)
+        .routed().params::<Resize>();
+    TRANSCRIPT_READ = "transcript.read" => on(F::Transcript, S::Conversation, O::Observe)
+        .routed().companion_read().instance().tool("read").params::<TranscriptRead>().result::<TranscriptPage>();
+    TRANSCRIPT_SUBSCRIBE = "transcript.subscribe" => on(F::Transcript, S::Narrowest, O::Observe)
+        .routed().stream().companion_read().params::<TranscriptSubscribe>();
+    TERMINAL_SUBSCRIBE = "terminal.subscribe" => on(F::Transcript, S::Conversation, O::Terminal)
+        .routed().stream().params::<ConversationRef>();
+    SUBSCRIPTION_CANCEL = "subscription.cancel" => on(F::Session, S::Caller, O::Observe)
+        .companion_read().instance().params::<SubscriptionRef>();
     /// Live updates: holds, trips, mail arrivals (no bodies), fleet changes.
-    EVENTS_SUBSCRIBE = "events.subscribe" => on(F::Session, S::Node, O::Observe).routed().stream().companion_read().params::<EventsSubscribe>();
-    SUPERVISION_GET = "supervision.get" => on(F::Supervision, S::Narrowest, O::Observe).routed().tool("supervision").params::<AgentFilter>();
-    SUPERVISION_SET = "supervision.set" => on(F::Supervision, S::Node, O::Supervise).routed().local_only().params::<SupervisionSet>();
-    SUPERVISION_STATUS = "supervision.status" => on(F::Supervision, S::Narrowest, O::Observe).routed().companion_read().tool("supervision").params::<AgentFilter>();
-    SUPERVISION_HOLDS = "supervision.holds" => on(F::Supervision, S::Narrowest, O::Observe).routed().companion_read().params::<AgentFilter>();
-    SUPERVISION_ANSWER = "supervision.answer" => on(F::Supervision, S::Node, O::Supervise).route(Route::Hold("hold")).companion_action().params::<SupervisionAnswer>();
-    SUPERVISION_AUDIT = "supervision.audit" => on(F::Supervision, S::Narrowest, O::Observe).routed().companion_read().tool("supervision").params::<SupervisionAudit>();
-    SUPERVISION_NUDGE = "supervision.nudge" => on(F::Supervision, S::Agent, O::Supervise).routed().companion_action().params::<SupervisionNudge>();
+    EVENTS_SUBSCRIBE = "events.subscribe" => on(F::Session, S::Node, O::Observe)
+        .routed().stream().companion_read().params::<EventsSubscribe>();
+    SUPERVISION_GET = "supervision.get" => on(F::Supervision, S::Narrowest, O::Observe)
+        .routed().tool("supervision").params::<AgentFilter>();
+    SUPERVISION_SET = "supervision.set" => on(F::Supervision, S::Node, O::Supervise)
+        .routed().local_only().params::<SupervisionSet>();
+    SUPERVISION_STATUS = "supervision.status" => on(F::Supervision, S::Narrowest, O::Observe)
+        .routed().companion_read().tool("supervision").params::<AgentFilter>();
+    SUPERVISION_HOLDS = "supervision.holds" => on(F::Supervision, S::Narrowest, O::Observe)
+        .routed().companion_read().params::<AgentFilter>();
+    SUPERVISION_ANSWER = "supervision.answer" => on(F::Supervision, S::Node, O::Supervise)
+        .route(Route::Hold("hold")).companion_action().params::<SupervisionAnswer>();
+    SUPERVISION_AUDIT = "supervision.audit" => on(F::Supervision, S::Narrowest, O::Observe)
+        .routed().companion_read().tool("supervision").params::<SupervisionAudit>();
+    SUPERVISION_NUDGE = "supervision.nudge" => on(F::Supervision, S::Agent, O::Supervise)
+        .routed().companion_action().params::<SupervisionNudge>();
     /// A CLI's hook report (Claude Code hooks), from its own instance token.
-    SUPERVISION_HOOK = "supervision.hook" => on(F::Supervision, S::Conversation, O::Observe).instance().params::<SupervisionHook>();
+    SUPERVISION_HOOK = "supervision.hook" => on(F::Supervision, S::Conversation, O::Observe)
+        .instance().params::<SupervisionHook>();
     /// The learned approval rules of an agent's workspace.
-    SUPERVISION_RULES = "supervision.rules" => on(F::Supervision, S::Agent, O::Observe).routed().companion_read().params::<AgentRef>();
+    SUPERVISION_RULES = "supervision.rules" => on(F::Supervision, S::Agent, O::Observe)
+        .routed().companion_read().params::<AgentRef>();
     /// Learn a rule (local-only: standing authority).
-    SUPERVISION_LEARN = "supervision.learn" => on(F::Supervision, S::Node, O::Supervise).routed().local_only().params::<SupervisionRule>();
+    SUPERVISION_LEARN = "supervision.learn" => on(F::Supervision, S::Node, O::Supervise)
+        .routed().local_only().params::<SupervisionRule>();
     /// Forget a learned rule (local-only).
-    SUPERVISION_FORGET = "supervision.forget" => on(F::Supervision, S::Node, O::Supervise).routed().local_only().params::<SupervisionRule>();
+    SUPERVISION_FORGET = "supervision.forget" => on(F::Supervision, S::Node, O::Supervise)
+        .routed().local_only().params::<SupervisionRule>();
     /// Mail to `to`, sent as `from` (acting for it needs more than `message` on `to`).
-    MAILBOX_SEND = "mailbox.send" => on(F::Mail, S::Agent, O::Message).agent_param("to").acts_as("from", &[O::Message, O::Invoke]).tool("mail").params::<MailSend>();
+    MAILBOX_SEND = "mailbox.send" => on(F::Mail, S::Agent, O::Message)
+        .agent_param("to").acts_as("from", &[O::Message, O::Invoke]).tool("mail").params::<MailSend>();
     MAILBOX_INBOX = "mailbox.inbox" => on(F::Mail, S::Agent, O::Observe).routed().tool("mail").params::<MailInbox>();
     /// Acting for the agent: observe alone may not ack (acting for it is the whole check).
-    MAILBOX_ACK = "mailbox.ack" => on(F::Mail, S::Agent, O::Control).routed().acts_as("agent", &[O::Message, O::Control]).tool("mail").params::<MailAck>();
+    MAILBOX_ACK = "mailbox.ack" => on(F::Mail, S::Agent, O::Control)
+        .routed().acts_as("agent", &[O::Message, O::Control]).tool("mail").params::<MailAck>();
     TOOL_INVOKE = "tool.invoke" => on(F::Tools, S::Tool, O::Invoke).owner_tool().params::<ToolInvoke>();
     /// `{limit?, before_id?}` -> `{entries}`: owner-tool invocations, newest first.
     TOOL_LOG = "tool.log" => on(F::Tools, S::Node, O::Admin);
@@ -81,10 +117,12 @@ methods! {
     RECALL_STASH = "recall.stash" => on(F::Tools, S::Agent, O::Invoke).tool("recall").params::<RecallStash>();
     RECALL_FORGET = "recall.forget" => on(F::Tools, S::Agent, O::Invoke).tool("recall").params::<RecallForget>();
     TOKEN_MINT = "token.mint" => on(F::Tokens, S::Node, O::Admin).params::<TokenMint>().result::<TokenMinted>();
-    TOKEN_INSPECT = "token.inspect" => on(F::Tokens, S::Caller, O::Observe).instance().params::<TokenRef>().result::<TokenInspection>();
+    TOKEN_INSPECT = "token.inspect" => on(F::Tokens, S::Caller, O::Observe)
+        .instance().params::<TokenRef>().result::<TokenInspection>();
     TOKEN_REVOKE = "token.revoke" => on(F::Tokens, S::Node, O::Admin).params::<TokenRevoke>();
     /// Token use and cost of a conversation, an agent or the node.
-    USAGE_GET = "usage.get" => on(F::Usage, S::Narrowest, O::Observe).route(Route::ScopeId).companion_read().params::<UsageGet>();
+    USAGE_GET = "usage.get" => on(F::Usage, S::Narrowest, O::Observe)
+        .route(Route::ScopeId).companion_read().params::<UsageGet>();
     /// Tokens and dollars per UTC day, model and agent, from the node's spend ledger.
     SPEND_HISTORY = "spend.history" => on(F::Usage, S::Node, O::Observe).params::<SpendHistory>();
     /// `{agent}` -> `{usd_per_hour, burst_usd, available_usd, state}`.
