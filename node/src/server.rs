@@ -164,7 +164,10 @@ pub async fn run(
         .validate()
         .map_err(|e| anyhow::anyhow!("warren.toml [pricing]: {e}"))?;
     let name = cfg.name.clone().unwrap_or_else(host_name);
-    let fleet = crate::fleet::FleetRuntime::open(&data_dir, cfg.fleet.clone(), name)
+    // Members' routed requests wait here for the home side (built below,
+    // once the dispatcher it answers them through exists).
+    let (home_link, asked) = tokio::sync::mpsc::channel(crate::fleet::ASKED_QUEUE);
+    let fleet = crate::fleet::FleetRuntime::open(&data_dir, cfg.fleet.clone(), name, home_link)
         .context("setting up the node's fleet identity")?;
     let node = Node::open(
         CoreConfig {
@@ -210,9 +213,6 @@ pub async fn run(
         node.set_tls_cert(t.cert_path.clone());
     }
     node.load_known_peers();
-    if let Err(e) = node.start_fleet().await {
-        eprintln!("warning: the fabric did not start: {e}");
-    }
     let socket_path = data_dir.join("warren.sock");
     let unix = api::unix::bind(&socket_path).with_context(|| format!("binding {}", socket_path.display()))?;
 
@@ -237,10 +237,19 @@ pub async fn run(
         ),
         guests: guests.as_ref().map(|g| g.registry.clone()),
         pairing: Default::default(),
+        router: api::routing::Router::new(node.clone(), admin_token_ids),
     });
     // Calls members forward here run through this same API.
-    node.fleet.streams.set_app(&app);
-    node.fleet.routes.set_admin_token(admin_token_ids);
+    let home = api::routing::Home::new(
+        Arc::new(api::ApiDispatch(app.clone())),
+        node.clone(),
+        verifier.clone(),
+        cfg.limits.clone(),
+    );
+    let home_task = tokio::spawn(home.serve(asked));
+    if let Err(e) = node.start_fleet().await {
+        eprintln!("warning: the fabric did not start: {e}");
+    }
     node.start_monitors().await;
     write_private(
         &endpoint_path(&data_dir),
@@ -339,6 +348,7 @@ pub async fn run(
     tracing::info!("stopping: pausing live conversations");
     node.pause_all("node stopped").await;
     unix_task.abort();
+    home_task.abort();
     for t in side_tasks {
         t.abort();
     }

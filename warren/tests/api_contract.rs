@@ -475,3 +475,44 @@ async fn send_message_waits_for_idle_within_a_bound() {
         "the refused message was never typed"
     );
 }
+
+/// Every method of the registry reaches its family's dispatch arm (never
+/// -32601), and each arm reads the params type the registry declares (this
+/// test node is a debug build: a mismatch answers -32603 naming both); a
+/// planned method answers -32601 after authorization, an unknown one -32601.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_registered_method_is_dispatched() {
+    use console_api::methods::{REGISTRY, find};
+    use warren::client::{CallError, unix_call};
+    let node = TestNode::start();
+    let dir = node.path();
+    let mut served = 0;
+    for method in REGISTRY.iter().filter(|m| m.served) {
+        match unix_call(&dir, method.name, json!({})).await {
+            Ok(_) => {}
+            Err(CallError::Rpc(e)) => {
+                assert_ne!(e.code, -32601, "{} is not dispatched: {}", method.name, e.message);
+                assert!(!e.message.contains("method registry"), "{}: {}", method.name, e.message);
+            }
+            Err(e) => panic!("{}: {e}", method.name),
+        }
+        served += 1;
+    }
+    assert_eq!(served, console_api::methods::ALL.len());
+    let planned = find("config.set").expect("config.set is registered");
+    assert!(!planned.served);
+    match unix_call(&dir, planned.name, json!({})).await {
+        Err(CallError::Rpc(e)) => {
+            assert_eq!(e.code, -32601);
+            assert!(e.message.contains("not served by this node yet"), "{}", e.message);
+        }
+        other => panic!("config.set: {other:?}"),
+    }
+    match unix_call(&dir, "agent.explode", json!({})).await {
+        Err(CallError::Rpc(e)) => assert_eq!(
+            (e.code, e.message.as_str()),
+            (-32601, "unknown method \"agent.explode\"")
+        ),
+        other => panic!("agent.explode: {other:?}"),
+    }
+}

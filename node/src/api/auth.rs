@@ -1,23 +1,22 @@
-//! Authorization of every call, and the token methods. Each call is checked
-//! before it runs: local-only methods refuse the network, the caller's token
-//! must not be revoked (checked on every call, cached verifications too), and
-//! the token's Datalog must allow the method on the resources it touches.
+//! Authorization of every call. Each call is checked before it runs, from
+//! its method's registry entry: local-only methods refuse the network, the
+//! caller's token must not be revoked (checked on every call, cached
+//! verifications too), and the token's Datalog must allow the method's
+//! operation on the resources it touches (its scope, read from its params).
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use capabilities::methods::{ActsAs, LOCAL_ONLY, LOCAL_ONLY_OPERATIONS, Scope, acts_as, need_of};
-use capabilities::{AuthError, MintSpec, Operation, Request, Resource, Right};
+use capabilities::methods::{ActsAs, Scope};
+use capabilities::{AuthError, Operation, Request, Resource};
+use console_api::registry::{Method, Route};
 use console_api::{ErrorCode, RpcError};
 use serde_json::{Value, json};
 
 use super::App;
 use super::conn::{Caller, Conn};
 
-/// Longest lifetime a minted token may ask for: one year.
-const MAX_TTL_SECS: u64 = 366 * 24 * 3600;
-
-fn local_only(method: &str) -> RpcError {
+pub(super) fn local_only(method: &str) -> RpcError {
     RpcError::new(
         ErrorCode::LocalOnly,
         format!("{method} is local-only: call it on the node's Unix socket (warren.sock), not over the network"),
@@ -29,8 +28,7 @@ fn str_param<'a>(p: Option<&'a Value>, key: &str) -> Option<&'a str> {
 }
 
 /// The resources a call touches, from its method's scope and its params.
-async fn resources(app: &Arc<App>, scope: Scope, method: &str, p: Option<&Value>) -> Vec<Resource> {
-    let agent_key = if method == "mailbox.send" { "to" } else { "agent" };
+async fn resources(app: &Arc<App>, method: &Method, p: Option<&Value>) -> Vec<Resource> {
     let conversation = |id: &str| {
         let id = id.to_string();
         async move {
@@ -41,13 +39,13 @@ async fn resources(app: &Arc<App>, scope: Scope, method: &str, p: Option<&Value>
             r
         }
     };
-    match scope {
+    match method.scope {
         Scope::Node | Scope::Caller => vec![Resource::Node],
         Scope::Tool => match str_param(p, "tool") {
             Some(t) => vec![Resource::Tool(t.to_string())],
             None => vec![Resource::Node],
         },
-        Scope::Agent => match str_param(p, agent_key) {
+        Scope::Agent => match str_param(p, method.agent_param) {
             Some(a) => vec![Resource::Agent(a.to_string())],
             None => vec![Resource::Node],
         },
@@ -56,7 +54,7 @@ async fn resources(app: &Arc<App>, scope: Scope, method: &str, p: Option<&Value>
             None => vec![Resource::Node],
         },
         // `usage.get` names its target as `{scope, id}`.
-        Scope::Narrowest if method == "usage.get" => match (str_param(p, "scope"), str_param(p, "id")) {
+        Scope::Narrowest if method.route == Route::ScopeId => match (str_param(p, "scope"), str_param(p, "id")) {
             (Some("conversation"), Some(c)) => conversation(c).await,
             (Some("agent"), Some(a)) => vec![Resource::Agent(a.to_string())],
             _ => vec![Resource::Node],
@@ -74,13 +72,7 @@ async fn resources(app: &Arc<App>, scope: Scope, method: &str, p: Option<&Value>
 }
 
 /// Checks that the connection's caller may make this call.
-pub async fn check(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<&Value>) -> Result<(), RpcError> {
-    let Some(need) = need_of(method) else {
-        return Err(RpcError::new(
-            ErrorCode::MethodNotFound,
-            format!("unknown method {method:?}"),
-        ));
-    };
+pub async fn check(app: &Arc<App>, conn: &Arc<Conn>, method: &Method, p: Option<&Value>) -> Result<(), RpcError> {
     let token = match conn.caller() {
         Caller::Local => return Ok(()),
         Caller::Anonymous => {
@@ -91,8 +83,8 @@ pub async fn check(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<&Va
         }
         Caller::Token(t) => t,
     };
-    if LOCAL_ONLY.contains(&method) {
-        return Err(local_only(method));
+    if method.local_only {
+        return Err(local_only(method.name));
     }
     if app.node.any_revoked(&token.revocation_ids) {
         return Err(RpcError::new(
@@ -100,25 +92,25 @@ pub async fn check(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Option<&Va
             "token refused: it has been revoked",
         ));
     }
-    if need.scope == Scope::Caller {
+    if method.scope == Scope::Caller {
         return Ok(());
     }
-    let acts = acts_as(method);
+    let acts = method.acts_as;
     // `mailbox.ack` acts on the agent its scope names: acting for it is the
-    // whole check. Other calls meet their table entry first.
-    let whole = acts.is_some_and(|a| need.scope == Scope::Agent && a.param == "agent");
+    // whole check. Other calls meet their operation on their scope first.
+    let whole = acts.is_some_and(|a| method.scope == Scope::Agent && a.param == method.agent_param);
     if !whole {
         let req = Request {
-            method,
-            operation: need.operation,
-            resources: resources(app, need.scope, method, p).await,
+            method: method.name,
+            operation: method.operation,
+            resources: resources(app, method, p).await,
             node: app.node.node_id(),
             now: SystemTime::now(),
         };
         app.verifier.authorize(&token, &req).map_err(refusal)?;
     }
     match (acts, acts.and_then(|a| str_param(p, a.param))) {
-        (Some(a), Some(agent)) => act_for(app, &token, method, a, agent),
+        (Some(a), Some(agent)) => act_for(app, &token, method.name, a, agent),
         // A call without its agent param is refused by the method's params.
         _ => Ok(()),
     }
@@ -133,7 +125,7 @@ fn refusal(e: AuthError) -> RpcError {
     }
 }
 
-/// A call made for `agent` (`capabilities::methods::ACTS_AS`): the agent's
+/// A call made for `agent` (its registry entry's `acts_as`): the agent's
 /// own instance token (with its `observe` on itself, so its methods and
 /// expiry still apply), or a token that is no instance token and holds one
 /// of the operations on the agent.
@@ -207,89 +199,4 @@ pub fn may_observe_target(app: &Arc<App>, conn: &Arc<Conn>, spec: &monitor::Atta
             format!("target: the caller may not observe {resource}, so it cannot delegate watching it"),
         )
     })
-}
-
-/// `token.mint`: a token signed by this node's root. Rights carrying `admin`
-/// or `supervise` are only minted on the Unix socket.
-pub fn mint(app: &Arc<App>, conn: &Arc<Conn>, p: console_api::TokenMint) -> Result<console_api::TokenMinted, RpcError> {
-    if p.rights.is_empty() {
-        return Err(RpcError::new(
-            ErrorCode::InvalidParams,
-            "rights: give at least one right",
-        ));
-    }
-    let mut rights = vec![];
-    for (i, r) in p.rights.iter().enumerate() {
-        let resource: Resource = r
-            .resource
-            .parse()
-            .map_err(|e| RpcError::new(ErrorCode::InvalidParams, format!("rights[{i}].resource: {e}")))?;
-        let operation = r
-            .operation
-            .parse()
-            .map_err(|e| RpcError::new(ErrorCode::InvalidParams, format!("rights[{i}].operation: {e}")))?;
-        if !conn.is_local() && LOCAL_ONLY_OPERATIONS.contains(&operation) {
-            return Err(local_only(&format!("minting a token with {operation} rights")));
-        }
-        rights.push(Right::new(resource, operation));
-    }
-    if let Some(methods) = &p.methods
-        && let Some(bad) = methods.iter().find(|m| need_of(m).is_none())
-    {
-        return Err(RpcError::new(
-            ErrorCode::InvalidParams,
-            format!("methods: unknown method {bad:?}"),
-        ));
-    }
-    let expires_at = match p.ttl_secs {
-        Some(0) => return Err(RpcError::new(ErrorCode::InvalidParams, "ttl_secs: must be at least 1")),
-        Some(s) if s > MAX_TTL_SECS => {
-            return Err(RpcError::new(
-                ErrorCode::InvalidParams,
-                format!("ttl_secs: {s} is over the limit of {MAX_TTL_SECS}"),
-            ));
-        }
-        Some(s) => Some(SystemTime::now() + Duration::from_secs(s)),
-        None => None,
-    };
-    let token = app
-        .node
-        .root()
-        .mint(&MintSpec {
-            rights,
-            expires_at,
-            methods: p.methods,
-            facts: vec![("issued_by".into(), app.node.node_id().to_string())],
-        })
-        .map_err(|e| RpcError::new(ErrorCode::Internal, e.to_string()))?;
-    let revocation_ids = capabilities::inspect_unverified(&token)
-        .map(|i| i.revocation_ids)
-        .map_err(|e| RpcError::new(ErrorCode::Internal, e.to_string()))?;
-    Ok(console_api::TokenMinted { token, revocation_ids })
-}
-
-/// `token.inspect`: the blocks as Datalog, whether this node trusts the
-/// signature, and whether the token is revoked.
-pub fn inspect(app: &Arc<App>, token: &str) -> console_api::TokenInspection {
-    let verified = app.verifier.verify_uncached(token.trim());
-    let read = match &verified {
-        Ok(v) => capabilities::token::inspect(&v.biscuit),
-        Err(_) => capabilities::inspect_unverified(token),
-    };
-    match read {
-        Ok(i) => console_api::TokenInspection {
-            revoked: app.node.any_revoked(&i.revocation_ids),
-            blocks: i.blocks,
-            revocation_ids: i.revocation_ids,
-            verified: verified.is_ok(),
-            error: verified.err().map(|e| e.to_string()),
-        },
-        Err(e) => console_api::TokenInspection {
-            blocks: vec![],
-            revocation_ids: vec![],
-            verified: false,
-            revoked: false,
-            error: Some(e.to_string()),
-        },
-    }
 }

@@ -14,8 +14,8 @@ use serde_json::json;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::AbortHandle;
 
-use super::App;
 use crate::runtime::Session;
+use crate::service::Node;
 use crate::transcript::as_transcript;
 
 /// How long a terminal subscriber's held-back bytes (the beginning of a
@@ -295,13 +295,13 @@ impl Conn {
     /// read, and live events at or below the last delivered seq are skipped.
     pub fn subscribe_transcript(
         self: &Arc<Self>,
-        app: &Arc<App>,
+        node: &Arc<Node>,
         p: console_api::TranscriptSubscribe,
     ) -> Result<String, RpcError> {
         let id = self.reserve_sub()?;
-        let mut live = app.node.store().subscribe();
+        let mut live = node.store().subscribe();
         let conn = self.clone();
-        let app = app.clone();
+        let node = node.clone();
         let sub = id.clone();
         let gate = self.gate();
         let task = tokio::spawn(async move {
@@ -312,7 +312,7 @@ impl Conn {
             if let (Some(conv), Some(from)) = (&p.conversation, p.from_seq) {
                 let start = from.max(1);
                 last.insert(conv.clone(), start - 1);
-                if !catch_up(&app, &conn, &sub, conv, &mut last).await {
+                if !catch_up(&node, &conn, &sub, conv, &mut last).await {
                     return;
                 }
             }
@@ -320,7 +320,7 @@ impl Conn {
                 match live.recv().await {
                     Ok(e) => {
                         let Some(ev) = as_transcript(&e) else { continue };
-                        if !filter.matches(&app, &ev.conversation).await {
+                        if !filter.matches(&node, &ev.conversation).await {
                             continue;
                         }
                         let seen = last.get(&ev.conversation).copied();
@@ -331,7 +331,7 @@ impl Conn {
                             && ev.seq > s + 1
                         {
                             // Should not happen (commits are in seq order); fill from the store.
-                            if !catch_up(&app, &conn, &sub, &ev.conversation, &mut last).await {
+                            if !catch_up(&node, &conn, &sub, &ev.conversation, &mut last).await {
                                 return;
                             }
                             continue;
@@ -345,7 +345,7 @@ impl Conn {
                         // We fell behind the in-process feed: re-read what we missed.
                         let convs: Vec<String> = last.keys().cloned().collect();
                         for conv in convs {
-                            if !catch_up(&app, &conn, &sub, &conv, &mut last).await {
+                            if !catch_up(&node, &conn, &sub, &conv, &mut last).await {
                                 return;
                             }
                         }
@@ -361,7 +361,7 @@ impl Conn {
     /// named by their kind.
     pub fn subscribe_events(
         self: &Arc<Self>,
-        app: &Arc<App>,
+        node: &Arc<Node>,
         kinds: Option<Vec<String>>,
         agent: Option<String>,
     ) -> Result<String, RpcError> {
@@ -379,7 +379,7 @@ impl Conn {
             ));
         }
         let id = self.reserve_sub()?;
-        let mut rx = app.node.subscribe_events();
+        let mut rx = node.subscribe_events();
         let conn = self.clone();
         let sub = id.clone();
         let gate = self.gate();
@@ -471,10 +471,10 @@ fn about_agent(payload: &serde_json::Value, agent: &str) -> bool {
 
 /// Sends stored events of `conv` after `last[conv]`, page by page. Catch-up
 /// waits for queue room (bounded by 10 s) instead of dropping.
-async fn catch_up(app: &Arc<App>, conn: &Arc<Conn>, sub: &str, conv: &str, last: &mut HashMap<String, u64>) -> bool {
+async fn catch_up(node: &Arc<Node>, conn: &Arc<Conn>, sub: &str, conv: &str, last: &mut HashMap<String, u64>) -> bool {
     loop {
         let after = last.get(conv).copied().unwrap_or(0);
-        let page = match app.node.store().transcript_from(conv, after + 1, 500).await {
+        let page = match node.store().transcript_from(conv, after + 1, 500).await {
             Ok(p) => p,
             Err(e) => {
                 tracing::error!(error = %e, "catch-up read failed");
@@ -524,7 +524,7 @@ impl Filter {
         }
     }
 
-    async fn matches(&mut self, app: &Arc<App>, conv: &str) -> bool {
+    async fn matches(&mut self, node: &Arc<Node>, conv: &str) -> bool {
         if let Some(c) = &self.conversation {
             return c == conv;
         }
@@ -535,7 +535,7 @@ impl Filter {
         if self.others.contains(conv) {
             return false;
         }
-        let owner = app.node.conversation_agent(conv).await;
+        let owner = node.conversation_agent(conv).await;
         let is_mine = owner.as_deref() == Some(agent.as_str());
         if is_mine {
             self.mine.insert(conv.to_string());

@@ -244,10 +244,10 @@ impl Node {
                 self.merge_view(view).await;
                 Response::Synced(mine)
             }
-            Request::Api { token, text, stream } => self.answer_api(peer, &token, &text, stream).await,
-            Request::Pull { stream } => self.answer_pull(peer, stream).await,
-            Request::Cancel { stream } => self.answer_cancel(peer, stream),
-            Request::Locate(what) => self.answer_locate(what).await,
+            // The home side of routing answers these (`api/routing/serve.rs`).
+            request @ (Request::Api { .. } | Request::Pull { .. } | Request::Cancel { .. } | Request::Locate(_)) => {
+                self.fleet.ask_home(peer, request).await
+            }
         }
     }
 

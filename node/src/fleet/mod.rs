@@ -5,12 +5,13 @@
 //! blocks a peer that proves nothing within a few seconds, publishes its
 //! record (endpoint, health, capacity) as gossip, resyncs its view on every
 //! (re)connection (gossip is not replayed after a partition), and keeps the
-//! table `fleet.nodes` answers from.
+//! table `fleet.nodes` answers from. A member's forwarded API calls (and its
+//! questions about what this node homes) go to the home side of routing
+//! (`api/routing/serve.rs`) through the bounded queue it was built with.
 
-pub mod forward;
+pub mod address;
 mod members;
-pub mod route;
-pub mod serve;
+pub mod reach;
 pub mod state;
 mod tasks;
 
@@ -23,6 +24,7 @@ use ed25519_dalek::SigningKey;
 use fabric::{Certificate, Fabric, FabricConfig, Multiaddr, NodeRecord, PeerId, View};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::events::Event;
 use crate::service::{Node, NodeError, NodeResult};
@@ -87,11 +89,24 @@ pub struct FleetRuntime {
     saved: Mutex<String>,
     /// Each member's health as last announced (`event.fleet.changed`).
     announced: Mutex<BTreeMap<String, bool>>,
-    /// Forwarded subscriptions this node serves as a home.
-    pub streams: serve::Streams,
-    /// Where conversations live, as learned from forwarded answers.
-    pub routes: forward::Routes,
+    /// A token the owner key signed for the local admin's forwarded calls.
+    owner_token: Mutex<Option<(String, Instant)>>,
+    /// The home side of routing: members' `Api`, `Pull`, `Cancel` and
+    /// `Locate` requests go there.
+    home: mpsc::Sender<Asked>,
 }
+
+/// A member's request for the home side of routing (`Api`, `Pull`, `Cancel`
+/// or `Locate`), and where its answer goes.
+pub struct Asked {
+    pub peer: PeerId,
+    pub request: fabric::Request,
+    pub reply: oneshot::Sender<fabric::Response>,
+}
+
+/// Members' requests waiting for the home side at most (each is answered in
+/// its own task once taken, so the queue is short-lived).
+pub const ASKED_QUEUE: usize = 64;
 
 struct Seen {
     record: NodeRecord,
@@ -119,7 +134,13 @@ const JOIN_WITHIN: Duration = Duration::from_secs(15);
 
 impl FleetRuntime {
     /// Loads (or creates) the node's libp2p key and the owner key, if any.
-    pub fn open(data_dir: &std::path::Path, settings: FleetSettings, name: String) -> anyhow::Result<FleetRuntime> {
+    /// Members' routed requests go to `home`.
+    pub fn open(
+        data_dir: &std::path::Path,
+        settings: FleetSettings,
+        name: String,
+        home: mpsc::Sender<Asked>,
+    ) -> anyhow::Result<FleetRuntime> {
         use anyhow::Context;
         let key_path = data_dir.join("p2p.key");
         let keypair = match std::fs::read(&key_path) {
@@ -169,8 +190,8 @@ impl FleetRuntime {
             peers_file: data_dir.join("fleet-peers.json"),
             saved: Mutex::new(String::new()),
             announced: Mutex::new(BTreeMap::new()),
-            streams: Default::default(),
-            routes: Default::default(),
+            owner_token: Mutex::new(None),
+            home,
         })
     }
 
@@ -186,6 +207,19 @@ impl FleetRuntime {
 
     fn member_of(&self, peer: &PeerId) -> Option<String> {
         self.peers.lock().ok()?.get(peer)?.member.clone()
+    }
+
+    /// Hands a member's request to the home side and waits for its answer.
+    async fn ask_home(&self, peer: PeerId, request: fabric::Request) -> fabric::Response {
+        let (reply, answer) = oneshot::channel();
+        if self.home.send(Asked { peer, request, reply }).await.is_err() {
+            return fabric::Response::Refused {
+                reason: "this node is stopping".into(),
+            };
+        }
+        answer.await.unwrap_or_else(|_| fabric::Response::Refused {
+            reason: "internal error".into(),
+        })
     }
 }
 

@@ -1,6 +1,6 @@
 //! The fleet's background work: fabric events turned into membership
-//! decisions, the heartbeat tick (publish, deadlines, redials, reaping
-//! forwarded subscriptions), and the saved peers file.
+//! decisions, the heartbeat tick (publish, deadlines, redials), and the
+//! saved peers file.
 
 use super::{PeerInfo, REDIAL_EVERY};
 use crate::service::Node;
@@ -165,7 +165,6 @@ pub(super) async fn run_ticks(node: Weak<Node>) {
             }
         }
         node.save_known_peers().await;
-        node.fleet.streams.reap();
         node.announce_fleet_changes().await;
     }
 }

@@ -153,7 +153,7 @@ impl Node {
             match attachment.target() {
                 Target::Agent(_) if remote.is_some() => {}
                 Target::Agent(a) => {
-                    let (name, _) = crate::fleet::route::split_address(a);
+                    let (name, _) = crate::fleet::address::split_address(a);
                     if name == attachment.monitor() {
                         return Err(NodeError::Invalid("target.agent: a monitor cannot watch itself".into()));
                     }

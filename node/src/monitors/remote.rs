@@ -41,7 +41,7 @@ impl Node {
     /// The member (id) and bare name of a `NAME@NODE` target on another
     /// member; `None` for an agent of this node.
     pub(crate) async fn remote_home(&self, target: &str) -> NodeResult<Option<(String, String)>> {
-        let (name, at) = crate::fleet::route::split_address(target);
+        let (name, at) = crate::fleet::address::split_address(target);
         let Some(at) = at else { return Ok(None) };
         Ok(self.member_named(at).await?.map(|id| (id, name.to_string())))
     }

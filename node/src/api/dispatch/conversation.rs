@@ -1,0 +1,61 @@
+//! Conversation methods: starting, continuing, pausing and ending a
+//! conversation, reading it and its screen, and typing into it (a message,
+//! raw keys, a resize).
+
+use console_api::{ErrorCode, RpcError, methods as m};
+use serde_json::{Value, json};
+
+use super::{Call, not_served, to_value};
+
+pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
+    let conn = c.conn;
+    let node = &c.app.node;
+    let v = match c.method.name {
+        m::CONVERSATION_START => {
+            json!({ "conversation": node.conversation_start(&c.params::<console_api::AgentRef>()?.agent).await? })
+        }
+        m::CONVERSATION_CONTINUE => json!({ "conversation": node.conversation_continue(c.params()?).await? }),
+        m::CONVERSATION_PAUSE => json!({ "conversation": node.conversation_pause(&c.conversation()?).await? }),
+        m::CONVERSATION_TERMINATE => json!({ "conversation": node.conversation_terminate(&c.conversation()?).await? }),
+        m::CONVERSATION_GET => json!({ "conversation": node.conversation_get(&c.conversation()?).await? }),
+        m::CONVERSATION_LIST => json!({ "conversations": node.conversation_list(c.params()?).await? }),
+        m::CONVERSATION_SCREEN => {
+            let read: console_api::ScreenRead = c.params()?;
+            let mut screen = node.screen(&read).await?;
+            crate::redact::redact_screen(&node.store().redaction().matcher(), &mut screen);
+            to_value(screen)?
+        }
+        m::CONVERSATION_SEND_MESSAGE => {
+            let sent = match conn.speaks_for() {
+                // An agent's own token (a monitor advising): never a human.
+                Some(agent) => node.send_advice(c.params()?, &agent).await?,
+                None => {
+                    let msg: console_api::SendMessage = c.params()?;
+                    match msg.advice_from.clone() {
+                        // A member forwards its monitor's advice: the home
+                        // prefixes and attributes it (only then).
+                        Some(monitor) if conn.transport() == "fabric" => node.send_remote_advice(msg, &monitor).await?,
+                        Some(_) => {
+                            return Err(RpcError::new(
+                                ErrorCode::InvalidParams,
+                                "advice_from: only a member forwarding its monitor's advice sets it",
+                            ));
+                        }
+                        None => node.send_message(msg, conn.speaker()).await?,
+                    }
+                }
+            };
+            to_value(sent)?
+        }
+        m::CONVERSATION_SEND_KEYS => {
+            node.send_keys(c.params()?).await?;
+            json!({ "sent": true })
+        }
+        m::CONVERSATION_RESIZE => {
+            node.resize(c.params()?).await?;
+            json!({ "resized": true })
+        }
+        _ => return Err(not_served(c.method)),
+    };
+    Ok(v)
+}

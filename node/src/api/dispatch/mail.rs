@@ -1,0 +1,18 @@
+//! Mail methods: sending to an agent's inbox, reading it, acknowledging it.
+
+use console_api::{RpcError, methods as m};
+use serde_json::Value;
+
+use super::{Call, not_served};
+
+pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
+    let conn = c.conn;
+    let node = &c.app.node;
+    let v = match c.method.name {
+        m::MAILBOX_SEND => node.mail_send(c.params()?, conn.speaks_for().as_deref()).await?,
+        m::MAILBOX_INBOX => node.mail_inbox(c.params()?).await?,
+        m::MAILBOX_ACK => node.mail_ack(c.params()?).await?,
+        _ => return Err(not_served(c.method)),
+    };
+    Ok(v)
+}

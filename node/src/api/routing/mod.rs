@@ -1,0 +1,16 @@
+//! Routing a call across the fleet, in one folder. `plan.rs` decides (pure)
+//! whether a call is answered here, by the member that homes what it names,
+//! or by every member merged, from the method's registry entry and what this
+//! node knows; `forward.rs` is the calling side (gathers that knowledge,
+//! sends the call with the caller's token, relays the answer or pulls the
+//! stream, merges fleet-wide lists); `serve.rs` is the home side (answers a
+//! member's forwarded call through the dispatcher handle it is built with,
+//! serves forwarded streams, says what this node homes). The fleet
+//! (`fleet/reach.rs`) carries the requests.
+
+pub mod forward;
+pub mod plan;
+pub mod serve;
+
+pub use forward::{Routed, Router};
+pub use serve::{Dispatch, Home};
