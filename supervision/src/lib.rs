@@ -31,8 +31,8 @@ mod text;
 
 pub use audit::{AuditDecision, AuditFields, Outcome, Trigger};
 pub use class::{DialogClass, classify};
-pub use decide::{Decision, DecisionContext, PolicySource, Verdict, decide_dialog};
-pub use dialog::Dialog;
+pub use decide::{Decision, DecisionContext, FRAME_UNVERIFIED, PolicySource, Verdict, decide_dialog};
+pub use dialog::{Answer, Answers, Dialog, ESCAPE, Meaning};
 pub use escalate::{Escalation, always_escalate, escalation_in};
 pub use learned::{LearnedRule, simple_command_words};
 pub use mail::{MAIL_RETRY_BACKOFF, MailEffect, MailEvent, MailState, SendOutcome, decide_mail};

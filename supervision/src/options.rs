@@ -114,7 +114,7 @@ pub fn is_standing(option: &str) -> bool {
 
 /// Letters outside ASCII in an option can hide a standing grant behind
 /// lookalikes; such options are never chosen.
-fn has_foreign_letters(option: &str) -> bool {
+pub(crate) fn has_foreign_letters(option: &str) -> bool {
     option.chars().any(|c| c.is_alphabetic() && !c.is_ascii())
 }
 
