@@ -300,14 +300,23 @@ async fn real_claude_injected_rows_are_held_and_a_humans_deny_denies() {
     let mut last_row = 0;
     for round in 0..2 {
         let at = say(&mut c, &id, &message).await;
-        // Held before anything is typed (the newest row about it).
+        // Held before anything is typed (this round's dialog row).
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         let row = loop {
-            let row = audit_for(&mut c, &id, "cat README.md").await;
-            if row["id"].as_u64().is_some_and(|i| i > last_row) {
-                break row;
+            let a = call(&mut c, "supervision.audit", json!({ "agent": "cc" })).await;
+            let found = a["entries"].as_array().expect("entries").iter().find(|e| {
+                e["trigger"] == "dialog"
+                    && e["subject"].as_str().is_some_and(|s| s.starts_with("cat README.md"))
+                    && e["id"].as_u64().is_some_and(|i| i > last_row)
+            });
+            if let Some(row) = found {
+                break row.clone();
             }
-            assert!(std::time::Instant::now() < deadline, "no new row in round {round}: {row:#}");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no dialog row in round {round}: {a:#}\n{}",
+                screen_text(&mut c, &id).await
+            );
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         };
         last_row = row["id"].as_u64().expect("id");
