@@ -188,7 +188,11 @@ pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
         match dialog.answer(meaning) {
             Ok(a) => {
                 let chosen = match a.option {
-                    Some(i) => format!("option {} \"{}\"", i + 1, dialog.options.get(i).map_or("", String::as_str)),
+                    Some(i) => format!(
+                        "option {} \"{}\"",
+                        i + 1,
+                        dialog.options.get(i).map_or("", String::as_str)
+                    ),
                     None => "Escape".to_string(),
                 };
                 Decision {

@@ -96,10 +96,7 @@ impl Dialog {
     /// one-time yes, never a standing permission, never with non-ASCII
     /// letters; a deny is a plain no, or Escape). Errors say why not.
     pub fn answer(&self, meaning: Meaning) -> Result<&Answer, String> {
-        let answers = self
-            .answers
-            .as_ref()
-            .ok_or(crate::decide::FRAME_UNVERIFIED)?;
+        let answers = self.answers.as_ref().ok_or(crate::decide::FRAME_UNVERIFIED)?;
         let answer = match meaning {
             Meaning::ApproveOnce => answers.approve_once.as_ref(),
             Meaning::Deny => answers.deny.as_ref(),
@@ -115,10 +112,14 @@ impl Dialog {
                 _ => Err(format!("the {} answer names no option", meaning.as_str())),
             };
         };
-        let text = self
-            .options
-            .get(i)
-            .ok_or_else(|| format!("the {} answer names option {} of {}", meaning.as_str(), i + 1, self.options.len()))?;
+        let text = self.options.get(i).ok_or_else(|| {
+            format!(
+                "the {} answer names option {} of {}",
+                meaning.as_str(),
+                i + 1,
+                self.options.len()
+            )
+        })?;
         let agrees = match meaning {
             Meaning::ApproveOnce => {
                 !crate::options::is_standing(text)

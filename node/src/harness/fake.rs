@@ -224,7 +224,10 @@ mod tests {
         assert_eq!(d.options[3], "4. No");
         // Its rows: from the opening rule to the footer, history left out.
         assert_eq!(d.lines.first().map(String::as_str), Some("──────"));
-        assert_eq!(d.lines.last().map(String::as_str), Some(" Esc to cancel · Tab to amend"));
+        assert_eq!(
+            d.lines.last().map(String::as_str),
+            Some(" Esc to cancel · Tab to amend")
+        );
         assert_eq!(status_of(&lines("starting...")), Status::Busy);
         // Read for supervision with the fake CLI's template.
         let s = FakeHarness.supervision_dialog(&d, Path::new("/w"), None);

@@ -152,9 +152,7 @@ fn last_row(rows: &[&str]) -> Option<usize> {
 /// Where the dialog starts: the topmost full-width `─` rule (a forged one
 /// above the real one makes the dialog ambiguous, which the reader sees).
 pub(crate) fn dialog_top(lines: &[String], cols: u16) -> Option<usize> {
-    lines
-        .iter()
-        .position(|l| is_top_rule(l.trim_end(), usize::from(cols)))
+    lines.iter().position(|l| is_top_rule(l.trim_end(), usize::from(cols)))
 }
 
 /// The dialog's rows as the screen shows them: from its top rule (or the
@@ -395,12 +393,7 @@ fn count_shapes(rows: &[&str], cols: usize, layout: Layout) -> Result<(), String
 /// The dialog read for supervision. `hook` is Claude Code's fresh report of
 /// the tool call (PreToolUse / PermissionRequest), the source of the command
 /// or path when there is one; the screen must agree with it.
-pub(crate) fn read(
-    dialog: &Dialog,
-    layout: Layout,
-    cwd: &Path,
-    hook: Option<&ToolRequest>,
-) -> supervision::Dialog {
+pub(crate) fn read(dialog: &Dialog, layout: Layout, cwd: &Path, hook: Option<&ToolRequest>) -> supervision::Dialog {
     let raw: Vec<&str> = dialog.lines.iter().map(String::as_str).collect();
     let rows: Vec<&str> = raw.iter().map(|l| l.trim_end()).collect();
     let cols = usize::from(dialog.cols);
@@ -463,10 +456,7 @@ fn read_permission(
     match permission_answers(&options) {
         Some(answers) => out.answers = Some(answers),
         None => {
-            return doubt(
-                out,
-                format!("the options {:?} are not the template's", out.options),
-            );
+            return doubt(out, format!("the options {:?} are not the template's", out.options));
         }
     }
     // The question and the rule that closes the command, right above the options.
@@ -476,7 +466,11 @@ fn read_permission(
     let (question, closing) = match layout {
         Layout::Fake => {
             // A long question is cut at the width and continues below.
-            let Some(closing) = (0..block_top).rev().take(4).find(|i| is_dash_rule(rows[*i], cols, layout)) else {
+            let Some(closing) = (0..block_top)
+                .rev()
+                .take(4)
+                .find(|i| is_dash_rule(rows[*i], cols, layout))
+            else {
                 return doubt(out, "no closing rule above the question".into());
             };
             match unwrap_fake(&raw[closing + 1..block_top], cols) {
@@ -493,8 +487,14 @@ fn read_permission(
             else {
                 return doubt(out, "no closing rule above the question".into());
             };
-            if rows[closing + 1..question_at].iter().any(|r| !r.is_empty() && !r.starts_with(' ')) {
-                return doubt(out, "a row between the closing rule and the question is not indented".into());
+            if rows[closing + 1..question_at]
+                .iter()
+                .any(|r| !r.is_empty() && !r.starts_with(' '))
+            {
+                return doubt(
+                    out,
+                    "a row between the closing rule and the question is not indented".into(),
+                );
             }
             (rows[question_at].trim().to_string(), closing)
         }
@@ -568,11 +568,7 @@ fn read_bash(
     let command = match (hook, shown) {
         (Some(h), _) => {
             let command = h.command.clone().unwrap_or_default();
-            let rows: Vec<&str> = top
-                .framed
-                .iter()
-                .map(|r| r.strip_prefix(GUTTER).unwrap_or(r))
-                .collect();
+            let rows: Vec<&str> = top.framed.iter().map(|r| r.strip_prefix(GUTTER).unwrap_or(r)).collect();
             if !shows(&rows, &command) {
                 set_doubt(out, "the screen does not show the command Claude Code's hook reported");
             }
