@@ -1,5 +1,7 @@
-//! Prompt kind (permission or decision) and the choice of a single-shot option,
-//! which never picks a standing permission and refuses to guess.
+//! Prompt kind (permission or decision) and the single-shot option by its
+//! words, which never picks a standing permission and refuses to guess: the
+//! cross-check of a template's answer (`Dialog::answer`), never the way keys
+//! are chosen from a screen.
 
 use serde::{Deserialize, Serialize};
 

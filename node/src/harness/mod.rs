@@ -4,6 +4,7 @@
 //! file is (the transcript source).
 
 pub mod aider;
+pub(crate) mod aider_screen;
 pub mod claude;
 pub mod fake;
 pub(crate) mod frame;
