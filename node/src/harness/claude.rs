@@ -328,7 +328,7 @@ pub(crate) fn claude_dialog(lines: &[String], cols: u16) -> Option<Dialog> {
     let (title, options) = claude_shape(lines)?;
     Some(Dialog {
         title,
-        lines: frame::region(lines, cols),
+        lines: frame::region(lines, cols, Layout::Claude),
         options,
         cols,
     })

@@ -140,7 +140,7 @@ pub(crate) fn dialog_of(lines: &[String], cols: u16) -> Option<Dialog> {
     let (title, options) = shape_of(lines)?;
     Some(Dialog {
         title,
-        lines: frame::region(lines, cols),
+        lines: frame::region(lines, cols, Layout::Fake),
         options,
         cols,
     })

@@ -149,20 +149,33 @@ fn last_row(rows: &[&str]) -> Option<usize> {
     rows.iter().rposition(|r| !r.trim().is_empty())
 }
 
-/// Where the dialog starts: the topmost full-width `─` rule (a forged one
-/// above the real one makes the dialog ambiguous, which the reader sees).
-pub(crate) fn dialog_top(lines: &[String], cols: u16) -> Option<usize> {
-    lines.iter().position(|l| is_top_rule(l.trim_end(), usize::from(cols)))
+/// Where the dialog starts. The fake CLI: the topmost full-width `─` rule
+/// (a command can draw one lower down by filling a row; a forged one above
+/// the real one makes the dialog ambiguous, which the reader sees). Claude
+/// Code, whose dialog content is indented and cannot draw a rule at column 0:
+/// the last such rule above its first dashed rule, so a rule further up in
+/// the history is no part of the dialog.
+fn dialog_top(lines: &[String], cols: u16, layout: Layout) -> Option<usize> {
+    let cols = usize::from(cols);
+    let rows = trimmed(lines);
+    let first_dash = match layout {
+        Layout::Fake => None,
+        Layout::Claude => rows.iter().position(|r| is_dash_rule(r, cols, layout)),
+    };
+    match first_dash {
+        Some(dash) => rows[..dash].iter().rposition(|r| is_top_rule(r, cols)),
+        None => rows.iter().position(|r| is_top_rule(r, cols)),
+    }
 }
 
 /// The dialog's rows as the screen shows them: from its top rule (or the
 /// screen's top, when that is scrolled off) to its last row. Rows keep the
 /// spaces the CLI wrote at their end: a row cut at the screen's width is full
 /// even when it ends in spaces.
-pub(crate) fn region(lines: &[String], cols: u16) -> Vec<String> {
+pub(crate) fn region(lines: &[String], cols: u16, layout: Layout) -> Vec<String> {
     let rows = trimmed(lines);
     let end = last_row(&rows).map_or(0, |i| i + 1);
-    let start = dialog_top(lines, cols).filter(|s| *s < end).unwrap_or(0);
+    let start = dialog_top(lines, cols, layout).filter(|s| *s < end).unwrap_or(0);
     lines[start..end].to_vec()
 }
 

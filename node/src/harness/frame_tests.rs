@@ -23,10 +23,10 @@ fn screen(rows: &[&str]) -> Vec<String> {
         .collect()
 }
 
-fn dialog(lines: Vec<String>) -> Dialog {
+fn dialog(lines: Vec<String>, layout: Layout) -> Dialog {
     Dialog {
         title: String::new(),
-        lines: region(&lines, COLS),
+        lines: region(&lines, COLS, layout),
         options: vec![],
         cols: COLS,
     }
@@ -88,7 +88,7 @@ fn cut(line: &str) -> Vec<String> {
 }
 
 fn read_fake(lines: Vec<String>) -> supervision::Dialog {
-    read(&dialog(lines), Layout::Fake, Path::new("/w"), None)
+    read(&dialog(lines, Layout::Fake), Layout::Fake, Path::new("/w"), None)
 }
 
 fn approve(d: &supervision::Dialog) -> Option<(Option<usize>, &str)> {
@@ -341,7 +341,7 @@ fn hook(tool: &str, command: Option<&str>, description: Option<&str>, file_path:
 }
 
 fn read_claude(lines: Vec<String>, hook: Option<&ToolRequest>) -> supervision::Dialog {
-    read(&dialog(lines), Layout::Claude, Path::new("/w"), hook)
+    read(&dialog(lines, Layout::Claude), Layout::Claude, Path::new("/w"), hook)
 }
 
 #[test]
@@ -401,6 +401,8 @@ fn claude_codes_injected_rows_are_doubtful_and_the_answers_are_the_real_ones() {
 #[test]
 fn claude_codes_short_command_is_read_from_the_screen_alone() {
     let rows = screen(&[
+        "{TOP}",
+        "  a rule in the history, above the dialog",
         "{TOP}",
         " Bash command",
         " Run echo hi > out.txt",
