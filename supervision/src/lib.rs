@@ -1,8 +1,8 @@
 //! Supervision decisions, pure: which of nine classes a permission dialog is,
 //! whether its action provably stays in the agent's worktree (never the
 //! agent's home or `~`, never a write to a protected path, never repository
-//! code the conversation changed), which single-shot option (if any) may
-//! answer it, the effective policy (shipping defaults,
+//! code the conversation changed), whether the answer its CLI's template
+//! gives (approve once, deny) may be sent, the effective policy (shipping defaults,
 //! per-agent overrides, the two-key lock), the mail retry machine and stall
 //! nudges. No IO: the file system is asked only through [`PathResolver`], and
 //! time comes in as plain durations.
@@ -35,8 +35,8 @@ mod text;
 
 pub use audit::{AuditDecision, AuditFields, Outcome, Trigger};
 pub use class::{DialogClass, classify};
-pub use decide::{Decision, DecisionContext, PolicySource, Verdict, decide_dialog};
-pub use dialog::Dialog;
+pub use decide::{Decision, DecisionContext, FRAME_UNVERIFIED, PolicySource, Verdict, decide_dialog};
+pub use dialog::{Answer, Answers, Dialog, ESCAPE, Meaning};
 pub use escalate::{Escalation, always_escalate, escalation_in};
 pub use learned::{LearnedRule, simple_command_words};
 pub use mail::{MAIL_RETRY_BACKOFF, MailEffect, MailEvent, MailState, SendOutcome, decide_mail};

@@ -1,5 +1,7 @@
-//! Prompt kind (permission or decision) and the choice of a single-shot option,
-//! which never picks a standing permission and refuses to guess.
+//! Prompt kind (permission or decision) and the single-shot option by its
+//! words, which never picks a standing permission and refuses to guess: the
+//! cross-check of a template's answer (`Dialog::answer`), never the way keys
+//! are chosen from a screen.
 
 use serde::{Deserialize, Serialize};
 
@@ -114,7 +116,7 @@ pub fn is_standing(option: &str) -> bool {
 
 /// Letters outside ASCII in an option can hide a standing grant behind
 /// lookalikes; such options are never chosen.
-fn has_foreign_letters(option: &str) -> bool {
+pub(crate) fn has_foreign_letters(option: &str) -> bool {
     option.chars().any(|c| c.is_alphabetic() && !c.is_ascii())
 }
 

@@ -109,7 +109,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// A fake model server (Anthropic Messages and OpenAI Chat Completions)
     /// for running the real Claude Code CLI and aider offline: `run: CMD`
-    /// asks for a shell command, `create: PATH` for a new file.
+    /// asks for a shell command (`run-json: "..."` for one of several
+    /// lines), `create: PATH` for a new file.
     FakeModel {
         /// TCP port on 127.0.0.1 (0 = any; the address is printed).
         #[arg(long, default_value_t = 0)]
