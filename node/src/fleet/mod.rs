@@ -11,7 +11,7 @@ pub mod forward;
 mod members;
 pub mod route;
 pub mod serve;
-pub mod state;
+pub use node_store::folds::fleet as state;
 mod tasks;
 
 use std::collections::{BTreeMap, HashMap};
