@@ -120,7 +120,7 @@ fn subject_text(rows: &[String], cols: u16) -> String {
 /// the subject read from the rows between the blank row aider prints before
 /// it and the question (a multi-line subject is one entry); `options` the
 /// marks (`(Y)es`, ...).
-pub(crate) fn aider_dialog(lines: &[String], cols: u16) -> Option<Dialog> {
+pub fn aider_dialog(lines: &[String], cols: u16) -> Option<Dialog> {
     let (first, question) = question_rows(lines, cols)?;
     let (at, options) = confirmation(&question)?;
     let asked = question[..at].trim();
@@ -145,7 +145,7 @@ pub(crate) fn aider_dialog(lines: &[String], cols: u16) -> Option<Dialog> {
 
 /// DIALOG when a confirmation waits on the last row, IDLE at the empty
 /// prompt, otherwise (starting, waiting for the model, running a command) BUSY.
-pub(crate) fn status_of(lines: &[String], cols: u16) -> Status {
+pub fn status_of(lines: &[String], cols: u16) -> Status {
     if aider_dialog(lines, cols).is_some() {
         return Status::Dialog;
     }
@@ -188,7 +188,7 @@ fn aider_answers(options: &[String]) -> Option<supervision::Answers> {
 /// question, the subject is the body and, by the question, the command or
 /// the path. Answers by aider's template; a subject not read for sure, or
 /// one with a row shaped like a confirmation, is a doubt.
-pub(crate) fn aider_shaped(dialog: &Dialog, cwd: &Path) -> supervision::Dialog {
+pub fn aider_shaped(dialog: &Dialog, cwd: &Path) -> supervision::Dialog {
     let question = dialog.lines.first().cloned().unwrap_or_default();
     let asked = question.split(" (Y)es/").next().unwrap_or_default().trim();
     let subject = dialog.lines.get(1).cloned().unwrap_or_default();

@@ -17,11 +17,11 @@ use std::path::Path;
 use supervision::{Answer, Answers, PromptKind};
 
 use super::Dialog;
-use crate::hooks::ToolRequest;
+use crate::harness::hooks::ToolRequest;
 
 /// How a CLI draws the layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Layout {
+pub enum Layout {
     /// The fake CLI: dashed rules are indented one column like the rows
     /// between them; every row longer than the screen is cut at its width and
     /// continues at column 0 on the next row.
@@ -172,7 +172,7 @@ fn dialog_top(lines: &[String], cols: u16, layout: Layout) -> Option<usize> {
 /// screen's top, when that is scrolled off) to its last row. Rows keep the
 /// spaces the CLI wrote at their end: a row cut at the screen's width is full
 /// even when it ends in spaces.
-pub(crate) fn region(lines: &[String], cols: u16, layout: Layout) -> Vec<String> {
+pub fn region(lines: &[String], cols: u16, layout: Layout) -> Vec<String> {
     let rows = trimmed(lines);
     let end = last_row(&rows).map_or(0, |i| i + 1);
     let start = dialog_top(lines, cols, layout).filter(|s| *s < end).unwrap_or(0);
@@ -406,7 +406,7 @@ fn count_shapes(rows: &[&str], cols: usize, layout: Layout) -> Result<(), String
 /// The dialog read for supervision. `hook` is Claude Code's fresh report of
 /// the tool call (PreToolUse / PermissionRequest), the source of the command
 /// or path when there is one; the screen must agree with it.
-pub(crate) fn read(dialog: &Dialog, layout: Layout, cwd: &Path, hook: Option<&ToolRequest>) -> supervision::Dialog {
+pub fn read(dialog: &Dialog, layout: Layout, cwd: &Path, hook: Option<&ToolRequest>) -> supervision::Dialog {
     let raw: Vec<&str> = dialog.lines.iter().map(String::as_str).collect();
     let rows: Vec<&str> = raw.iter().map(|l| l.trim_end()).collect();
     let cols = usize::from(dialog.cols);

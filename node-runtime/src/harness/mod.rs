@@ -4,10 +4,11 @@
 //! file is (the transcript source).
 
 pub mod aider;
-pub(crate) mod aider_screen;
+pub mod aider_screen;
 pub mod claude;
 pub mod fake;
-pub(crate) mod frame;
+pub mod frame;
+pub mod hooks;
 pub mod setup;
 
 use std::collections::BTreeMap;
@@ -15,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use console_api::Status;
 
-use crate::events::AgentRecord;
 use crate::runtime::ScreenSnapshot;
+use node_store::events::AgentRecord;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
@@ -138,7 +139,7 @@ pub trait Harness: Send + Sync {
         &self,
         dialog: &Dialog,
         cwd: &Path,
-        hook: Option<&crate::hooks::ToolRequest>,
+        hook: Option<&crate::harness::hooks::ToolRequest>,
     ) -> supervision::Dialog;
     /// How this CLI says that the session a `--resume` names does not exist:
     /// its own line among the last lines of its screen, if it printed one.

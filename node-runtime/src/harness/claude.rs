@@ -26,7 +26,7 @@ pub struct ClaudeHarness;
 const CONFIG_DIR: &str = ".claude";
 /// What Claude Code prints (and exits 1) when `--resume` names a session it
 /// does not have.
-pub(crate) const MISSING_SESSION: &str = "No conversation found with session ID";
+pub const MISSING_SESSION: &str = "No conversation found with session ID";
 /// The hooks file the node owns (rewritten at every launch).
 const HOOKS_FILE: &str = ".warren/claude-settings.json";
 /// Longest text one transcript entry keeps.
@@ -209,7 +209,7 @@ impl Harness for ClaudeHarness {
         &self,
         dialog: &Dialog,
         cwd: &Path,
-        hook: Option<&crate::hooks::ToolRequest>,
+        hook: Option<&crate::harness::hooks::ToolRequest>,
     ) -> supervision::Dialog {
         frame::read(dialog, Layout::Claude, cwd, hook)
     }
@@ -324,7 +324,7 @@ fn flatten(content: &Value) -> String {
 /// dialogs (AskUserQuestion) draw them from column 0 (`❯ 1. PostgreSQL`),
 /// which a history line can look like, hence the footer and at least two
 /// options.
-pub(crate) fn claude_dialog(lines: &[String], cols: u16) -> Option<Dialog> {
+pub fn claude_dialog(lines: &[String], cols: u16) -> Option<Dialog> {
     let (title, options) = claude_shape(lines)?;
     Some(Dialog {
         title,
@@ -371,7 +371,7 @@ fn is_input_line(lines: &[String], i: usize) -> bool {
 /// BUSY while `esc to interrupt` shows; DIALOG when numbered options with a
 /// cursor show; IDLE when the input box shows; otherwise (starting up, a
 /// screen we do not know) BUSY.
-pub(crate) fn status_of(lines: &[String]) -> Status {
+pub fn status_of(lines: &[String]) -> Status {
     if lines.iter().any(|l| l.contains("esc to interrupt")) {
         return Status::Busy;
     }

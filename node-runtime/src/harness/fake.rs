@@ -80,7 +80,7 @@ impl Harness for FakeHarness {
         &self,
         dialog: &Dialog,
         cwd: &Path,
-        _hook: Option<&crate::hooks::ToolRequest>,
+        _hook: Option<&crate::harness::hooks::ToolRequest>,
     ) -> supervision::Dialog {
         frame::read(dialog, Layout::Fake, cwd, None)
     }
@@ -119,7 +119,7 @@ fn option_line(line: &str) -> Option<(bool, u32, String)> {
     Some((selected, number, t[dot + 2..].trim_end().to_string()))
 }
 
-pub(crate) fn status_of(lines: &[String]) -> Status {
+pub fn status_of(lines: &[String]) -> Status {
     if lines.iter().any(|l| l.contains("esc to interrupt")) {
         return Status::Busy;
     }
@@ -136,7 +136,7 @@ pub(crate) fn status_of(lines: &[String]) -> Status {
 /// A dialog on screen: one is showing when a row has the option cursor
 /// (` ❯ N. text`); its title and options by that shape, its rows from the
 /// rule that opens it to its footer.
-pub(crate) fn dialog_of(lines: &[String], cols: u16) -> Option<Dialog> {
+pub fn dialog_of(lines: &[String], cols: u16) -> Option<Dialog> {
     let (title, options) = shape_of(lines)?;
     Some(Dialog {
         title,
@@ -152,7 +152,7 @@ pub(crate) fn dialog_of(lines: &[String], cols: u16) -> Option<Dialog> {
 /// title and options (for display: what supervision acts on is read from the
 /// frame). History that quotes a dialog's rows is no dialog: the prompt box,
 /// not a footer, is then the bottom of the screen.
-pub(crate) fn shape_of(lines: &[String]) -> Option<(String, Vec<String>)> {
+pub fn shape_of(lines: &[String]) -> Option<(String, Vec<String>)> {
     let bottom = lines.iter().rev().find(|l| !l.trim().is_empty())?;
     if !bottom.contains("Esc to cancel") {
         return None;

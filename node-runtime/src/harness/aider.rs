@@ -140,7 +140,7 @@ impl Harness for AiderHarness {
         &self,
         dialog: &Dialog,
         cwd: &Path,
-        _hook: Option<&crate::hooks::ToolRequest>,
+        _hook: Option<&crate::harness::hooks::ToolRequest>,
     ) -> supervision::Dialog {
         aider_shaped(dialog, cwd)
     }
@@ -198,7 +198,7 @@ fn line_kind(line: &str) -> LineKind {
 /// lines go with the run they follow), ending before the first line of
 /// another kind. aider writes each message whole, so a run at the end of what
 /// has been written is taken as complete.
-pub(crate) fn record_len(unread: &[u8]) -> Option<usize> {
+pub fn record_len(unread: &[u8]) -> Option<usize> {
     let mut kind = None;
     let mut end = 0;
     for line in unread.split_inclusive(|b| *b == b'\n') {
@@ -218,7 +218,7 @@ pub(crate) fn record_len(unread: &[u8]) -> Option<usize> {
 }
 
 /// A record as an attributed entry; `None` for headers and blank runs.
-pub(crate) fn parse_record(record: &str) -> Option<Entry> {
+pub fn parse_record(record: &str) -> Option<Entry> {
     let kind = record.lines().map(line_kind).find(|k| *k != LineKind::Blank)?;
     let strip = |prefix: &str, bare: &str| -> String {
         record
@@ -252,7 +252,7 @@ pub(crate) fn parse_record(record: &str) -> Option<Entry> {
 /// A `message_send` event: one turn's tokens and cost as aider reports them.
 /// aider names no cache split there; a cost of 0 means it knows no price for
 /// the model (unpriced), not a free turn.
-pub(crate) fn parse_analytics_line(line: &str) -> Option<ReportedUsage> {
+pub fn parse_analytics_line(line: &str) -> Option<ReportedUsage> {
     let v: Value = serde_json::from_str(line).ok()?;
     if v["event"] != "message_send" {
         return None;
@@ -385,12 +385,12 @@ echo hi > ran.txt
     #[test]
     fn the_plan_names_the_conversations_files_and_resumes_with_them() {
         let home = tempfile::tempdir().expect("tempdir");
-        let agent = crate::events::AgentRecord {
+        let agent = node_store::events::AgentRecord {
             name: "ad".into(),
             harness: "aider".into(),
             persona: Some("Be brief.".into()),
             model: Some("gpt-4o-mini".into()),
-            grants: crate::events::GrantsRecord {
+            grants: node_store::events::GrantsRecord {
                 tools: vec![],
                 peers: None,
                 recall: false,
