@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::class::{DialogClass, classify_parsed};
-use crate::dialog::{Dialog, Meaning};
+use crate::dialog::prompt_kind;
+use crate::dialog::{Dialog, FRAME_UNVERIFIED, Meaning};
 use crate::escalate::escalation_in_normalized;
 use crate::learned::LearnedRule;
-use crate::options::{PromptKind, prompt_kind};
+use crate::options::PromptKind;
 use crate::paths::{PathResolver, Scope};
 use crate::policy::{Action, Policy};
 use crate::scope::scope_detail_parsed;
@@ -140,9 +141,6 @@ fn subject(dialog: &Dialog) -> String {
     }
     short
 }
-
-/// Why a dialog whose frame was not verified is held.
-pub const FRAME_UNVERIFIED: &str = "the dialog did not match its CLI's template";
 
 /// Decides one dialog. Order, each step able only to hold:
 /// 1. supervision off (master switch or the agent's opt-in) -> hold;

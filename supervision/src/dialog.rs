@@ -4,6 +4,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::options::PromptKind;
 
+/// Why a dialog whose frame was not verified is held.
+pub const FRAME_UNVERIFIED: &str = "the dialog did not match its CLI's template";
+
+/// Permission when the options offer both an approve and a deny answer and
+/// nothing invites a free answer; everything else is a decision (see
+/// `options::prompt_kind_of`).
+pub fn prompt_kind(dialog: &Dialog) -> PromptKind {
+    crate::options::prompt_kind_of(&dialog.title, &dialog.options, dialog.prompt_hint)
+}
+
 /// A pending dialog. The node fills it from the screen (title, question, body,
 /// option rows) or from a structured hook (command, paths, cwd); fields it could
 /// not read stay empty, and an empty field never makes a decision more
@@ -96,7 +106,7 @@ impl Dialog {
     /// one-time yes, never a standing permission, never with non-ASCII
     /// letters; a deny is a plain no, or Escape). Errors say why not.
     pub fn answer(&self, meaning: Meaning) -> Result<&Answer, String> {
-        let answers = self.answers.as_ref().ok_or(crate::decide::FRAME_UNVERIFIED)?;
+        let answers = self.answers.as_ref().ok_or(FRAME_UNVERIFIED)?;
         let answer = match meaning {
             Meaning::ApproveOnce => answers.approve_once.as_ref(),
             Meaning::Deny => answers.deny.as_ref(),

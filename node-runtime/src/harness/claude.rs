@@ -24,9 +24,7 @@ pub struct ClaudeHarness;
 
 /// The CLI's config dir inside the agent's home.
 const CONFIG_DIR: &str = ".claude";
-/// What Claude Code prints (and exits 1) when `--resume` names a session it
-/// does not have.
-pub const MISSING_SESSION: &str = "No conversation found with session ID";
+pub use super::CLAUDE_MISSING_SESSION as MISSING_SESSION;
 /// The hooks file the node owns (rewritten at every launch).
 const HOOKS_FILE: &str = ".warren/claude-settings.json";
 /// Longest text one transcript entry keeps.

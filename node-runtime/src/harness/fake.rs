@@ -28,7 +28,7 @@ impl Harness for FakeHarness {
 
     /// The fake CLI says it as Claude Code does.
     fn missing_session_words<'a>(&self, last_lines: &'a [String]) -> Option<&'a str> {
-        crate::exits::line_with(last_lines, super::claude::MISSING_SESSION)
+        crate::exits::line_with(last_lines, super::CLAUDE_MISSING_SESSION)
     }
 
     fn plan(&self, ctx: &LaunchContext<'_>) -> Result<LaunchPlan, HarnessError> {

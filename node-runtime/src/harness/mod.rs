@@ -19,6 +19,10 @@ use console_api::Status;
 use crate::runtime::ScreenSnapshot;
 use node_store::events::AgentRecord;
 
+/// What Claude Code prints (and exits 1) when `--resume` names a session it
+/// does not have (the fake CLI says it the same way).
+pub const CLAUDE_MISSING_SESSION: &str = "No conversation found with session ID";
+
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
     #[error("harness {0:?} has no adapter on this node yet")]
