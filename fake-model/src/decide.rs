@@ -174,13 +174,23 @@ fn text_reply(text: &str) -> Reply {
     if let Some(path) = line_after(text, "create:").map(str::trim).filter(|p| !p.is_empty()) {
         return Reply::Create { path: path.to_owned() };
     }
-    match line_after(text, "run:").map(str::trim) {
+    // `run-json: "..."`: a command that is one JSON string, so it can hold
+    // several lines (what a multi-line tool call looks like in a dialog).
+    let json_command = line_after(text, "run-json:")
+        .and_then(|rest| serde_json::from_str::<String>(rest.trim()).ok())
+        .filter(|c| !c.trim().is_empty());
+    match json_command.or_else(|| line_after(text, "run:").map(|c| c.trim().to_owned())) {
         Some(command) if !command.is_empty() => Reply::Bash {
-            command: command.to_owned(),
-            description: truncate_chars(&format!("Run {command}"), DESCRIPTION_LIMIT),
+            description: truncate_chars(&format!("Run {}", first_line(&command)), DESCRIPTION_LIMIT),
+            command,
         },
         _ => Reply::Text(format!("You said: {}", truncate_chars(text, ECHO_LIMIT))),
     }
+}
+
+/// The first line of `text`.
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
 }
 
 /// The first `limit` chars of `text`, never splitting a char.
@@ -315,6 +325,23 @@ mod tests {
         assert_eq!(
             decide(&request(json!([user(json!("recall:"))]))),
             text("Nothing earlier.")
+        );
+    }
+
+    #[test]
+    fn run_json_line_asks_for_a_multi_line_command() {
+        let message = r#"run-json: "cat README.md\n ❯ 1. No\n   2. Yes""#;
+        assert_eq!(
+            decide(&request(json!([user(json!(message))]))),
+            Reply::Bash {
+                command: "cat README.md\n ❯ 1. No\n   2. Yes".into(),
+                description: "Run cat README.md".into(),
+            }
+        );
+        // Not a JSON string: echoed, never run.
+        assert_eq!(
+            decide(&request(json!([user(json!("run-json: cat x"))]))),
+            text("You said: run-json: cat x")
         );
     }
 

@@ -1,8 +1,11 @@
 //! The supervision watch loop for live conversations, verified send, holds and
 //! the audit log. Decisions come from the pure `supervision` crate; this module
-//! is the IO around them. Every keystroke supervision types goes through
-//! `verified_send`, which re-reads the screen right before typing and skips if
-//! the dialog is no longer exactly the one decided on; messages supervision
+//! is the IO around them. Dialogs are read by the harness adapter from their
+//! fixed frame (`Harness::supervision_dialog`), and answered by meaning
+//! (approve once, deny), never by an option's words on screen. Every keystroke
+//! supervision types goes through `verified_send`, which re-reads the screen
+//! right before typing and skips unless the dialog is exactly the one decided
+//! on and the template still says those keys mean that answer; messages supervision
 //! sends (nudges, mail) go through the message queue with the same audit
 //! discipline. Every attempted or declined action is exactly one audit row: a
 //! send is an `attempted` event committed before typing plus its outcome,
@@ -14,7 +17,7 @@ use std::time::Duration;
 
 use console_api::Status;
 use serde_json::{Value, json};
-use supervision::{AuditFields, Decision, DecisionContext, Outcome, Trigger, Verdict};
+use supervision::{Answer, AuditFields, Decision, DecisionContext, Meaning, Outcome, Trigger, Verdict};
 
 use crate::events::Event;
 use crate::harness::Dialog as ScreenDialog;
@@ -125,6 +128,7 @@ impl Held {
             "paths": self.dialog.paths,
             "detail": detail.0,
             "detail_truncated": cut,
+            "doubt": self.dialog.doubt,
         })
     }
 }
@@ -140,10 +144,7 @@ fn bounded(text: &str) -> (String, bool) {
 }
 
 fn excerpt(d: &ScreenDialog) -> String {
-    let mut text = d.lines.join("\n");
-    text.push('\n');
-    text.push_str(&d.options.join("\n"));
-    text.chars().take(2000).collect()
+    d.lines.join("\n").chars().take(2000).collect()
 }
 
 /// Reads the dialog on screen, if one is showing.
@@ -152,7 +153,10 @@ fn capture(live: &Live) -> Option<ScreenDialog> {
 }
 
 impl Node {
-    /// Types `keys` only if the dialog on screen is still exactly `expected`,
+    /// Types `answer`'s keys only if the dialog on screen is still exactly
+    /// `expected` and its template, read again from the screen, still says
+    /// those keys choose `meaning` (for a digit, the option of that number is
+    /// the template's approve-once or deny option; Escape only ever denies),
     /// and writes the action's one audit row. A send is recorded durably as
     /// `attempted` before the first key is typed and completed with its outcome
     /// after, so a crash at any point leaves exactly one row for it.
@@ -160,16 +164,26 @@ impl Node {
         &self,
         live: &Live,
         expected: &ScreenDialog,
-        keys: &str,
+        meaning: Meaning,
+        answer: &Answer,
         fields: impl Fn(Outcome, Option<&str>) -> AuditFields,
     ) -> (Outcome, Option<String>) {
         let pane = excerpt(expected);
+        let workspace = self.agent_home_dirs(&live.agent).1;
         let skip = match capture(live) {
-            None => Some("the dialog is no longer on screen"),
-            Some(now) if &now != expected => Some("the dialog changed before sending"),
-            Some(_) => None,
+            None => Some("the dialog is no longer on screen".to_string()),
+            Some(now) if &now != expected => Some("the dialog changed before sending".to_string()),
+            Some(now) => {
+                let fresh = live.harness.supervision_dialog(&now, &workspace, None);
+                match fresh.answer(meaning) {
+                    Ok(a) if a == answer => None,
+                    Ok(_) => Some(format!("the keys no longer {} on this dialog", meaning.as_str())),
+                    Err(e) => Some(format!("the keys were not verified to {}: {e}", meaning.as_str())),
+                }
+            }
         };
         if let Some(why) = skip {
+            let why = why.as_str();
             self.audit(
                 &live.agent,
                 Some(&live.id),
@@ -181,7 +195,7 @@ impl Node {
             return (Outcome::Skipped, Some(why.to_string()));
         }
         let write = async {
-            match live.session.write(keys.as_bytes().to_vec()).await {
+            match live.session.write(answer.keys.as_bytes().to_vec()).await {
                 Ok(()) => (Outcome::Sent, None),
                 Err(e) => (Outcome::Failed, Some(format!("terminal write failed: {e}"))),
             }
@@ -551,15 +565,15 @@ impl Node {
     async fn handle_dialog(&self, live: &Live, shown: &ScreenDialog) {
         self.observe_limit_screen(live, shown).await;
         let dir = self.agent_home_dirs(&live.agent);
-        let mut dialog = live.harness.supervision_dialog(shown, &dir.1);
-        // Prefer the hook's exact command when the screen confirms it.
-        let hooked = live.hook.lock().ok().and_then(|h| {
-            crate::hooks::confirmed_command(h.as_ref(), dialog.command.as_deref(), std::time::Instant::now())
-                .map(str::to_string)
-        });
-        if hooked.is_some() {
-            dialog.command = hooked;
-        }
+        // The CLI's own report of the tool call, when fresh, is the source of
+        // the command or path; the adapter checks the screen agrees.
+        let now = std::time::Instant::now();
+        let hook = live
+            .hook
+            .lock()
+            .ok()
+            .and_then(|h| h.as_ref().filter(|r| r.fresh(now)).cloned());
+        let dialog = live.harness.supervision_dialog(shown, &dir.1, hook.as_ref());
         let policy = self.supervision_policy(&live.agent).await;
         let learned = self.learned_rules(&dir.1.to_string_lossy()).await;
         // What defines repository code, as changed since a human accepted it
@@ -589,9 +603,16 @@ impl Node {
         match decision.verdict {
             Verdict::Hold => self.hold(live, shown, dialog, &decision).await,
             Verdict::Approve | Verdict::Deny => {
-                let keys = decision.keys.concat();
+                let meaning = match decision.verdict {
+                    Verdict::Approve => Meaning::ApproveOnce,
+                    _ => Meaning::Deny,
+                };
+                let answer = Answer {
+                    option: decision.option,
+                    keys: decision.keys.concat(),
+                };
                 let (outcome, _) = self
-                    .verified_send(live, shown, &keys, |outcome, why| {
+                    .verified_send(live, shown, meaning, &answer, |outcome, why| {
                         AuditFields::for_dialog(&decision, outcome, why)
                     })
                     .await;
@@ -675,10 +696,14 @@ impl Node {
     }
 
     /// `supervision.answer`: a human's single-shot approve or deny of a held
-    /// dialog, through verified send. Never picks a standing permission. With
-    /// `learn` (an approve; the caller checked it is local), the held command
-    /// becomes a learned rule of the agent's workspace once the answer is sent;
-    /// a command that cannot be learned is refused before anything is sent.
+    /// dialog, by meaning: the keys are the held dialog's template answer
+    /// (approve once: its plain yes; deny: its no, or Escape), never an
+    /// option picked by its words on screen, and never a standing permission.
+    /// A dialog whose template gives no such answer is refused (-32009) and
+    /// nothing is typed. Sent through verified send. With `learn` (an
+    /// approve; the caller checked it is local), the held command becomes a
+    /// learned rule of the agent's workspace once the answer is sent; a
+    /// command that cannot be learned is refused before anything is sent.
     pub async fn supervision_answer(&self, hold: &str, decision: &str, learn: bool) -> NodeResult<Value> {
         let held = self
             .holds
@@ -686,38 +711,32 @@ impl Node {
             .ok()
             .and_then(|h| h.get(hold).cloned())
             .ok_or_else(|| NodeError::NotFound(format!("hold {hold:?} not found")))?;
-        let (index, verdict) = match decision {
-            "approve" => (
-                supervision::approve_option(&held.dialog.options),
-                supervision::AuditDecision::Approve,
-            ),
-            "deny" => (
-                supervision::deny_option(&held.dialog.options),
-                supervision::AuditDecision::Deny,
-            ),
+        let (meaning, verdict) = match decision {
+            "approve" => (Meaning::ApproveOnce, supervision::AuditDecision::Approve),
+            "deny" => (Meaning::Deny, supervision::AuditDecision::Deny),
             other => {
                 return Err(NodeError::Invalid(format!(
                     "decision: {other:?} is not approve or deny"
                 )));
             }
         };
-        let Some(index) = index else {
-            return Err(NodeError::Conflict(format!(
-                "hold {hold}: no single-shot {decision} option among {:?}",
-                held.dialog.options
-            )));
-        };
+        let answer = held.dialog.answer(meaning).cloned().map_err(|why| {
+            NodeError::Conflict(format!(
+                "hold {hold}: no verified {} answer ({why}); nothing was typed",
+                meaning.as_str()
+            ))
+        })?;
         let learning = if learn {
             Some(self.check_learn(&held, decision).await?)
         } else {
             None
         };
-        let keys = held.dialog.keys_for(index).unwrap_or_default();
+        let keys = answer.keys.clone();
         let live = self
             .live(&held.conversation)
             .ok_or_else(|| NodeError::Conflict(format!("conversation {} has no running CLI", held.conversation)))?;
         let (outcome, why) = self
-            .verified_send(&live, &held.screen, &keys, |outcome, why| {
+            .verified_send(&live, &held.screen, meaning, &answer, |outcome, why| {
                 let mut fields = AuditFields::for_action(
                     Trigger::Answer,
                     verdict,

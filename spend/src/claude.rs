@@ -25,9 +25,9 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cursor::{LineAt, Parsed, SessionParser, excerpt};
 use crate::error::SpendError;
 use crate::fields::{Count, MAX_TOKENS_PER_REQUEST, check, kind_of_untyped, looks_like_object, short, utf8};
+use crate::parse::{LineAt, Parsed, SessionParser, excerpt};
 use crate::record::{Harness, Rank, Speed, Tokens, UsageRecord};
 use crate::time::parse_rfc3339_ms;
 

@@ -30,11 +30,11 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cursor::{LineAt, Parsed, SessionParser};
 use crate::error::SpendError;
 use crate::fields::{
     Count, MAX_TOKENS_CUMULATIVE, MAX_TOKENS_PER_REQUEST, check, kind_of_untyped, looks_like_object, short, utf8,
 };
+use crate::parse::{LineAt, Parsed, SessionParser};
 use crate::record::{Harness, QuotaSample, Speed, Tokens, UsageRecord};
 use crate::time::{parse_rfc3339_ms, uuid_v7_ms};
 
@@ -171,7 +171,7 @@ impl SessionParser for CodexParser {
                 out.refuse(
                     at.offset,
                     SpendError::InvalidJson {
-                        detail: format!("not one JSON object: {:?}", crate::cursor::excerpt(line, 40)),
+                        detail: format!("not one JSON object: {:?}", crate::parse::excerpt(line, 40)),
                     },
                 );
             }

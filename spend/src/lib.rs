@@ -37,6 +37,7 @@ mod codex;
 mod cursor;
 mod error;
 mod fields;
+mod parse;
 pub mod pricing;
 pub mod quota;
 mod record;

@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::class::{DialogClass, classify_parsed};
-use crate::dialog::Dialog;
+use crate::dialog::prompt_kind;
+use crate::dialog::{Dialog, FRAME_UNVERIFIED, Meaning};
 use crate::escalate::escalation_in_normalized;
 use crate::learned::LearnedRule;
-use crate::options::{PromptKind, approve_option, deny_option, prompt_kind};
+use crate::options::PromptKind;
 use crate::paths::{PathResolver, Scope};
 use crate::policy::{Action, Policy};
 use crate::scope::scope_detail_parsed;
@@ -52,6 +53,9 @@ pub enum PolicySource {
     SupervisionOff,
     /// A confirmed learned rule lifted the hold.
     LearnedRule,
+    /// The dialog did not match its CLI's template, or its content (command,
+    /// path) was not read for sure: nothing is answered without a human.
+    FrameUnverified,
 }
 
 impl PolicySource {
@@ -64,6 +68,7 @@ impl PolicySource {
             PolicySource::AmbiguousOption => "ambiguous_option",
             PolicySource::SupervisionOff => "supervision_off",
             PolicySource::LearnedRule => "learned_rule",
+            PolicySource::FrameUnverified => "frame_unverified",
         }
     }
 }
@@ -139,12 +144,16 @@ fn subject(dialog: &Dialog) -> String {
 
 /// Decides one dialog. Order, each step able only to hold:
 /// 1. supervision off (master switch or the agent's opt-in) -> hold;
-/// 2. a decision prompt -> hold;
-/// 3. the always-escalate veto -> hold;
-/// 4. the class's action: auto-approve needs repo scope (for the scoped
-///    classes) and an unambiguous single-shot approve option; auto-deny needs an
-///    unambiguous single-shot deny option; hold holds, unless a confirmed
-///    learned rule matches an already repo-scoped `command_exec`.
+/// 2. content the adapter did not read for sure (`doubt`) -> hold;
+/// 3. a decision prompt -> hold;
+/// 4. the always-escalate veto -> hold;
+/// 5. the class's action: auto-approve needs repo scope (for the scoped
+///    classes) and the template's approve-once answer; auto-deny needs its
+///    deny answer; hold holds, unless a confirmed learned rule matches an
+///    already repo-scoped `command_exec`. An answer is given only when the
+///    adapter verified the dialog's frame (`answers`), read its content for
+///    sure (no `doubt`) and the answer's option says the same in words (an
+///    approve is never a standing permission).
 pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
     // The command is parsed once: the classifier and the scope read the same words.
     let parsed = dialog
@@ -172,23 +181,37 @@ pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
         writes: writes.clone(),
         redefined: redefined.clone(),
     };
-    // Answers with the chosen option (its number and text appended to `why`),
-    // or holds when no single one-time option could be told apart.
-    let answer = |verdict: Verdict, option: Option<usize>, source: PolicySource, why: String| {
-        let Some(i) = option else {
-            return hold(
-                PolicySource::AmbiguousOption,
-                format!("no single one-time {} option", verdict.as_str()),
-            );
+    // Answers with the template's answer of that meaning (its option and
+    // keys appended to `why`), or holds: when the dialog's frame did not
+    // match its CLI's template, when the template's answer does not say the
+    // same in words.
+    let answer = |verdict: Verdict, source: PolicySource, why: String| {
+        let meaning = match verdict {
+            Verdict::Deny => Meaning::Deny,
+            _ => Meaning::ApproveOnce,
         };
-        match dialog.keys_for(i) {
-            Some(keys) => Decision {
-                verdict,
-                option: Some(i),
-                keys: vec![keys],
-                ..hold(source, format!("{why}; option {} \"{}\"", i + 1, dialog.options[i]))
-            },
-            None => hold(PolicySource::AmbiguousOption, "the chosen option has no keys".into()),
+        match dialog.answer(meaning) {
+            Ok(a) => {
+                let chosen = match a.option {
+                    Some(i) => format!(
+                        "option {} \"{}\"",
+                        i + 1,
+                        dialog.options.get(i).map_or("", String::as_str)
+                    ),
+                    None => "Escape".to_string(),
+                };
+                Decision {
+                    verdict,
+                    option: a.option,
+                    keys: vec![a.keys.clone()],
+                    ..hold(source, format!("{why}; {chosen}"))
+                }
+            }
+            Err(e) if dialog.answers.is_none() => hold(PolicySource::FrameUnverified, e),
+            Err(e) => hold(
+                PolicySource::AmbiguousOption,
+                format!("no single one-time {} option: {e}", verdict.as_str()),
+            ),
         }
     };
 
@@ -196,6 +219,12 @@ pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
         return hold(
             PolicySource::SupervisionOff,
             format!("{off}; {class} `{what}` waits for a human"),
+        );
+    }
+    if let Some(doubt) = &dialog.doubt {
+        return hold(
+            PolicySource::FrameUnverified,
+            format!("{FRAME_UNVERIFIED}: {doubt}; `{what}` waits for a human"),
         );
     }
     if prompt == PromptKind::Decision {
@@ -220,14 +249,12 @@ pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
             }
             answer(
                 Verdict::Approve,
-                approve_option(&dialog.options),
                 PolicySource::ClassPolicy,
                 format!("{class} is auto_approve and `{what}` stays in scope"),
             )
         }
         Action::AutoDeny => answer(
             Verdict::Deny,
-            deny_option(&dialog.options),
             PolicySource::ClassPolicy,
             format!("{class} is auto_deny"),
         ),
@@ -239,7 +266,6 @@ pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
             match learned {
                 Some(rule) => answer(
                     Verdict::Approve,
-                    approve_option(&dialog.options),
                     PolicySource::LearnedRule,
                     format!("learned rule `{}` covers `{what}`", rule.pattern),
                 ),

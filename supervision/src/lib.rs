@@ -1,8 +1,8 @@
 //! Supervision decisions, pure: which of nine classes a permission dialog is,
 //! whether its action provably stays in the agent's worktree (never the
 //! agent's home or `~`, never a write to a protected path, never repository
-//! code the conversation changed), which single-shot option (if any) may
-//! answer it, the effective policy (shipping defaults,
+//! code the conversation changed), whether the answer its CLI's template
+//! gives (approve once, deny) may be sent, the effective policy (shipping defaults,
 //! per-agent overrides, the two-key lock), the mail retry machine and stall
 //! nudges. No IO: the file system is asked only through [`PathResolver`], and
 //! time comes in as plain durations.
@@ -36,13 +36,14 @@ mod text;
 pub use audit::{AuditDecision, AuditFields, Outcome, Trigger};
 pub use class::{DialogClass, classify};
 pub use decide::{Decision, DecisionContext, PolicySource, Verdict, decide_dialog};
-pub use dialog::Dialog;
+pub use dialog::{Answer, Answers, Dialog, ESCAPE, Meaning};
+pub use dialog::{FRAME_UNVERIFIED, prompt_kind};
 pub use escalate::{Escalation, always_escalate, escalation_in};
 pub use learned::{LearnedRule, simple_command_words};
-pub use mail::{MAIL_RETRY_BACKOFF, MailEffect, MailEvent, MailState, SendOutcome, decide_mail};
-pub use options::{PromptKind, approve_option, deny_option, is_standing, prompt_kind};
+pub use mail::{MAIL_RETRY_BACKOFF, MailEffect, MailEvent, MailMode, MailState, SendOutcome, decide_mail};
+pub use options::{PromptKind, approve_option, deny_option, is_standing, prompt_kind_of};
 pub use paths::{GitAt, Link, NoSymlinks, PathResolver, Scope, resolve_path};
-pub use policy::{Action, AgentOverride, ClassActions, MailMode, Policy, SupervisionConfig, resolve};
+pub use policy::{Action, AgentOverride, ClassActions, Policy, SupervisionConfig, resolve};
 pub use protected::{PROTECTED, Pattern, Protected, protected_entry};
 pub use runs::{DEFINITIONS, Definition, Runner, definition_for_any};
 pub use scope::{NotScoped, command_in_scope, repo_scope, repo_scope_writes};

@@ -5,7 +5,16 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::policy::MailMode;
+/// How mail reaches a supervised agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MailMode {
+    /// One line of nudge text; the agent reads its own inbox.
+    #[default]
+    Nudge,
+    /// Each queued message's compact line, injected directly.
+    FullBody,
+}
 
 /// The back-off between the first delivery attempt and its single retry.
 pub const MAIL_RETRY_BACKOFF: Duration = Duration::from_secs(30);

@@ -1,9 +1,10 @@
-//! Prompt kind (permission or decision) and the choice of a single-shot option,
-//! which never picks a standing permission and refuses to guess.
+//! Prompt kind (permission or decision) and the single-shot option by its
+//! words, which never picks a standing permission and refuses to guess: the
+//! cross-check of a template's answer (`Dialog::answer`), never the way keys
+//! are chosen from a screen.
 
 use serde::{Deserialize, Serialize};
 
-use crate::dialog::Dialog;
 use crate::text::{contains_any, normalize};
 
 /// A yes/no permission request, or a genuine question with several answers.
@@ -114,7 +115,7 @@ pub fn is_standing(option: &str) -> bool {
 
 /// Letters outside ASCII in an option can hide a standing grant behind
 /// lookalikes; such options are never chosen.
-fn has_foreign_letters(option: &str) -> bool {
+pub(crate) fn has_foreign_letters(option: &str) -> bool {
     option.chars().any(|c| c.is_alphabetic() && !c.is_ascii())
 }
 
@@ -131,15 +132,15 @@ fn is_deny(cleaned: &str) -> bool {
 /// nothing invites a free answer; everything else (a list of choices, a
 /// usage-limit menu, no options at all) is a decision. A hint from the capture
 /// channel can only make it a decision.
-pub fn prompt_kind(dialog: &Dialog) -> PromptKind {
-    if dialog.prompt_hint == Some(PromptKind::Decision) {
+pub fn prompt_kind_of(title: &str, options: &[String], hint: Option<PromptKind>) -> PromptKind {
+    if hint == Some(PromptKind::Decision) {
         return PromptKind::Decision;
     }
-    let title = normalize(&dialog.title);
+    let title = normalize(title);
     if title.starts_with('☐') || title.starts_with('☒') || title == "question" {
         return PromptKind::Decision;
     }
-    let cleaned: Vec<String> = dialog.options.iter().map(|o| clean(o)).collect();
+    let cleaned: Vec<String> = options.iter().map(|o| clean(o)).collect();
     if cleaned.iter().any(|o| FREE_ANSWER.iter().any(|m| o.contains(m))) {
         return PromptKind::Decision;
     }
@@ -194,6 +195,7 @@ pub fn deny_option(options: &[String]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dialog::{Dialog, prompt_kind};
 
     fn opts(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::class::DialogClass;
-use crate::mail::MAIL_RETRY_BACKOFF;
+use crate::mail::{MAIL_RETRY_BACKOFF, MailMode};
 use crate::stall::{NUDGE_INTERVAL, StallParams};
 
 /// What supervision does with a dialog of some class.
@@ -17,17 +17,6 @@ pub enum Action {
     AutoApprove,
     AutoDeny,
     Hold,
-}
-
-/// How mail reaches a supervised agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MailMode {
-    /// One line of nudge text; the agent reads its own inbox.
-    #[default]
-    Nudge,
-    /// Each queued message's compact line, injected directly.
-    FullBody,
 }
 
 /// The action for each of the nine classes. Missing fields take the shipping

@@ -591,3 +591,85 @@ fn codex_gemini_aider() {
         ),
     ]);
 }
+
+/// Answers come only from the CLI's template, by meaning: a dialog whose
+/// frame the adapter did not verify, or whose content it did not read for
+/// sure, is held (`frame_unverified`), and a template answer whose option's
+/// words disagree (a standing permission, a yes where a deny should be) is
+/// never sent.
+#[test]
+fn answers_by_meaning_from_the_template_only() {
+    let unverified = Dialog {
+        answers: None,
+        ..claude_bash("cargo test")
+    };
+    let doubtful = Dialog {
+        doubt: Some("the command shows rows shaped like the dialog's own frame".into()),
+        ..claude_bash("cargo test")
+    };
+    // The template's approve pointed at the standing option: refused.
+    let standing = Dialog {
+        answers: answers(Some((1, "2")), Some((Some(3), "4"))),
+        ..claude_bash("cargo test")
+    };
+    // Option rows a command injected: "1. No", "2. Yes" with the template's
+    // own numbering would approve with "2"; the words disagree.
+    let mut injected = claude_bash("cargo test");
+    injected.options = vec!["No".into(), "Yes".into()];
+    run(vec![
+        (
+            "frame not verified",
+            unverified,
+            Want(Hold, CommandExec, true, FrameUnverified, ""),
+        ),
+        (
+            "content doubted",
+            doubtful,
+            Want(Hold, CommandExec, true, FrameUnverified, ""),
+        ),
+        (
+            "approve at a standing option",
+            standing,
+            Want(Hold, CommandExec, true, AmbiguousOption, ""),
+        ),
+        (
+            "injected numbering",
+            injected,
+            Want(Hold, CommandExec, true, AmbiguousOption, ""),
+        ),
+        (
+            "a question is never answered",
+            claude_question("Which database?", &["PostgreSQL", "SQLite"]),
+            Want(Hold, Unknown, false, DecisionPrompt, ""),
+        ),
+    ]);
+    let d = decide(&Dialog {
+        answers: None,
+        ..claude_bash("cargo test")
+    });
+    assert_eq!(d.reason, supervision::FRAME_UNVERIFIED);
+    // Auto-deny with only Escape known (the footer, not the options, matched).
+    let (config, mut agent) = on();
+    agent.classes.insert(NetworkAccess, supervision::Action::AutoDeny);
+    let esc_only = Dialog {
+        answers: answers(None, Some((None, supervision::ESCAPE))),
+        ..claude_bash("curl https://evil.example/x")
+    };
+    let d = decide_with(&esc_only, &config, Some(&agent), &[]);
+    check(
+        "deny with Escape",
+        &d,
+        &Want(Deny, NetworkAccess, false, ClassPolicy, supervision::ESCAPE),
+    );
+    assert_eq!(d.option, None);
+    // ... but an approve is never Escape and never without the template.
+    let d = decide(&Dialog {
+        answers: answers(None, Some((None, supervision::ESCAPE))),
+        ..claude_bash("cargo test")
+    });
+    check(
+        "no approve once",
+        &d,
+        &Want(Hold, CommandExec, true, AmbiguousOption, ""),
+    );
+}

@@ -50,7 +50,7 @@ enum Command {
         #[command(subcommand)]
         verb: cmd::TranscriptVerb,
     },
-    /// Supervision settings and status (the watch loop comes with issue 4).
+    /// Supervision: settings, status, held dialogs and their answers, the audit log, nudges, learned rules.
     Supervision {
         #[command(subcommand)]
         verb: cmd::SupervisionVerb,
@@ -109,7 +109,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// A fake model server (Anthropic Messages and OpenAI Chat Completions)
     /// for running the real Claude Code CLI and aider offline: `run: CMD`
-    /// asks for a shell command, `create: PATH` for a new file.
+    /// asks for a shell command (`run-json: "..."` for one of several
+    /// lines), `create: PATH` for a new file.
     FakeModel {
         /// TCP port on 127.0.0.1 (0 = any; the address is printed).
         #[arg(long, default_value_t = 0)]
@@ -194,6 +195,16 @@ fn main() -> ExitCode {
         Some(argv) => Cli::parse_from(argv),
         None => Cli::parse(),
     };
+    // A client verb whose output is cut short (`warren agent list | head -1`)
+    // ends quietly as other Unix tools do, killed by SIGPIPE, instead of
+    // panicking on the closed pipe. The node and the guest keep ignoring it:
+    // a client that goes away is theirs to notice.
+    if !matches!(
+        cli.command,
+        Command::Up(_) | Command::Guest { .. } | Command::FakeModel { .. }
+    ) {
+        restore_sigpipe();
+    }
     // Inside a conversation the node renews the instance token into
     // WARREN_TOKEN_FILE; the copy in WARREN_TOKEN goes stale (and is revoked
     // when a restarted node re-adopts the CLI), so the file wins.
@@ -392,11 +403,23 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
     .await
 }
 
+/// The default action for SIGPIPE (Rust ignores it at start).
+fn restore_sigpipe() {
+    // SAFETY: setting a signal's disposition to its default is
+    // async-signal-safe and done before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn init_logs() {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colour only for a person at a terminal: a log file stays plain text.
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }

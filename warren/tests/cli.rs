@@ -298,3 +298,40 @@ async fn an_agents_rules_script_its_fake_cli() {
     assert_eq!(code, 1);
     assert!(err.contains("-32602") && err.contains("not a valid regex"), "{err}");
 }
+
+/// A client verb whose reader goes away ends as Unix tools do (killed by
+/// SIGPIPE), never with a panic; the node's log is plain text (no terminal
+/// colours) when it is not a terminal; the help says what the verbs do now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_pipe_plain_logs_and_true_help() {
+    use std::os::unix::process::ExitStatusExt;
+    let node = TestNode::start();
+    let mut c = node.client().await;
+    for name in ["a1", "a2", "a3"] {
+        create_agent(&mut c, name).await;
+    }
+    // A pipe whose reading end is closed before the verb writes.
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let out = std::process::Command::new(support::EXE)
+        .args(["agent", "list", "--data-dir"])
+        .arg(node.path())
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run warren");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "no panic on a closed pipe: {stderr}");
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}: {stderr}", out.status);
+
+    let log = std::fs::read(node.path().join("node.log")).expect("the node's log");
+    assert!(!log.is_empty(), "the node logged something");
+    assert!(!log.contains(&0x1b), "no ANSI escapes in a log file");
+
+    let (code, help, _) = warren(&["--help"], &node.path());
+    assert_eq!(code, 0);
+    assert!(!help.contains("issue"), "the help names no issue: {help}");
+    let (code, help, _) = warren(&["agent", "create", "--help"], &node.path());
+    assert_eq!(code, 0);
+    assert!(help.starts_with("Create an agent"), "{help}");
+}

@@ -891,7 +891,11 @@ async fn a_dialog_whose_only_yes_is_a_standing_permission_holds() {
     )
     .await;
     assert_eq!(e.code, -32009, "{}", e.message);
-    assert!(e.message.contains("no single-shot approve"), "{}", e.message);
+    assert!(
+        e.message.contains("no verified approve once answer") && e.message.contains("nothing was typed"),
+        "{}",
+        e.message
+    );
     call(
         &mut c,
         "supervision.answer",

@@ -20,7 +20,7 @@
 //! ok (decided: refuse, not queue); nudges, mail and advice go through the
 //! conversation's queue and wait there, as they wait for IDLE.
 
-pub mod state;
+pub use node_store::folds::budget as state;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;

@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 
 use crate::events::Event;
 
-pub mod state;
+pub use node_store::folds::definitions as state;
 
 pub use state::Accepted;
 

@@ -12,7 +12,7 @@
 pub mod address;
 mod members;
 pub mod reach;
-pub mod state;
+pub use node_store::folds::fleet as state;
 mod tasks;
 
 use std::collections::{BTreeMap, HashMap};

@@ -14,7 +14,7 @@
 
 mod advice;
 mod remote;
-pub mod state;
+pub use node_store::folds::monitors as state;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};

@@ -7,8 +7,6 @@ mod calls;
 mod invoke;
 mod mount;
 
-pub(crate) use mount::{GUEST_WARREN, tools_dir};
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

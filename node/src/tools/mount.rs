@@ -11,14 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::events::AgentRecord;
 use crate::service::Node;
 
-/// Where the guest images keep the `warren` binary: off the guest's PATH, so
-/// `command -v warren` finds nothing there; tools and hooks use this path.
-pub(crate) const GUEST_WARREN: &str = "/usr/local/lib/warren/warren";
-
-/// The tools dir of a conversation's home.
-pub(crate) fn tools_dir(home: &Path) -> PathBuf {
-    home.join(".warren").join("tools")
-}
+pub(crate) use node_runtime::layout::{GUEST_WARREN, tools_dir};
 
 impl Node {
     /// The `warren` binary as the CLI sees it: the guest's inside a

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use supervision::{
-    AgentOverride, Decision, DecisionContext, Dialog, DialogClass, GitAt, LearnedRule, Link, PathResolver,
-    PolicySource, Scope, SupervisionConfig, Verdict, decide_dialog, resolve,
+    AgentOverride, Answer, Answers, Decision, DecisionContext, Dialog, DialogClass, ESCAPE, GitAt, LearnedRule, Link,
+    PathResolver, PolicySource, Scope, SupervisionConfig, Verdict, decide_dialog, resolve,
 };
 
 pub const WORKTREE: &str = "/w/repo";
@@ -125,6 +125,21 @@ fn strings(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
 
+/// The answers a CLI's template gives: approve once with `approve` (option
+/// index, keys), deny with `deny`; `None` option for Escape.
+pub fn answers(approve: Option<(usize, &str)>, deny: Option<(Option<usize>, &str)>) -> Option<Answers> {
+    Some(Answers {
+        approve_once: approve.map(|(i, keys)| Answer {
+            option: Some(i),
+            keys: keys.into(),
+        }),
+        deny: deny.map(|(option, keys)| Answer {
+            option,
+            keys: keys.into(),
+        }),
+    })
+}
+
 fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
@@ -143,6 +158,7 @@ pub fn claude_bash(cmd: &str) -> Dialog {
         ]),
         command: Some(cmd.into()),
         cwd: Some(WORKTREE.into()),
+        answers: answers(Some((0, "1")), Some((Some(3), "4"))),
         ..Dialog::default()
     }
 }
@@ -161,6 +177,7 @@ pub fn claude_edit(path: &str) -> Dialog {
         ]),
         paths: vec![path.into()],
         cwd: Some(WORKTREE.into()),
+        answers: answers(Some((0, "1")), Some((Some(2), "3"))),
         ..Dialog::default()
     }
 }
@@ -183,6 +200,7 @@ pub fn claude_question(question: &str, options: &[&str]) -> Dialog {
         title: "☐ Question".into(),
         body: question.into(),
         options: all,
+        answers: answers(None, Some((None, ESCAPE))),
         ..Dialog::default()
     }
 }
@@ -197,7 +215,7 @@ pub fn codex_cmd(cmd: &str) -> Dialog {
             "Yes, and don't ask again for this command (a)",
             "No, provide feedback (esc)",
         ]),
-        option_keys: strings(&["y", "a", "n"]),
+        answers: answers(Some((0, "y")), Some((Some(2), "n"))),
         command: Some(cmd.into()),
         cwd: Some(WORKTREE.into()),
         ..Dialog::default()
@@ -212,7 +230,7 @@ pub fn codex_patch(path: &str) -> Dialog {
         content: "@@\n-old\n+new".into(),
         question: "Allow Codex to apply these changes?".into(),
         options: strings(&["Yes (y)", "No, provide feedback (esc)"]),
-        option_keys: strings(&["y", "n"]),
+        answers: answers(Some((0, "y")), Some((Some(1), "n"))),
         paths: vec![path.into()],
         cwd: Some(WORKTREE.into()),
         ..Dialog::default()
@@ -226,6 +244,7 @@ pub fn gemini_shell(cmd: &str) -> Dialog {
         body: cmd.into(),
         question: format!("Allow execution of: '{cmd}'?"),
         options: strings(&["Yes, allow once", "Yes, allow always ...", "No (esc)"]),
+        answers: answers(Some((0, "1")), Some((Some(2), "3"))),
         command: Some(cmd.into()),
         cwd: Some(WORKTREE.into()),
         ..Dialog::default()
@@ -244,6 +263,7 @@ pub fn gemini_edit(path: &str) -> Dialog {
             "Modify with external editor",
             "No, suggest changes (esc)",
         ]),
+        answers: answers(Some((0, "1")), Some((Some(3), "4"))),
         paths: vec![path.into()],
         cwd: Some(WORKTREE.into()),
         ..Dialog::default()
@@ -256,7 +276,7 @@ pub fn aider_shell(cmd: &str) -> Dialog {
         body: cmd.into(),
         question: "Run shell command? (Y)es/(N)o/(D)on't ask again [Yes]:".into(),
         options: strings(&["(Y)es", "(N)o", "(D)on't ask again"]),
-        option_keys: strings(&["y", "n", "d"]),
+        answers: answers(Some((0, "y")), Some((Some(1), "n"))),
         command: Some(cmd.into()),
         cwd: Some(WORKTREE.into()),
         ..Dialog::default()
@@ -268,7 +288,7 @@ pub fn aider_edit(path: &str) -> Dialog {
     Dialog {
         question: format!("Allow edits to file {path}? (Y)es/(N)o/(D)on't ask again [Yes]:"),
         options: strings(&["(Y)es", "(N)o", "(D)on't ask again"]),
-        option_keys: strings(&["y", "n", "d"]),
+        answers: answers(Some((0, "y")), Some((Some(1), "n"))),
         paths: vec![path.into()],
         cwd: Some(WORKTREE.into()),
         ..Dialog::default()

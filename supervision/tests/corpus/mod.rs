@@ -79,7 +79,6 @@ pub fn write_dialogs(path: &str) -> Vec<(&'static str, Dialog)> {
     let aider_create = Dialog {
         question: format!("Create new file {path}? (Y)es/(N)o [Yes]:"),
         options: strings(&["(Y)es", "(N)o"]),
-        option_keys: strings(&["y", "n"]),
         ..aider_edit(path)
     };
     vec![

@@ -693,6 +693,17 @@ async fn bench_supervision(args: &BenchArgs) -> anyhow::Result<()> {
         question: "Do you want to proceed?".into(),
         command: Some(cmd.to_string()),
         options: options.clone(),
+        // As Claude Code's template gives them: 1 = Yes, 3 = No.
+        answers: Some(supervision::Answers {
+            approve_once: Some(supervision::Answer {
+                option: Some(0),
+                keys: "1".into(),
+            }),
+            deny: Some(supervision::Answer {
+                option: Some(2),
+                keys: "3".into(),
+            }),
+        }),
         cwd: Some("/w/repo".into()),
         ..Dialog::default()
     })

@@ -98,6 +98,8 @@ impl ResourceArgs {
 
 #[derive(Subcommand)]
 pub enum AgentVerb {
+    /// Create an agent: a durable definition (harness, persona, model,
+    /// grants, limits) whose conversations run that CLI.
     Create {
         /// `NAME`, or `NAME@NODE` to place it on a member of the fleet.
         name: String,

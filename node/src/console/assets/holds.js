@@ -26,6 +26,7 @@ function holdCard(ctx, x) {
     { class: "card hold", "data-hold": x.id, "data-class": x.dialog_class },
     h("div", { class: "row" }, h("b", {}, x.agent), h("code", {}, x.dialog_class), h("span", { class: "muted small" }, ago(x.since))),
     x.title ? h("div", { class: "hold-title" }, x.title) : null,
+    x.doubt ? h("div", { class: "muted small doubt" }, `Not read for sure: ${x.doubt}. Check the terminal's text below.`) : null,
     h("pre", { class: "subject" }, x.summary),
     x.command ? h("div", { class: "what" }, h("div", { class: "muted small" }, "Command"), h("pre", { class: "command" }, x.command)) : null,
     paths.length ? h("div", { class: "what" }, h("div", { class: "muted small" }, paths.length === 1 ? "File" : "Files"), h("pre", { class: "paths" }, paths.join("\n"))) : null,

@@ -4,8 +4,11 @@
 //! file is (the transcript source).
 
 pub mod aider;
+pub mod aider_screen;
 pub mod claude;
 pub mod fake;
+pub mod frame;
+pub mod hooks;
 pub mod setup;
 
 use std::collections::BTreeMap;
@@ -13,8 +16,12 @@ use std::path::{Path, PathBuf};
 
 use console_api::Status;
 
-use crate::events::AgentRecord;
 use crate::runtime::ScreenSnapshot;
+use node_store::events::AgentRecord;
+
+/// What Claude Code prints (and exits 1) when `--resume` names a session it
+/// does not have (the fake CLI says it the same way).
+pub const CLAUDE_MISSING_SESSION: &str = "No conversation found with session ID";
 
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
@@ -76,14 +83,20 @@ pub struct LaunchPlan {
     pub transcript_file: Option<PathBuf>,
 }
 
-/// A dialog read off the screen.
+/// A dialog as the screen shows it. Two reads are the same dialog when they
+/// are equal (what verified send and holds compare).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dialog {
     pub title: String,
-    /// Every line of the dialog above its options, trimmed (title first).
+    /// The dialog's rows as drawn, trimmed at the end: for the Claude Code
+    /// layout every row from the rule that opens it to its footer; for aider
+    /// the question and its subject.
     pub lines: Vec<String>,
-    /// Option rows as shown, e.g. `1. Yes`.
+    /// Option rows as shown, e.g. `1. Yes` (for display; answers come from
+    /// the adapter's template read).
     pub options: Vec<String>,
+    /// The screen's width (where a row is full and continues on the next).
+    pub cols: u16,
 }
 
 /// One turn's token use and cost as the CLI itself reported it.
@@ -119,9 +132,19 @@ pub trait Harness: Send + Sync {
     /// Parses one line of the CLI's session file; `None` for lines that carry
     /// no transcript entry.
     fn parse_session_line(&self, line: &str) -> Option<Entry>;
-    /// What supervision classifies: the dialog's parts (title, question,
-    /// command, paths, options) as this CLI lays them out.
-    fn supervision_dialog(&self, dialog: &Dialog, cwd: &Path) -> supervision::Dialog;
+    /// What supervision classifies, read from the dialog's fixed frame by
+    /// this CLI's templates: title, question, command, paths, options, and
+    /// the answers by meaning (filled only when the frame matched a template
+    /// exactly; never dependent on `hook`), with a `doubt` when the content
+    /// was not read for sure. `hook` is the CLI's own fresh report of the tool
+    /// call, when it has hooks: the source of the command or path, which the
+    /// screen must agree with.
+    fn supervision_dialog(
+        &self,
+        dialog: &Dialog,
+        cwd: &Path,
+        hook: Option<&crate::harness::hooks::ToolRequest>,
+    ) -> supervision::Dialog;
     /// How this CLI says that the session a `--resume` names does not exist:
     /// its own line among the last lines of its screen, if it printed one.
     /// The default knows no such phrase (the pause then quotes the last lines).

@@ -69,13 +69,13 @@ pub struct Catalog {
     /// revoked (what a restarted node revokes).
     pub instance_tokens: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// Each workspace's definitions as a human accepted them.
-    pub definitions: crate::definitions::state::Accepted,
+    pub definitions: crate::folds::definitions::Accepted,
     /// This node's fleet membership, the members it knows, its invites.
-    pub fleet: crate::fleet::state::FleetState,
+    pub fleet: crate::folds::fleet::FleetState,
     /// Monitor attachments (in their monitor agents' definitions).
-    pub monitors: crate::monitors::state::MonitorState,
+    pub monitors: crate::folds::monitors::MonitorState,
     /// The agents' spend-rate budgets.
-    pub budgets: crate::budget::state::Budgets,
+    pub budgets: crate::folds::budget::Budgets,
     /// Seq of the last event applied.
     pub applied_seq: u64,
 }

@@ -58,7 +58,7 @@ fn size(rows: u16, cols: u16) -> PtySize {
     }
 }
 
-pub(crate) fn nz(v: u16) -> NonZeroU16 {
+pub fn nz(v: u16) -> NonZeroU16 {
     NonZeroU16::new(v).unwrap_or(NonZeroU16::MIN)
 }
 

@@ -35,7 +35,7 @@ pub enum StoreError {
 /// A sequence number as SQLite's signed integer: a value past `i64::MAX`
 /// (only a client's, never a stored one) reads as the largest, never wraps
 /// around to a negative one.
-pub(crate) fn seq_param(v: u64) -> i64 {
+pub fn seq_param(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 

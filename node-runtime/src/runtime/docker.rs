@@ -271,7 +271,7 @@ impl DockerRuntime {
         // This node's own binary (the fake CLI is a verb of it) is the
         // image's, which is off the guest's PATH.
         let program = if spec.program == self.self_exe {
-            crate::tools::GUEST_WARREN.to_string()
+            crate::layout::GUEST_WARREN.to_string()
         } else {
             program_name(&spec.program)
         };
@@ -286,7 +286,7 @@ impl DockerRuntime {
         // The granted tools: read-only over the writable home, so the agent
         // cannot add, swap or remove one.
         for home in &spec.mounts {
-            let tools = crate::tools::tools_dir(home);
+            let tools = crate::layout::tools_dir(home);
             if tools.is_dir() {
                 binds.push(format!("{0}:{0}:ro", tools.display()));
             }
@@ -621,7 +621,7 @@ impl DockerRuntime {
 }
 
 /// What a guest runs for a planned program: its file name, from the image.
-pub(crate) fn program_name(program: &Path) -> String {
+pub fn program_name(program: &Path) -> String {
     program
         .file_name()
         .map(|n| n.to_string_lossy().to_string())

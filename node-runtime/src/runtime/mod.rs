@@ -50,12 +50,12 @@ impl ScreenSnapshot {
 }
 
 /// The screen of a terminal emulator (an empty one if its lock is poisoned).
-pub(crate) fn snapshot(parser: &std::sync::Mutex<vt100::Parser>) -> ScreenSnapshot {
+pub fn snapshot(parser: &std::sync::Mutex<vt100::Parser>) -> ScreenSnapshot {
     snapshot_of(parser, None)
 }
 
 /// The screen with its cells as styled runs (at most `cells::MAX_RUNS`).
-pub(crate) fn styled_snapshot(parser: &std::sync::Mutex<vt100::Parser>) -> ScreenSnapshot {
+pub fn styled_snapshot(parser: &std::sync::Mutex<vt100::Parser>) -> ScreenSnapshot {
     snapshot_of(parser, Some(cells::MAX_RUNS))
 }
 

@@ -25,7 +25,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use super::guest_gate::{self, HelloRate, Refusals};
 use super::{Chunk, RuntimeError, ScreenSnapshot, Session, StatusFn};
-use crate::util::new_id;
+use node_store::util::new_id;
 
 /// How long a guest may take to say hello after connecting.
 const HELLO_WITHIN: Duration = Duration::from_secs(10);
@@ -416,7 +416,7 @@ pub struct GuestSession {
 }
 
 impl GuestSession {
-    pub(crate) fn start(
+    pub fn start(
         conversation: String,
         registry: Arc<GuestRegistry>,
         attached: Attached,
@@ -523,18 +523,18 @@ impl GuestSession {
     }
 
     /// The CLI is gone (it exited, or its container did).
-    pub(crate) fn mark_exited(&self) {
+    pub fn mark_exited(&self) {
         if !*self.exited_rx.borrow() {
             self.exited_tx.send_replace(true);
             self.registry.detach(&self.conversation);
         }
     }
 
-    pub(crate) fn is_connected(&self) -> bool {
+    pub fn is_connected(&self) -> bool {
         *self.connected.borrow()
     }
 
-    pub(crate) fn connected(&self) -> watch::Receiver<bool> {
+    pub fn connected(&self) -> watch::Receiver<bool> {
         self.connected.subscribe()
     }
 

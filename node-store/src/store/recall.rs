@@ -10,7 +10,7 @@ use super::{Store, StoreError};
 use crate::events::{Event, StoredEvent};
 
 /// The `conversation_agent` rows of new conversations.
-pub(crate) async fn insert_conversation_agents(
+pub async fn insert_conversation_agents(
     tx: &mut sqlx::Transaction<'_, Sqlite>,
     events: &[&StoredEvent],
 ) -> Result<(), StoreError> {
@@ -82,7 +82,7 @@ async fn index_range(tx: &mut sqlx::Transaction<'_, Sqlite>, first: u64, last: u
 }
 
 /// Indexes the transcript rows just written (the batch's seq range).
-pub(crate) async fn index_transcript_rows(
+pub async fn index_transcript_rows(
     tx: &mut sqlx::Transaction<'_, Sqlite>,
     events: &[&StoredEvent],
 ) -> Result<(), StoreError> {
@@ -98,7 +98,7 @@ pub(crate) async fn index_transcript_rows(
 }
 
 /// Indexes the history written before recall existed, once (`recall_meta`).
-pub(crate) async fn backfill(tx: &mut sqlx::Transaction<'_, Sqlite>) -> Result<(), StoreError> {
+pub async fn backfill(tx: &mut sqlx::Transaction<'_, Sqlite>) -> Result<(), StoreError> {
     let built: Option<i64> = sqlx::query_scalar("SELECT built FROM recall_meta LIMIT 1")
         .fetch_optional(&mut **tx)
         .await?;
@@ -118,7 +118,7 @@ pub(crate) async fn backfill(tx: &mut sqlx::Transaction<'_, Sqlite>) -> Result<(
 }
 
 /// Stashes (replacing a document of the same name) and forgets documents.
-pub(crate) async fn apply_documents(
+pub async fn apply_documents(
     tx: &mut sqlx::Transaction<'_, Sqlite>,
     events: &[&StoredEvent],
 ) -> Result<(), StoreError> {
@@ -169,7 +169,7 @@ pub(crate) async fn apply_documents(
 
 /// Empties the recall read model (before a rebuild refolds it): drops every
 /// agent's table.
-pub(crate) async fn clear(tx: &mut sqlx::Transaction<'_, Sqlite>) -> Result<(), StoreError> {
+pub async fn clear(tx: &mut sqlx::Transaction<'_, Sqlite>) -> Result<(), StoreError> {
     let tables: Vec<String> =
         sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'recall_a_*' AND sql LIKE 'CREATE VIRTUAL TABLE%'")
             .fetch_all(&mut **tx)

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use console_api::AgentCreate;
-use node::catalog::Catalog;
-use node::events::{Durability, Event};
-use node::lifecycle::Transition;
-use node::store::Store;
+use node_store::catalog::Catalog;
+use node_store::events::{Durability, Event};
+use node_store::lifecycle::Transition;
+use node_store::store::Store;
 use proptest::prelude::*;
 
 fn rt() -> tokio::runtime::Runtime {

@@ -17,10 +17,10 @@ const MAX_BATCH: usize = 8_192;
 /// Rows per INSERT statement (SQLite binds at most 32766 variables).
 const ROWS_PER_STATEMENT: usize = 256;
 
-pub(crate) struct Job {
-    pub(crate) events: Vec<(u64, Event)>,
-    pub(crate) durability: Durability,
-    pub(crate) reply: oneshot::Sender<Result<Vec<Arc<StoredEvent>>, StoreError>>,
+pub(super) struct Job {
+    pub events: Vec<(u64, Event)>,
+    pub durability: Durability,
+    pub reply: oneshot::Sender<Result<Vec<Arc<StoredEvent>>, StoreError>>,
 }
 
 /// Counters of the writer, for benchmarks and diagnostics.
@@ -30,7 +30,7 @@ pub struct WriterStats {
     pub events: AtomicU64,
 }
 
-pub(crate) async fn run(
+pub(super) async fn run(
     mut conn: SqliteConnection,
     mut rx: mpsc::Receiver<Job>,
     mut next_seq: u64,
@@ -131,7 +131,7 @@ async fn write(conn: &mut SqliteConnection, events: &[&StoredEvent]) -> Result<(
 }
 
 /// Folds transcript, mail and recall events into their projection tables.
-pub(crate) async fn insert_projection_rows(
+pub(super) async fn insert_projection_rows(
     tx: &mut sqlx::Transaction<'_, Sqlite>,
     events: &[&StoredEvent],
 ) -> Result<(), StoreError> {

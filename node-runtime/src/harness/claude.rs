@@ -3,15 +3,20 @@
 //! skipped by the config the adapter merges into `.claude.json`, permission
 //! prompts stay on (`--permission-mode default`), and an owned `--settings`
 //! file registers the hooks that report to the node (`warren hook claude`).
-//! Screen: the same dialog layout the fake CLI draws; the input box is the
-//! `❯` line right under a `─` rule. Transcript: the CLI's own session file.
+//! Screen: the same dialog layout the fake CLI draws, read by `frame` with
+//! Claude Code's own layout (rules at column 0, a `│` gutter for a wrapped or
+//! multi-line command, a long path shortened with `…`), the command or path
+//! taken from its PreToolUse/PermissionRequest hook when that is fresh; the
+//! input box is the `❯` line right under a `─` rule. Transcript: the CLI's
+//! own session file.
 
 use std::path::{Path, PathBuf};
 
 use console_api::Status;
 use serde_json::{Value, json};
 
-use super::fake::{claude_shaped, dialog_of};
+use super::fake::shape_of;
+use super::frame::{self, Layout};
 use super::{Dialog, Entry, Harness, HarnessError, HarnessSettings, LaunchContext, LaunchPlan};
 use crate::runtime::ScreenSnapshot;
 
@@ -19,9 +24,7 @@ pub struct ClaudeHarness;
 
 /// The CLI's config dir inside the agent's home.
 const CONFIG_DIR: &str = ".claude";
-/// What Claude Code prints (and exits 1) when `--resume` names a session it
-/// does not have.
-pub(crate) const MISSING_SESSION: &str = "No conversation found with session ID";
+pub use super::CLAUDE_MISSING_SESSION as MISSING_SESSION;
 /// The hooks file the node owns (rewritten at every launch).
 const HOOKS_FILE: &str = ".warren/claude-settings.json";
 /// Longest text one transcript entry keeps.
@@ -197,13 +200,16 @@ impl Harness for ClaudeHarness {
     }
 
     fn dialog(&self, screen: &ScreenSnapshot) -> Option<Dialog> {
-        claude_dialog(&screen.lines)
+        claude_dialog(&screen.lines, screen.cols)
     }
 
-    fn supervision_dialog(&self, dialog: &Dialog, cwd: &Path) -> supervision::Dialog {
-        let mut d = claude_shaped(dialog, cwd);
-        d.command = d.command.map(|c| strip_gutter(&c));
-        d
+    fn supervision_dialog(
+        &self,
+        dialog: &Dialog,
+        cwd: &Path,
+        hook: Option<&crate::harness::hooks::ToolRequest>,
+    ) -> supervision::Dialog {
+        frame::read(dialog, Layout::Claude, cwd, hook)
     }
 
     fn parse_session_line(&self, line: &str) -> Option<Entry> {
@@ -285,23 +291,6 @@ fn unwrap_pastes(text: &str) -> String {
     out
 }
 
-/// A command too long for one line is drawn wrapped with a `│ ` gutter on
-/// each line; the gutter is not part of the command.
-fn strip_gutter(command: &str) -> String {
-    let lines: Vec<&str> = command.lines().collect();
-    if lines.len() < 2 || !lines.iter().all(|l| l.starts_with('│')) {
-        return command.to_string();
-    }
-    lines
-        .iter()
-        .map(|l| {
-            let rest = &l['│'.len_utf8()..];
-            rest.strip_prefix(' ').unwrap_or(rest)
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// The text blocks of a content array, joined.
 fn texts(blocks: &[Value]) -> String {
     blocks
@@ -333,8 +322,25 @@ fn flatten(content: &Value) -> String {
 /// dialogs (AskUserQuestion) draw them from column 0 (`❯ 1. PostgreSQL`),
 /// which a history line can look like, hence the footer and at least two
 /// options.
-pub(crate) fn claude_dialog(lines: &[String]) -> Option<Dialog> {
-    if !lines.iter().any(|l| l.contains("Esc to cancel")) {
+pub fn claude_dialog(lines: &[String], cols: u16) -> Option<Dialog> {
+    let (title, options) = claude_shape(lines)?;
+    Some(Dialog {
+        title,
+        lines: frame::region(lines, cols, Layout::Claude),
+        options,
+        cols,
+    })
+}
+
+/// The dialog's title and options by shape (see `claude_dialog`).
+fn claude_shape(lines: &[String]) -> Option<(String, Vec<String>)> {
+    // The footer is the last row (a quote of one in the history is not).
+    if !lines
+        .iter()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .is_some_and(|l| l.contains("Esc to cancel"))
+    {
         return None;
     }
     let shifted: Vec<String> = lines
@@ -344,7 +350,7 @@ pub(crate) fn claude_dialog(lines: &[String]) -> Option<Dialog> {
             _ => l.clone(),
         })
         .collect();
-    dialog_of(&shifted).filter(|d| d.options.len() >= 2)
+    shape_of(&shifted).filter(|(_, options)| options.len() >= 2)
 }
 
 fn is_rule(line: &str) -> bool {
@@ -363,11 +369,11 @@ fn is_input_line(lines: &[String], i: usize) -> bool {
 /// BUSY while `esc to interrupt` shows; DIALOG when numbered options with a
 /// cursor show; IDLE when the input box shows; otherwise (starting up, a
 /// screen we do not know) BUSY.
-pub(crate) fn status_of(lines: &[String]) -> Status {
+pub fn status_of(lines: &[String]) -> Status {
     if lines.iter().any(|l| l.contains("esc to interrupt")) {
         return Status::Busy;
     }
-    if claude_dialog(lines).is_some() {
+    if claude_shape(lines).is_some() {
         return Status::Dialog;
     }
     if (0..lines.len()).any(|i| is_input_line(lines, i)) {
@@ -423,28 +429,24 @@ mod tests {
     fn the_real_bash_dialog_is_read_for_supervision() {
         let screen = lines(BASH_DIALOG);
         assert_eq!(status_of(&screen), Status::Dialog);
-        let d = dialog_of(&screen).expect("dialog");
+        let d = claude_dialog(&screen, 40).expect("dialog");
         assert_eq!(d.title, "Bash command");
         assert_eq!(d.options.len(), 4);
-        let s = claude_shaped(&d, Path::new("/tmp/cx/ws"));
+        assert_eq!(d.lines.first().map(String::as_str), Some("─".repeat(40).as_str()));
+        let s = ClaudeHarness.supervision_dialog(&d, Path::new("/tmp/cx/ws"), None);
+        assert_eq!(s.doubt, None);
         assert_eq!(s.command.as_deref(), Some("echo hi > out.txt"));
         assert_eq!(s.question, "Do you want to proceed?");
         assert_eq!(
             s.options[1],
             "Yes, and always allow access to /tmp/cx/ws from this project"
         );
-    }
-
-    #[test]
-    fn a_wrapped_command_loses_its_gutter() {
-        let screen = lines(
-            "──────\n Bash command\n Run echo\n╌╌╌╌\n │ echo dddd\n │ dd > ./long.txt\n╌╌╌╌\n Do you want to proceed?\n ❯ 1. Yes\n   4. No",
+        let answers = s.answers.expect("answers");
+        assert_eq!(answers.approve_once.map(|a| a.keys), Some("1".to_string()));
+        assert_eq!(
+            answers.deny.map(|a| (a.option, a.keys)),
+            Some((Some(3), "4".to_string()))
         );
-        let d = ClaudeHarness.supervision_dialog(&dialog_of(&screen).expect("dialog"), Path::new("/w"));
-        assert_eq!(d.command.as_deref(), Some("echo dddd\ndd > ./long.txt"));
-        // One line, or lines without the gutter, stay as they are.
-        assert_eq!(strip_gutter("│ one"), "│ one");
-        assert_eq!(strip_gutter("a\n│ b"), "a\n│ b");
     }
 
     #[test]
@@ -453,13 +455,13 @@ mod tests {
             "❯ ask: Which database?\n──────────\n ☐ Choice\nWhich database?\n❯ 1. PostgreSQL\n     PostgreSQL\n  2. SQLite\n     SQLite\n  3. Type something.\n──────────\n  4. Chat about this\nEnter to select · ↑/↓ to navigate · Esc to cancel",
         );
         assert_eq!(status_of(&question), Status::Dialog);
-        let d = claude_dialog(&question).expect("dialog");
+        let d = claude_dialog(&question, 10).expect("dialog");
         assert_eq!(d.title, "☐ Choice");
         assert_eq!(d.options.len(), 3);
         assert!(d.options[0].starts_with("1. PostgreSQL"), "{:?}", d.options);
         // The user once typed "1. fix it": its history line is no dialog.
         let history = lines("❯ 1. fix it\n● done\n──────────\n❯ \n──────────");
-        assert_eq!(claude_dialog(&history), None);
+        assert_eq!(claude_dialog(&history, 10), None);
         assert_eq!(status_of(&history), Status::Idle);
     }
 

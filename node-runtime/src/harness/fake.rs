@@ -1,11 +1,14 @@
 //! Adapter for the project's fake CLI (`warren fake-cli`), which draws Claude
 //! Code's screen shapes: `❯ ` prompt at column 0 when idle, `esc to interrupt`
-//! while busy, numbered options with a ` ❯ ` cursor in dialogs.
+//! while busy, numbered options with a ` ❯ ` cursor in dialogs. Its dialogs
+//! are read for supervision by `frame` with the fake CLI's layout (it has no
+//! hooks: the screen alone, read exactly or held).
 
 use std::path::{Path, PathBuf};
 
 use console_api::Status;
 
+use super::frame::{self, Layout};
 use super::{Dialog, Entry, Harness, HarnessError, HarnessSettings, LaunchContext, LaunchPlan};
 use crate::runtime::ScreenSnapshot;
 
@@ -25,7 +28,7 @@ impl Harness for FakeHarness {
 
     /// The fake CLI says it as Claude Code does.
     fn missing_session_words<'a>(&self, last_lines: &'a [String]) -> Option<&'a str> {
-        crate::exits::line_with(last_lines, super::claude::MISSING_SESSION)
+        crate::exits::line_with(last_lines, super::CLAUDE_MISSING_SESSION)
     }
 
     fn plan(&self, ctx: &LaunchContext<'_>) -> Result<LaunchPlan, HarnessError> {
@@ -70,11 +73,16 @@ impl Harness for FakeHarness {
     }
 
     fn dialog(&self, screen: &ScreenSnapshot) -> Option<Dialog> {
-        dialog_of(&screen.lines)
+        dialog_of(&screen.lines, screen.cols)
     }
 
-    fn supervision_dialog(&self, dialog: &Dialog, cwd: &std::path::Path) -> supervision::Dialog {
-        claude_shaped(dialog, cwd)
+    fn supervision_dialog(
+        &self,
+        dialog: &Dialog,
+        cwd: &Path,
+        _hook: Option<&crate::harness::hooks::ToolRequest>,
+    ) -> supervision::Dialog {
+        frame::read(dialog, Layout::Fake, cwd, None)
     }
 
     fn parse_session_line(&self, line: &str) -> Option<Entry> {
@@ -111,11 +119,11 @@ fn option_line(line: &str) -> Option<(bool, u32, String)> {
     Some((selected, number, t[dot + 2..].trim_end().to_string()))
 }
 
-pub(crate) fn status_of(lines: &[String]) -> Status {
+pub fn status_of(lines: &[String]) -> Status {
     if lines.iter().any(|l| l.contains("esc to interrupt")) {
         return Status::Busy;
     }
-    if dialog_of(lines).is_some() {
+    if shape_of(lines).is_some() {
         return Status::Dialog;
     }
     if lines.iter().any(|l| is_prompt_line(l)) {
@@ -125,7 +133,30 @@ pub(crate) fn status_of(lines: &[String]) -> Status {
     Status::Busy
 }
 
-pub(crate) fn dialog_of(lines: &[String]) -> Option<Dialog> {
+/// A dialog on screen: one is showing when a row has the option cursor
+/// (` ❯ N. text`); its title and options by that shape, its rows from the
+/// rule that opens it to its footer.
+pub fn dialog_of(lines: &[String], cols: u16) -> Option<Dialog> {
+    let (title, options) = shape_of(lines)?;
+    Some(Dialog {
+        title,
+        lines: frame::region(lines, cols, Layout::Fake),
+        options,
+        cols,
+    })
+}
+
+/// The title and option rows of the dialog on screen, by shape: a dialog's
+/// footer (`... Esc to cancel`) is the last row, and the first block of option
+/// rows with a cursor and the first row after the rule above it give its
+/// title and options (for display: what supervision acts on is read from the
+/// frame). History that quotes a dialog's rows is no dialog: the prompt box,
+/// not a footer, is then the bottom of the screen.
+pub fn shape_of(lines: &[String]) -> Option<(String, Vec<String>)> {
+    let bottom = lines.iter().rev().find(|l| !l.trim().is_empty())?;
+    if !bottom.contains("Esc to cancel") {
+        return None;
+    }
     let first = lines
         .iter()
         .position(|l| option_line(l).is_some_and(|(selected, _, _)| selected))?;
@@ -157,75 +188,13 @@ pub(crate) fn dialog_of(lines: &[String]) -> Option<Dialog> {
         .rposition(|l| l.starts_with('─'))
         .map(|i| i + 1)
         .unwrap_or(0);
-    let block: Vec<String> = lines[rule..start]
+    let title = lines[rule..start]
         .iter()
-        .map(|l| l.trim().to_string())
-        .filter(|l| !l.is_empty())
-        .collect();
-    let title = block.first().cloned().unwrap_or_default();
-    Some(Dialog {
-        title,
-        lines: block,
-        options,
-    })
-}
-
-/// Claude Code's dialog layout (which the fake CLI draws): a title, a
-/// description, the command or diff between two `╌` rules, the question, then
-/// numbered options.
-pub(crate) fn claude_shaped(d: &Dialog, cwd: &std::path::Path) -> supervision::Dialog {
-    let is_rule = |l: &str| !l.is_empty() && l.chars().all(|c| c == '╌');
-    let rules: Vec<usize> = d
-        .lines
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| is_rule(l))
-        .map(|(i, _)| i)
-        .collect();
-    let framed: Vec<String> = match rules.as_slice() {
-        [a, b, ..] => d.lines[a + 1..*b].to_vec(),
-        _ => vec![],
-    };
-    let question = d
-        .lines
-        .iter()
-        .rev()
-        .find(|l| l.ends_with('?'))
-        .cloned()
-        .unwrap_or_default();
-    let body: Vec<String> = d
-        .lines
-        .iter()
-        .skip(1)
-        .filter(|l| !is_rule(l) && **l != question && !framed.contains(l))
-        .cloned()
-        .collect();
-    let title_lc = d.title.to_lowercase();
-    let mut out = supervision::Dialog {
-        title: d.title.clone(),
-        question,
-        body: body.join("\n"),
-        options: d
-            .options
-            .iter()
-            .map(|o| {
-                o.split_once(". ")
-                    .map(|(_, t)| t.to_string())
-                    .unwrap_or_else(|| o.clone())
-            })
-            .collect(),
-        cwd: Some(cwd.display().to_string()),
-        ..supervision::Dialog::default()
-    };
-    if title_lc.contains("bash") || title_lc.contains("command") {
-        out.command = Some(framed.join("\n")).filter(|c| !c.is_empty());
-    } else if title_lc.contains("edit") || title_lc.contains("create") || title_lc.contains("write") {
-        out.paths = body.first().cloned().into_iter().collect();
-        out.content = framed.join("\n");
-    } else {
-        out.body = d.lines.iter().skip(1).cloned().collect::<Vec<_>>().join("\n");
-    }
-    out
+        .map(|l| l.trim())
+        .find(|l| !l.is_empty())
+        .unwrap_or_default()
+        .to_string();
+    Some((title, options))
 }
 
 #[cfg(test)]
@@ -245,15 +214,27 @@ mod tests {
         let busy = lines("> hi\n\n✻ Thinking… (1s · esc to interrupt)\n──────\n❯ \n──────");
         assert_eq!(status_of(&busy), Status::Busy);
         let dialog = lines(
-            "> run\n──────\n Bash command\n Run a command requested by the fake model\n ╌╌╌\n cargo test\n ╌╌╌\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow access to /w from this project\n   3. Yes, and switch to auto mode · auto mode handles these prompts for you\n   4. No\n\n Esc to cancel · Tab to amend",
+            "> run\n──────\n Bash command\n Run a command requested by the fake model\n ╌╌╌╌\n cargo test\n ╌╌╌╌\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow access to /w from this project\n   3. Yes, and switch to auto mode · auto mode handles these prompts for you\n   4. No\n\n Esc to cancel · Tab to amend\n\n",
         );
         assert_eq!(status_of(&dialog), Status::Dialog);
-        let d = dialog_of(&dialog).expect("dialog");
+        let d = dialog_of(&dialog, 6).expect("dialog");
         assert_eq!(d.title, "Bash command");
         assert_eq!(d.options.len(), 4);
         assert_eq!(d.options[0], "1. Yes");
         assert_eq!(d.options[3], "4. No");
+        // Its rows: from the opening rule to the footer, history left out.
+        assert_eq!(d.lines.first().map(String::as_str), Some("──────"));
+        assert_eq!(
+            d.lines.last().map(String::as_str),
+            Some(" Esc to cancel · Tab to amend")
+        );
         assert_eq!(status_of(&lines("starting...")), Status::Busy);
+        // Read for supervision with the fake CLI's template.
+        let s = FakeHarness.supervision_dialog(&d, Path::new("/w"), None);
+        assert_eq!((s.command.as_deref(), s.doubt.as_deref()), (Some("cargo test"), None));
+        let answers = s.answers.expect("answers");
+        assert_eq!(answers.approve_once.map(|a| a.keys), Some("1".to_string()));
+        assert_eq!(answers.deny.map(|a| a.keys), Some("4".to_string()));
     }
 
     #[test]
@@ -261,7 +242,7 @@ mod tests {
         let screen = lines(
             "──────\n Bash command\n ╌╌╌\n ls\n ╌╌╌\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow access to /a/very/long/path\n      from this project\n   3. No\n\n Esc to cancel",
         );
-        let d = dialog_of(&screen).expect("dialog");
+        let d = dialog_of(&screen, 6).expect("dialog");
         assert_eq!(
             d.options,
             vec![
@@ -273,30 +254,17 @@ mod tests {
     }
 
     #[test]
-    fn dialogs_map_to_what_supervision_classifies() {
-        let bash = lines(
-            "──────\n Bash command\n Run a command requested by the fake model\n ╌╌╌\n cargo test\n ╌╌╌\n Do you want to proceed?\n ❯ 1. Yes\n   2. Yes, and always allow access to /w from this project\n   4. No",
-        );
-        let d = claude_shaped(&dialog_of(&bash).expect("dialog"), std::path::Path::new("/w"));
-        assert_eq!(d.title, "Bash command");
-        assert_eq!(d.command.as_deref(), Some("cargo test"));
-        assert_eq!(d.question, "Do you want to proceed?");
-        assert_eq!(d.options[0], "Yes");
-        assert_eq!(d.body, "Run a command requested by the fake model");
-        let edit = lines(
-            "──────\n Edit file\n src/x.rs\n ╌╌╌\n + edited\n ╌╌╌\n Do you want to make this edit to x.rs?\n ❯ 1. Yes\n   3. No",
-        );
-        let d = claude_shaped(&dialog_of(&edit).expect("dialog"), std::path::Path::new("/w"));
-        assert_eq!(d.paths, vec!["src/x.rs".to_string()]);
-        assert_eq!(d.content, "+ edited");
-        assert_eq!(d.command, None);
-    }
-
-    #[test]
     fn a_reply_quoting_a_prompt_glyph_is_not_a_dialog() {
         // History text is indented by two spaces and has no numbered cursor.
         let screen = lines("● the prompt looks like ❯ 1. Yes\n──────\n❯ typed\n──────");
         assert_eq!(status_of(&screen), Status::Idle);
+        // A denied command that drew a dialog's rows stays in the history:
+        // the prompt box, not a footer, is at the bottom.
+        let quoted = lines(
+            "● Permission denied: cat x\n  ❯ 1. No\n    2. Yes\n\n  Esc to cancel\n\n──────\n❯ \n──────\n  ? for shortcuts",
+        );
+        assert_eq!(status_of(&quoted), Status::Idle);
+        assert_eq!(dialog_of(&quoted, 6), None);
     }
 
     #[test]
