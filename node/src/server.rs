@@ -219,8 +219,10 @@ pub async fn run(
     let started_at = now_ms();
     let verifier = Arc::new(capabilities::Verifier::new(roots));
     node.set_verifier(verifier.clone()).await;
+    let monitors = crate::monitors::Monitors::new(node.clone());
     let app = Arc::new(App {
         node: node.clone(),
+        monitors: monitors.clone(),
         identity: NodeIdentity {
             node_id: node_id.clone(),
             endpoint: endpoint.clone(),
@@ -237,7 +239,7 @@ pub async fn run(
         ),
         guests: guests.as_ref().map(|g| g.registry.clone()),
         pairing: Default::default(),
-        router: api::routing::Router::new(node.clone(), admin_token_ids),
+        router: api::routing::Router::new(node.clone(), monitors.clone(), admin_token_ids),
     });
     // Calls members forward here run through this same API.
     let home = api::routing::Home::new(
@@ -250,7 +252,7 @@ pub async fn run(
     if let Err(e) = node.start_fleet().await {
         eprintln!("warning: the fabric did not start: {e}");
     }
-    node.start_monitors().await;
+    monitors.start_monitors().await;
     write_private(
         &endpoint_path(&data_dir),
         &serde_json::json!({

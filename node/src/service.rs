@@ -157,8 +157,6 @@ pub struct Node {
     pub(crate) events: tokio::sync::broadcast::Sender<(&'static str, Value)>,
     /// This node in its fleet (the fabric, the members it has seen).
     pub(crate) fleet: crate::fleet::FleetRuntime,
-    /// The monitor attachments this node watches, their queues and workers.
-    pub(crate) monitors: crate::monitors::MonitorsRuntime,
     /// The API's token verifier: a fleet root is trusted once a member.
     pub(crate) verifier: std::sync::OnceLock<Arc<capabilities::Verifier>>,
     /// Owner tools running now (at most `tools::MAX_RUNNING`).
@@ -243,7 +241,6 @@ impl Node {
             mail_limits: Mutex::new(mailbox::RateLimiter::new(mail_rate)),
             started: std::time::Instant::now(),
             pricing: Default::default(),
-            monitors: Default::default(),
             budgets: Default::default(),
         });
         let _ = node.me.set(Arc::downgrade(&node));

@@ -160,7 +160,7 @@ impl Node {
         home: &Path,
         tools: &[String],
     ) -> Result<(String, PathBuf), NodeError> {
-        let extra = self.monitor_rights(&agent.name).await;
+        let extra = self.catalog.lock().await.monitors.rights_of(&agent.name);
         let (token, path, ids) = self.issue_instance_token(conversation, agent, home, extra, tools)?;
         let e = crate::events::Event::InstanceTokenIssued {
             conversation: conversation.to_string(),

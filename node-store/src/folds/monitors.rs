@@ -79,6 +79,25 @@ impl MonitorState {
         }
     }
 
+    /// The rights a monitor agent's conversations carry for its targets:
+    /// observe, and inject where it advises.
+    pub fn rights_of(&self, monitor: &str) -> Vec<capabilities::Right> {
+        use capabilities::{Operation, Resource, Right};
+        let mut rights = vec![];
+        for (_, a) in self.of_monitor(monitor) {
+            let resource = match (&a.spec.target.agent, &a.spec.target.conversation) {
+                (Some(agent), _) => Resource::Agent(agent.clone()),
+                (None, Some(c)) => Resource::Conversation(c.clone()),
+                (None, None) => continue,
+            };
+            rights.push(Right::new(resource.clone(), Operation::Observe));
+            if a.spec.inject.unwrap_or(true) {
+                rights.push(Right::new(resource, Operation::Inject));
+            }
+        }
+        rights
+    }
+
     /// The attachments of one monitor agent.
     pub fn of_monitor<'a>(&'a self, monitor: &'a str) -> impl Iterator<Item = (&'a String, &'a AttachmentEntry)> + 'a {
         self.attachments.iter().filter(move |(_, a)| a.spec.monitor == monitor)

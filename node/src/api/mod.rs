@@ -36,6 +36,8 @@ pub struct NodeIdentity {
 /// Shared by every connection.
 pub struct App {
     pub node: Arc<Node>,
+    /// The subsystems over the core.
+    pub monitors: Arc<crate::monitors::Monitors>,
     pub identity: NodeIdentity,
     pub verifier: Arc<capabilities::Verifier>,
     pub limits: crate::config::Limits,

@@ -9,16 +9,16 @@ use console_api as api;
 
 use monitor::Target;
 
-use crate::service::{Node, NodeError, NodeResult};
+use crate::service::{NodeError, NodeResult};
+use super::Monitors;
 use crate::util::now_ms;
 
-impl Node {
+impl Monitors {
     /// The breaker's word on one injection of `attachment`: refused when
     /// tripped; `true` when this one trips it (it is still delivered). Its
     /// events are stored.
     pub(crate) async fn allow_inject(&self, attachment: &str) -> NodeResult<bool> {
         let allowed = self
-            .monitors
             .watches
             .lock()
             .map_err(|_| NodeError::Internal("monitor state poisoned".into()))?
@@ -66,7 +66,6 @@ impl Node {
         // The advising attachment that covers this conversation.
         let chosen = {
             let w = self
-                .monitors
                 .watches
                 .lock()
                 .map_err(|_| NodeError::Internal("monitor state poisoned".into()))?;

@@ -42,9 +42,11 @@ Read what happened with warren-read (the trigger message says where), weigh who 
 then either give one concise, concrete piece of advice with warren-advise, or decide that silence is right and say nothing. \
 Never repeat advice you already gave; never argue with the agent.";
 
-/// The monitors this node runs.
-#[derive(Default)]
-pub struct MonitorsRuntime {
+/// The monitors this node runs: a subsystem over the core (`Deref` to the
+/// core `Node`), owning its watches, wake queues, workers and delegations.
+pub struct Monitors {
+    node: Arc<Node>,
+    me: Weak<Monitors>,
     /// Attachment id -> its watch (compiled trigger, cursor, breaker).
     watches: Mutex<HashMap<String, Watch>>,
     /// Monitor agent -> its wake queue.
@@ -55,11 +57,32 @@ pub struct MonitorsRuntime {
     delegations: Mutex<HashMap<String, String>>,
 }
 
+impl std::ops::Deref for Monitors {
+    type Target = Node;
+
+    fn deref(&self) -> &Node {
+        &self.node
+    }
+}
+
+impl Monitors {
+    pub fn new(node: Arc<Node>) -> Arc<Monitors> {
+        Arc::new_cyclic(|me| Monitors {
+            node,
+            me: me.clone(),
+            watches: Default::default(),
+            queues: Default::default(),
+            workers: Default::default(),
+            delegations: Default::default(),
+        })
+    }
+}
+
 fn poisoned() -> NodeError {
     NodeError::Internal("monitor state poisoned".into())
 }
 
-impl Node {
+impl Monitors {
     /// Loads every attachment and starts the watch loop (start-up).
     pub async fn start_monitors(self: &Arc<Self>) {
         let entries: Vec<(String, AttachmentEntry)> = {
@@ -90,7 +113,7 @@ impl Node {
         }
         let breaker = monitor::BreakerState::replay(attachment.breaker(), entry.breaker.iter());
         let watch = Watch::restore(attachment, cursor, breaker).map_err(|e| NodeError::Invalid(e.to_string()))?;
-        self.monitors
+        self
             .watches
             .lock()
             .map_err(|_| poisoned())?
@@ -121,7 +144,7 @@ impl Node {
                         "target.agent: watching an agent on another member needs a token the fleet trusts".into(),
                     )
                 })?;
-                let d = Node::delegate(&token, name, attachment.inject())?;
+                let d = Monitors::delegate(&token, name, attachment.inject())?;
                 self.call_member(home, &d, "agent.get", json!({ "agent": name }))
                     .await
                     .map_err(|e| match e {
@@ -197,7 +220,7 @@ impl Node {
             .ok_or_else(|| NodeError::Internal("the attachment was not recorded".into()))?;
         self.install_watch(&id, &entry)?;
         if remote.is_some()
-            && let Some(me) = self.me.get().and_then(Weak::upgrade)
+            && let Some(me) = self.me.upgrade()
         {
             me.start_remote_watch(id.clone());
         }
@@ -206,7 +229,6 @@ impl Node {
 
     fn attachment_json(&self, id: &str, entry: &AttachmentEntry) -> Value {
         let (state, cycles, tripped_at, reason) = self
-            .monitors
             .watches
             .lock()
             .ok()
@@ -268,10 +290,9 @@ impl Node {
             };
             self.commit(&mut cat, vec![e]).await?;
         }
-        self.monitors.watches.lock().map_err(|_| poisoned())?.remove(id);
+        self.watches.lock().map_err(|_| poisoned())?.remove(id);
         self.forget_delegation(id);
         let next = self
-            .monitors
             .queues
             .lock()
             .map_err(|_| poisoned())?
@@ -286,7 +307,7 @@ impl Node {
     pub async fn monitor_rearm(&self, id: &str) -> NodeResult<Value> {
         self.attachment_monitor(id).await?;
         let events = {
-            let mut w = self.monitors.watches.lock().map_err(|_| poisoned())?;
+            let mut w = self.watches.lock().map_err(|_| poisoned())?;
             let watch = w
                 .get_mut(id)
                 .ok_or_else(|| NodeError::NotFound(format!("attachment: {id:?} not found")))?;
@@ -323,30 +344,9 @@ impl Node {
         self.commit(&mut cat, events).await
     }
 
-    /// The rights a monitor's conversations hold through its attachments:
-    /// may-observe each target, and may-inject where it advises (granted
-    /// from the same attachments the node checks, so they cannot disagree).
-    pub(crate) async fn monitor_rights(&self, monitor: &str) -> Vec<capabilities::Right> {
-        use capabilities::{Operation, Resource, Right};
-        let cat = self.catalog.lock().await;
-        let mut rights = vec![];
-        for (_, a) in cat.monitors.of_monitor(monitor) {
-            let resource = match (&a.spec.target.agent, &a.spec.target.conversation) {
-                (Some(agent), _) => Resource::Agent(agent.clone()),
-                (None, Some(c)) => Resource::Conversation(c.clone()),
-                (None, None) => continue,
-            };
-            rights.push(Right::new(resource.clone(), Operation::Observe));
-            if a.spec.inject.unwrap_or(true) {
-                rights.push(Right::new(resource, Operation::Inject));
-            }
-        }
-        rights
-    }
-
     /// One committed transcript event, given to every watch it concerns.
     async fn on_delta(self: &Arc<Self>, ev: &api::TranscriptEvent) {
-        if self.monitors.watches.lock().map(|w| w.is_empty()).unwrap_or(true) {
+        if self.watches.lock().map(|w| w.is_empty()).unwrap_or(true) {
             return;
         }
         let agent = self.conversation_agent(&ev.conversation).await;
@@ -358,7 +358,7 @@ impl Node {
             text: &ev.text,
         };
         let mut fired = vec![];
-        if let Ok(mut w) = self.monitors.watches.lock() {
+        if let Ok(mut w) = self.watches.lock() {
             for (id, watch) in w.iter_mut() {
                 let a = watch.attachment();
                 let concerns = match a.target() {
@@ -410,7 +410,6 @@ impl Node {
                     conversation: ev.conversation.clone(),
                 };
                 let action = self
-                    .monitors
                     .queues
                     .lock()
                     .map(|mut q| q.entry(monitor.clone()).or_default().hit(&key, e.hits, now))
@@ -429,7 +428,7 @@ impl Node {
     }
 
     fn worker(&self, monitor: &str) -> Arc<Notify> {
-        let Ok(mut workers) = self.monitors.workers.lock() else {
+        let Ok(mut workers) = self.workers.lock() else {
             return Arc::new(Notify::new());
         };
         if let Some(n) = workers.get(monitor) {
@@ -437,7 +436,7 @@ impl Node {
         }
         let n = Arc::new(Notify::new());
         workers.insert(monitor.to_string(), n.clone());
-        if let Some(me) = self.me.get().cloned() {
+        if let Some(me) = Some(self.me.clone()) {
             tokio::spawn(run_wakes(me, monitor.to_string(), n.clone()));
         }
         n
@@ -445,7 +444,7 @@ impl Node {
 
     /// The pending wake of `monitor`, if its queue has one.
     fn pending_wake(&self, monitor: &str) -> Option<WakeKey> {
-        let q = self.monitors.queues.lock().ok()?;
+        let q = self.queues.lock().ok()?;
         match q.get(monitor)?.state() {
             monitor::WakeState::Pending { head, .. } => Some(head),
             _ => None,
@@ -456,7 +455,7 @@ impl Node {
     /// message, the turn. Errors are logged; the queue moves on.
     async fn wake(self: &Arc<Self>, monitor: &str, key: &WakeKey) -> bool {
         let allowed = {
-            let Ok(mut w) = self.monitors.watches.lock() else {
+            let Ok(mut w) = self.watches.lock() else {
                 return false;
             };
             let Some(watch) = w.get_mut(&key.attachment) else {
@@ -486,13 +485,11 @@ impl Node {
         };
         let (batch, attachment) = {
             let batch = self
-                .monitors
                 .queues
                 .lock()
                 .ok()
                 .and_then(|mut q| q.get_mut(monitor)?.start(key));
             let attachment = self
-                .monitors
                 .watches
                 .lock()
                 .ok()
@@ -590,7 +587,6 @@ impl Node {
             )
         };
         let dropped = self
-            .monitors
             .queues
             .lock()
             .ok()
@@ -615,7 +611,7 @@ impl Node {
     }
 }
 
-impl Node {
+impl Monitors {
     /// A target conversation was archived: its monitor conversations are
     /// archived too, and hits still waiting for it are dropped.
     async fn target_archived(&self, target: &str) {
@@ -629,7 +625,6 @@ impl Node {
         };
         for (_, monitor, conversation) in mine {
             let next = self
-                .monitors
                 .queues
                 .lock()
                 .ok()
@@ -651,7 +646,7 @@ impl Node {
 }
 
 /// Every committed transcript event, once, to the watches.
-async fn run_watch(node: Weak<Node>) {
+async fn run_watch(node: Weak<Monitors>) {
     let mut rx = match node.upgrade() {
         Some(n) => n.store().subscribe(),
         None => return,
@@ -677,7 +672,7 @@ async fn run_watch(node: Weak<Node>) {
 }
 
 /// One monitor's wakes, one at a time.
-async fn run_wakes(node: Weak<Node>, monitor: String, notify: Arc<Notify>) {
+async fn run_wakes(node: Weak<Monitors>, monitor: String, notify: Arc<Notify>) {
     loop {
         notify.notified().await;
         loop {
@@ -685,7 +680,6 @@ async fn run_wakes(node: Weak<Node>, monitor: String, notify: Arc<Notify>) {
             let Some(key) = n.pending_wake(&monitor) else { break };
             let ran = n.wake(&monitor, &key).await;
             let next = n
-                .monitors
                 .queues
                 .lock()
                 .ok()

@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 use console_api as api;
 use serde_json::{Value, json};
 
-use crate::service::{Node, NodeError, NodeResult};
+use crate::service::{NodeError, NodeResult};
+use super::Monitors;
 use crate::util::now_ms;
 
 /// What a delegation allows beyond its agent and operations.
@@ -37,7 +38,7 @@ const ROUND_GIVES_UP: Duration = Duration::from_secs(20);
 /// Catch-up pages.
 const PAGE: u64 = 500;
 
-impl Node {
+impl Monitors {
     /// The member (id) and bare name of a `NAME@NODE` target on another
     /// member; `None` for an agent of this node.
     pub(crate) async fn remote_home(&self, target: &str) -> NodeResult<Option<(String, String)>> {
@@ -98,7 +99,7 @@ impl Node {
     }
 
     pub(crate) fn forget_delegation(&self, attachment: &str) {
-        if let Ok(mut held) = self.monitors.delegations.lock() {
+        if let Ok(mut held) = self.delegations.lock() {
             held.remove(attachment);
         }
         let _ = std::fs::remove_file(self.delegation_path(attachment));
@@ -115,7 +116,7 @@ impl Node {
     /// The attachment's delegation: kept in memory once read (every call
     /// the monitor makes to that member needs it).
     fn delegation(&self, attachment: &str) -> Option<String> {
-        let mut held = self.monitors.delegations.lock().ok()?;
+        let mut held = self.delegations.lock().ok()?;
         if let Some(t) = held.get(attachment) {
             return Some(t.clone());
         }
@@ -188,7 +189,7 @@ impl Node {
         if trips {
             // Delivered, then stopped: this node pauses its side (the
             // delegation holds no `control` on the target).
-            let me = self.me.get().and_then(Weak::upgrade);
+            let me = self.me.upgrade();
             let (a, c) = (attachment.clone(), p.conversation.clone());
             if let Some(me) = me {
                 tokio::spawn(async move {
@@ -213,7 +214,7 @@ impl Node {
             speaker: &ev.speaker,
             text: &ev.text,
         };
-        let fired = self.monitors.watches.lock().ok().and_then(|mut w| {
+        let fired = self.watches.lock().ok().and_then(|mut w| {
             let watch = w.get_mut(attachment)?;
             let monitor = watch.attachment().monitor().to_string();
             let e = watch.evaluate(&delta, now);
@@ -225,7 +226,7 @@ impl Node {
     }
 
     fn remote_cursor(&self, attachment: &str, conversation: &str) -> u64 {
-        self.monitors
+        self
             .watches
             .lock()
             .ok()
@@ -292,7 +293,7 @@ impl Node {
         }
         let mut failing_since: Option<Instant> = None;
         loop {
-            if !self.monitors.watches.lock().is_ok_and(|w| w.contains_key(attachment)) {
+            if !self.watches.lock().is_ok_and(|w| w.contains_key(attachment)) {
                 return Ok(());
             }
             match self.pull(home, stream).await {
@@ -323,7 +324,7 @@ impl Node {
 }
 
 /// Rounds of one remote attachment until it is detached.
-async fn run_remote(node: Weak<Node>, attachment: String) {
+async fn run_remote(node: Weak<Monitors>, attachment: String) {
     let mut backoff = Duration::from_millis(500);
     loop {
         let Some(n) = node.upgrade() else { return };

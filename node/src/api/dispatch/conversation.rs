@@ -28,13 +28,13 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
         m::CONVERSATION_SEND_MESSAGE => {
             let sent = match conn.speaks_for() {
                 // An agent's own token (a monitor advising): never a human.
-                Some(agent) => node.send_advice(c.params()?, &agent).await?,
+                Some(agent) => c.app.monitors.send_advice(c.params()?, &agent).await?,
                 None => {
                     let msg: console_api::SendMessage = c.params()?;
                     match msg.advice_from.clone() {
                         // A member forwards its monitor's advice: the home
                         // prefixes and attributes it (only then).
-                        Some(monitor) if conn.transport() == "fabric" => node.send_remote_advice(msg, &monitor).await?,
+                        Some(monitor) if conn.transport() == "fabric" => c.app.monitors.send_remote_advice(msg, &monitor).await?,
                         Some(_) => {
                             return Err(RpcError::new(
                                 ErrorCode::InvalidParams,

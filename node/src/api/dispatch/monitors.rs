@@ -10,26 +10,25 @@ use crate::api::auth;
 
 pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
     let (app, conn) = (c.app, c.conn);
-    let node = &app.node;
     let v = match c.method.name {
         m::MONITOR_ATTACH => {
             let spec: monitor::AttachmentSpec = c.params()?;
             auth::may_observe_target(app, conn, &spec)?;
             // A target on another member: the caller's forwarding token.
             let delegate = match spec.target.agent.as_deref() {
-                Some(a) => match node.remote_home(a).await {
+                Some(a) => match app.monitors.remote_home(a).await {
                     // The local admin's delegation is signed by the owner key
                     // for the attachment alone, with no expiry (its
                     // forwarding token lives minutes).
                     Ok(Some((home, name))) if app.router.is_local_admin(conn) => {
-                        Some(node.owner_delegation(&home, &name, spec.inject.unwrap_or(true))?)
+                        Some(app.monitors.owner_delegation(&home, &name, spec.inject.unwrap_or(true))?)
                     }
                     Ok(Some((home, _))) => Some(app.router.token_for(conn, &home).await?),
                     _ => None,
                 },
                 None => None,
             };
-            node.monitor_attach(spec, delegate).await?
+            app.monitors.monitor_attach(spec, delegate).await?
         }
         m::MONITOR_LIST => {
             #[derive(serde::Deserialize)]
@@ -41,7 +40,7 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
                 target: Option<String>,
             }
             let l: P = c.params()?;
-            node.monitor_list(l.monitor.as_deref(), l.target.as_deref()).await?
+            app.monitors.monitor_list(l.monitor.as_deref(), l.target.as_deref()).await?
         }
         m::MONITOR_DETACH | m::MONITOR_REARM => {
             #[derive(serde::Deserialize)]
@@ -51,9 +50,9 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
             }
             let a: P = c.params()?;
             if c.method.name == m::MONITOR_DETACH {
-                node.monitor_detach(&a.attachment).await?
+                app.monitors.monitor_detach(&a.attachment).await?
             } else {
-                node.monitor_rearm(&a.attachment).await?
+                app.monitors.monitor_rearm(&a.attachment).await?
             }
         }
         _ => return Err(not_served(c.method)),

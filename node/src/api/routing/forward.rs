@@ -55,6 +55,8 @@ impl From<Refusal> for NodeError {
 /// The calling side: what it has learned and who the local admin is.
 pub struct Router {
     node: Arc<Node>,
+    /// Monitors: a monitor conversation's delegations and advice breaker.
+    monitors: Arc<crate::monitors::Monitors>,
     /// Conversation id -> home node id, learned from forwarded answers.
     homes: Mutex<HashMap<String, String>>,
     /// Revocation ids of this node's admin token (`admin.token`): its
@@ -63,9 +65,10 @@ pub struct Router {
 }
 
 impl Router {
-    pub fn new(node: Arc<Node>, admin_token: Vec<String>) -> Router {
+    pub fn new(node: Arc<Node>, monitors: Arc<crate::monitors::Monitors>, admin_token: Vec<String>) -> Router {
         Router {
             node,
+            monitors,
             homes: Mutex::new(HashMap::new()),
             admin_token,
         }
@@ -180,7 +183,7 @@ impl Router {
         let node = &self.node;
         if let Caller::Token(v) = conn.caller()
             && let Some(agent) = &v.agent
-            && let Some(t) = node.monitor_delegation_for(agent, node_id).await
+            && let Some(t) = self.monitors.monitor_delegation_for(agent, node_id).await
         {
             return Ok(t);
         }
@@ -218,7 +221,7 @@ impl Router {
         // A monitor's advice: its breaker decides here, the home attributes it.
         let params = match conn.speaks_for() {
             Some(monitor) if method.name == m::CONVERSATION_SEND_MESSAGE => {
-                match node.remote_advice(&monitor, node_id, params).await {
+                match self.monitors.remote_advice(&monitor, node_id, params).await {
                     Ok(p) => Some(p),
                     Err(e) => return Routed::Failed(e.into()),
                 }
