@@ -169,7 +169,7 @@ pub async fn run(
     let (home_link, asked) = tokio::sync::mpsc::channel(crate::fleet::ASKED_QUEUE);
     let fleet = crate::fleet::FleetRuntime::open(&data_dir, cfg.fleet.clone(), name, home_link)
         .context("setting up the node's fleet identity")?;
-    let node = Node::open(
+    let (node, startup) = Node::open(
         CoreConfig {
             node_id: node_id.clone(),
             data_dir: data_dir.clone(),
@@ -219,9 +219,12 @@ pub async fn run(
     let started_at = now_ms();
     let verifier = Arc::new(capabilities::Verifier::new(roots));
     node.set_verifier(verifier.clone()).await;
-    let monitors = crate::monitors::Monitors::new(node.clone());
+    let conversations = crate::conversations::Conversations::new(node.clone());
+    conversations.start(startup);
+    let monitors = crate::monitors::Monitors::new(node.clone(), conversations.clone());
     let app = Arc::new(App {
         node: node.clone(),
+        conversations: conversations.clone(),
         monitors: monitors.clone(),
         identity: NodeIdentity {
             node_id: node_id.clone(),
@@ -348,7 +351,7 @@ pub async fn run(
     }
 
     tracing::info!("stopping: pausing live conversations");
-    node.pause_all("node stopped").await;
+    conversations.pause_all("node stopped").await;
     unix_task.abort();
     home_task.abort();
     for t in side_tasks {

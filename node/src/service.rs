@@ -11,7 +11,7 @@ use console_api::{self as api, ConversationState, Status};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::catalog::{Catalog, CatalogError, ConvEntry, PLANNED_PAUSE};
+use crate::catalog::{Catalog, CatalogError, ConvEntry};
 use crate::events::Event;
 use crate::harness;
 use crate::lifecycle::Transition;
@@ -126,6 +126,14 @@ pub struct CoreConfig {
     pub budget_max_wait: Duration,
 }
 
+/// What the core hands the conversations subsystem at start: the
+/// conversations whose guest may come back (id, key hash), and the exits
+/// the live conversations report.
+pub struct Startup {
+    pub adoptable: Vec<(String, String)>,
+    pub exits: mpsc::Receiver<String>,
+}
+
 pub struct Node {
     pub(crate) cfg: CoreConfig,
     pub(crate) store: Store,
@@ -180,7 +188,7 @@ impl Node {
         runtime: Arc<dyn Runtime>,
         root: Arc<capabilities::RootKey>,
         fleet: crate::fleet::FleetRuntime,
-    ) -> NodeResult<Arc<Node>> {
+    ) -> NodeResult<(Arc<Node>, Startup)> {
         let run_from_seq = store.max_seq().await?;
         let events = store.catalog_events().await?;
         let mut catalog = Catalog::fold(&events);
@@ -215,7 +223,7 @@ impl Node {
             );
         }
 
-        let (exits, mut exit_rx) = mpsc::channel::<String>(256);
+        let (exits, exit_rx) = mpsc::channel::<String>(256);
         let revoked = std::sync::RwLock::new(catalog.revoked.iter().cloned().collect());
         let mail_rate = cfg.mail_rate;
         let node = Arc::new(Node {
@@ -249,21 +257,16 @@ impl Node {
         for id in &orphans {
             node.revoke_recorded_instance_tokens(id).await;
         }
-        for (id, key_hash) in adoptable {
-            let node = node.clone();
-            tokio::spawn(async move { node.readopt(&id, key_hash).await });
-        }
         node.start_spend_index();
         node.start_pricing();
         node.resume_budget_timers().await;
-        let weak = Arc::downgrade(&node);
-        tokio::spawn(async move {
-            while let Some(id) = exit_rx.recv().await {
-                let Some(node) = weak.upgrade() else { return };
-                node.on_cli_exit(&id).await;
-            }
-        });
-        Ok(node)
+        Ok((
+            node,
+            Startup {
+                adoptable,
+                exits: exit_rx,
+            },
+        ))
     }
 
     pub fn store(&self) -> &Store {
@@ -367,6 +370,10 @@ impl Node {
         self.events.subscribe()
     }
 
+    pub(crate) fn agent_dir(&self, agent: &str) -> PathBuf {
+        self.cfg.data_dir.join("agents").join(agent)
+    }
+
     /// (home, workspace) of an agent.
     pub(crate) fn agent_home_dirs(&self, agent: &str) -> (PathBuf, PathBuf) {
         let dir = self.agent_dir(agent);
@@ -439,15 +446,9 @@ impl Node {
 
     // ---- conversations ----
 
-    pub async fn conversation_pause(&self, id: &str) -> NodeResult<api::Conversation> {
-        self.stop(id, Transition::Pause, PLANNED_PAUSE).await
-    }
-
-    pub async fn conversation_terminate(&self, id: &str) -> NodeResult<api::Conversation> {
-        self.stop(id, Transition::Terminate, "terminated on request").await
-    }
-
-    async fn stop(&self, id: &str, t: Transition, reason: &str) -> NodeResult<api::Conversation> {
+    /// Stops a conversation's CLI (pause or terminate): the transition, the
+    /// CLI shut down, its instance tokens revoked, a system line.
+    pub(crate) async fn stop(&self, id: &str, t: Transition, reason: &str) -> NodeResult<api::Conversation> {
         let wire = {
             let mut cat = self.catalog.lock().await;
             let e = cat.decide_transition(id, t, reason)?;
@@ -459,7 +460,6 @@ impl Node {
             live.shutdown().await;
         }
         self.revoke_instance_tokens(id).await;
-        self.drop_holds(id);
         let verb = if t == Transition::Pause { "paused" } else { "archived" };
         self.transcripts
             .append(id, "system", "lifecycle", format!("{verb}: {reason}"))
@@ -468,20 +468,6 @@ impl Node {
             status: Status::Exited,
             ..wire
         })
-    }
-
-    /// Pauses every live conversation (the node is stopping).
-    pub async fn pause_all(&self, reason: &str) {
-        let ids: Vec<String> = self
-            .live
-            .lock()
-            .map(|m| m.keys().cloned().collect())
-            .unwrap_or_default();
-        for id in ids {
-            if let Err(e) = self.stop(&id, Transition::Pause, reason).await {
-                tracing::warn!(conversation = %id, error = %e, "could not pause on shutdown");
-            }
-        }
     }
 
     pub async fn conversation_get(&self, id: &str) -> NodeResult<api::Conversation> {

@@ -37,6 +37,7 @@ pub struct NodeIdentity {
 pub struct App {
     pub node: Arc<Node>,
     /// The subsystems over the core.
+    pub conversations: Arc<crate::conversations::Conversations>,
     pub monitors: Arc<crate::monitors::Monitors>,
     pub identity: NodeIdentity,
     pub verifier: Arc<capabilities::Verifier>,

@@ -9,8 +9,8 @@ use console_api as api;
 
 use monitor::Target;
 
-use crate::service::{NodeError, NodeResult};
 use super::Monitors;
+use crate::service::{NodeError, NodeResult};
 use crate::util::now_ms;
 
 impl Monitors {

@@ -46,6 +46,8 @@ Never repeat advice you already gave; never argue with the agent.";
 /// core `Node`), owning its watches, wake queues, workers and delegations.
 pub struct Monitors {
     node: Arc<Node>,
+    /// Starting, pausing and ending the monitor's own conversations.
+    conversations: Arc<crate::conversations::Conversations>,
     me: Weak<Monitors>,
     /// Attachment id -> its watch (compiled trigger, cursor, breaker).
     watches: Mutex<HashMap<String, Watch>>,
@@ -66,9 +68,10 @@ impl std::ops::Deref for Monitors {
 }
 
 impl Monitors {
-    pub fn new(node: Arc<Node>) -> Arc<Monitors> {
+    pub fn new(node: Arc<Node>, conversations: Arc<crate::conversations::Conversations>) -> Arc<Monitors> {
         Arc::new_cyclic(|me| Monitors {
             node,
+            conversations,
             me: me.clone(),
             watches: Default::default(),
             queues: Default::default(),
@@ -113,8 +116,7 @@ impl Monitors {
         }
         let breaker = monitor::BreakerState::replay(attachment.breaker(), entry.breaker.iter());
         let watch = Watch::restore(attachment, cursor, breaker).map_err(|e| NodeError::Invalid(e.to_string()))?;
-        self
-            .watches
+        self.watches
             .lock()
             .map_err(|_| poisoned())?
             .insert(id.to_string(), watch);
@@ -484,11 +486,7 @@ impl Monitors {
             }
         };
         let (batch, attachment) = {
-            let batch = self
-                .queues
-                .lock()
-                .ok()
-                .and_then(|mut q| q.get_mut(monitor)?.start(key));
+            let batch = self.queues.lock().ok().and_then(|mut q| q.get_mut(monitor)?.start(key));
             let attachment = self
                 .watches
                 .lock()
@@ -548,20 +546,21 @@ impl Monitors {
         if let Some(other) = live_other
             && Some(&other) != wanted.as_ref()
         {
-            self.conversation_pause(&other).await?;
+            self.conversations.conversation_pause(&other).await?;
         }
         match known {
             Some((id, api::ConversationState::Active | api::ConversationState::Starting)) => Ok(id),
             Some((id, api::ConversationState::Paused)) => {
-                self.conversation_continue(api::ConversationContinue {
-                    conversation: id.clone(),
-                    fresh: false,
-                })
-                .await?;
+                self.conversations
+                    .conversation_continue(api::ConversationContinue {
+                        conversation: id.clone(),
+                        fresh: false,
+                    })
+                    .await?;
                 Ok(id)
             }
             _ => {
-                let c = self.conversation_start(monitor).await?;
+                let c = self.conversations.conversation_start(monitor).await?;
                 let mut cat = self.catalog.lock().await;
                 let e = Event::MonitorConversation {
                     attachment: key.attachment.clone(),
@@ -596,7 +595,7 @@ impl Monitors {
         let reason = format!("monitor {monitor:?}: its breaker tripped");
         for c in std::iter::once(target_conversation.to_string()).chain(monitor_conv) {
             if self.live(&c).is_some()
-                && let Err(e) = self.conversation_pause(&c).await
+                && let Err(e) = self.conversations.conversation_pause(&c).await
             {
                 tracing::warn!(conversation = %c, error = %e, "could not pause after a trip");
             }
@@ -638,7 +637,7 @@ impl Monitors {
                 .conversations
                 .get(&conversation)
                 .is_none_or(|c| c.state == api::ConversationState::Archived);
-            if !archived && let Err(e) = self.conversation_terminate(&conversation).await {
+            if !archived && let Err(e) = self.conversations.conversation_terminate(&conversation).await {
                 tracing::warn!(%conversation, error = %e, "could not archive a monitor conversation");
             }
         }

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use console_api as api;
 use serde_json::{Value, json};
 
-use crate::service::{NodeError, NodeResult};
 use super::Monitors;
+use crate::service::{NodeError, NodeResult};
 use crate::util::now_ms;
 
 /// What a delegation allows beyond its agent and operations.
@@ -226,8 +226,7 @@ impl Monitors {
     }
 
     fn remote_cursor(&self, attachment: &str, conversation: &str) -> u64 {
-        self
-            .watches
+        self.watches
             .lock()
             .ok()
             .and_then(|w| w.get(attachment)?.cursor().last(conversation))

@@ -20,7 +20,7 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
             json!({ "agent": node.agent_archive(&c.params::<console_api::AgentRef>()?.agent).await? })
         }
         m::AGENT_LOGIN => {
-            json!({ "conversation": node.agent_login(&c.params::<console_api::AgentRef>()?.agent).await? })
+            json!({ "conversation": c.app.conversations.agent_login(&c.params::<console_api::AgentRef>()?.agent).await? })
         }
         m::AGENT_SECRET_SET | m::AGENT_SECRET_UNSET | m::AGENT_SECRET_LIST => {
             #[derive(serde::Deserialize)]

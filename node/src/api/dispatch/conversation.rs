@@ -12,11 +12,17 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
     let node = &c.app.node;
     let v = match c.method.name {
         m::CONVERSATION_START => {
-            json!({ "conversation": node.conversation_start(&c.params::<console_api::AgentRef>()?.agent).await? })
+            json!({ "conversation": c.app.conversations.conversation_start(&c.params::<console_api::AgentRef>()?.agent).await? })
         }
-        m::CONVERSATION_CONTINUE => json!({ "conversation": node.conversation_continue(c.params()?).await? }),
-        m::CONVERSATION_PAUSE => json!({ "conversation": node.conversation_pause(&c.conversation()?).await? }),
-        m::CONVERSATION_TERMINATE => json!({ "conversation": node.conversation_terminate(&c.conversation()?).await? }),
+        m::CONVERSATION_CONTINUE => {
+            json!({ "conversation": c.app.conversations.conversation_continue(c.params()?).await? })
+        }
+        m::CONVERSATION_PAUSE => {
+            json!({ "conversation": c.app.conversations.conversation_pause(&c.conversation()?).await? })
+        }
+        m::CONVERSATION_TERMINATE => {
+            json!({ "conversation": c.app.conversations.conversation_terminate(&c.conversation()?).await? })
+        }
         m::CONVERSATION_GET => json!({ "conversation": node.conversation_get(&c.conversation()?).await? }),
         m::CONVERSATION_LIST => json!({ "conversations": node.conversation_list(c.params()?).await? }),
         m::CONVERSATION_SCREEN => {
@@ -34,7 +40,9 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
                     match msg.advice_from.clone() {
                         // A member forwards its monitor's advice: the home
                         // prefixes and attributes it (only then).
-                        Some(monitor) if conn.transport() == "fabric" => c.app.monitors.send_remote_advice(msg, &monitor).await?,
+                        Some(monitor) if conn.transport() == "fabric" => {
+                            c.app.monitors.send_remote_advice(msg, &monitor).await?
+                        }
                         Some(_) => {
                             return Err(RpcError::new(
                                 ErrorCode::InvalidParams,

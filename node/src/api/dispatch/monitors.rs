@@ -20,9 +20,11 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
                     // The local admin's delegation is signed by the owner key
                     // for the attachment alone, with no expiry (its
                     // forwarding token lives minutes).
-                    Ok(Some((home, name))) if app.router.is_local_admin(conn) => {
-                        Some(app.monitors.owner_delegation(&home, &name, spec.inject.unwrap_or(true))?)
-                    }
+                    Ok(Some((home, name))) if app.router.is_local_admin(conn) => Some(app.monitors.owner_delegation(
+                        &home,
+                        &name,
+                        spec.inject.unwrap_or(true),
+                    )?),
                     Ok(Some((home, _))) => Some(app.router.token_for(conn, &home).await?),
                     _ => None,
                 },
@@ -40,7 +42,9 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
                 target: Option<String>,
             }
             let l: P = c.params()?;
-            app.monitors.monitor_list(l.monitor.as_deref(), l.target.as_deref()).await?
+            app.monitors
+                .monitor_list(l.monitor.as_deref(), l.target.as_deref())
+                .await?
         }
         m::MONITOR_DETACH | m::MONITOR_REARM => {
             #[derive(serde::Deserialize)]

@@ -4,12 +4,13 @@
 //! the pause an exit leaves (with the CLI's exit code and last words). The
 //! decisions are `exits` (pure); this is the IO around them.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use console_api::{self as api, Status};
 
+use super::Conversations;
 use crate::catalog::{Catalog, ConvEntry};
 use crate::events::{AgentRecord, Event, FreshStart};
 use crate::exits::{self, Relaunch, SessionStore};
@@ -17,7 +18,7 @@ use crate::harness::{self, LaunchContext, LaunchPlan, setup};
 use crate::lifecycle::Transition;
 use crate::live::{Live, LiveLimits, LiveParts};
 use crate::runtime::{LaunchSpec, RuntimeError};
-use crate::service::{Node, NodeError, NodeResult};
+use crate::service::{NodeError, NodeResult};
 use crate::util::{new_id, new_uuid};
 
 /// How long `start` / `continue` wait for the CLI to be ready for input (or
@@ -104,7 +105,7 @@ impl From<RuntimeError> for LaunchError {
     }
 }
 
-impl Node {
+impl Conversations {
     /// Re-adopts a conversation whose guest outlived the node's previous run,
     /// or pauses it when the guest does not come back within the grace period.
     pub(crate) async fn readopt(&self, id: &str, key_hash: String) {
@@ -334,7 +335,8 @@ impl Node {
         }
         self.start_renewal(id);
         let login = self.catalog.lock().await.conversation(id).is_ok_and(|c| c.login);
-        if !login && let Some(me) = self.me.get().and_then(|w| w.upgrade()) {
+        if !login {
+            let me = &self.node;
             me.start_supervision(id);
             me.start_stall_watch(id);
             me.start_usage_watch(id);
@@ -506,10 +508,6 @@ impl Node {
             None => format!("launched: {} session {resume_ref}", agent.harness),
         };
         Ok((live, note))
-    }
-
-    pub(crate) fn agent_dir(&self, agent: &str) -> PathBuf {
-        self.cfg.data_dir.join("agents").join(agent)
     }
 
     /// The CLI of `id` exited by itself: an unplanned pause whose reason says
