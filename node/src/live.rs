@@ -106,7 +106,7 @@ pub struct Live {
     tail: Arc<tokio::sync::Mutex<Tail>>,
     last_activity: Arc<Mutex<std::time::Instant>>,
     /// The newest tool request the CLI's hooks reported (claude).
-    pub hook: Mutex<Option<crate::hooks::ToolRequest>>,
+    pub hook: Mutex<Option<node_runtime::harness::hooks::ToolRequest>>,
     /// The CLI was launched with its native resume.
     pub resumed: bool,
     /// The CLI has been ready for input (IDLE or a dialog) at least once.

@@ -219,12 +219,14 @@ pub async fn run(
     let started_at = now_ms();
     let verifier = Arc::new(capabilities::Verifier::new(roots));
     node.set_verifier(verifier.clone()).await;
-    let conversations = crate::conversations::Conversations::new(node.clone());
+    let supervisor = crate::supervise::Supervisor::new(node.clone());
+    let conversations = crate::conversations::Conversations::new(node.clone(), supervisor.clone());
     conversations.start(startup);
     let monitors = crate::monitors::Monitors::new(node.clone(), conversations.clone());
     let app = Arc::new(App {
         node: node.clone(),
         conversations: conversations.clone(),
+        supervisor: supervisor.clone(),
         monitors: monitors.clone(),
         identity: NodeIdentity {
             node_id: node_id.clone(),
@@ -242,12 +244,13 @@ pub async fn run(
         ),
         guests: guests.as_ref().map(|g| g.registry.clone()),
         pairing: Default::default(),
-        router: api::routing::Router::new(node.clone(), monitors.clone(), admin_token_ids),
+        router: api::routing::Router::new(node.clone(), supervisor.clone(), monitors.clone(), admin_token_ids),
     });
     // Calls members forward here run through this same API.
     let home = api::routing::Home::new(
         Arc::new(api::ApiDispatch(app.clone())),
         node.clone(),
+        supervisor.clone(),
         verifier.clone(),
         cfg.limits.clone(),
     );

@@ -155,8 +155,6 @@ pub struct Node {
     pub(crate) tls_cert: std::sync::OnceLock<std::path::PathBuf>,
     /// Itself, for tasks that must not keep the node alive.
     pub(crate) me: std::sync::OnceLock<std::sync::Weak<Node>>,
-    /// Dialogs supervision held for a human, by hold id.
-    pub(crate) holds: Mutex<std::collections::BTreeMap<String, crate::supervise::Held>>,
     /// The newest seq when this node process opened the log: an audit attempt
     /// after it is of this run (its outcome is coming), one before it that has
     /// no outcome was cut off by a crash.
@@ -240,7 +238,6 @@ impl Node {
             endpoint: std::sync::OnceLock::new(),
             tls_cert: std::sync::OnceLock::new(),
             me: std::sync::OnceLock::new(),
-            holds: Mutex::new(std::collections::BTreeMap::new()),
             run_from_seq,
             events: tokio::sync::broadcast::channel(1024).0,
             fleet,

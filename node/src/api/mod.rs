@@ -38,6 +38,7 @@ pub struct App {
     pub node: Arc<Node>,
     /// The subsystems over the core.
     pub conversations: Arc<crate::conversations::Conversations>,
+    pub supervisor: Arc<crate::supervise::Supervisor>,
     pub monitors: Arc<crate::monitors::Monitors>,
     pub identity: NodeIdentity,
     pub verifier: Arc<capabilities::Verifier>,

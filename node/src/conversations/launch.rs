@@ -252,7 +252,9 @@ impl Conversations {
         };
         // The workspace's definitions as this launch finds them, the first time
         // the node sees the workspace (the repository-code rule's baseline).
-        self.workspace_facts(&self.agent_home_dirs(&entry.agent).1).await;
+        self.supervisor
+            .workspace_facts(&self.agent_home_dirs(&entry.agent).1)
+            .await;
         let live = match self.spawn_cli(&entry, &agent, how).await {
             Ok((live, note)) => {
                 let mut cat = self.catalog.lock().await;
@@ -337,8 +339,8 @@ impl Conversations {
         let login = self.catalog.lock().await.conversation(id).is_ok_and(|c| c.login);
         if !login {
             let me = &self.node;
-            me.start_supervision(id);
-            me.start_stall_watch(id);
+            self.supervisor.start_supervision(id);
+            self.supervisor.start_stall_watch(id);
             me.start_usage_watch(id);
         }
         self.transcripts.append(id, "system", "lifecycle", note).await?;
@@ -542,7 +544,7 @@ impl Conversations {
         }
         live.shutdown().await;
         self.revoke_instance_tokens(id).await;
-        self.drop_holds(id);
+        self.supervisor.drop_holds(id);
         let _ = self.transcripts.append(id, "system", "lifecycle", line).await;
         live.mark_exit_recorded();
     }

@@ -17,6 +17,8 @@ use crate::service::{Node, NodeResult, Startup};
 
 pub struct Conversations {
     node: Arc<Node>,
+    /// Each live conversation's watch, stall watch and holds.
+    supervisor: Arc<crate::supervise::Supervisor>,
     #[allow(dead_code)]
     me: Weak<Conversations>,
 }
@@ -30,8 +32,12 @@ impl std::ops::Deref for Conversations {
 }
 
 impl Conversations {
-    pub fn new(node: Arc<Node>) -> Arc<Conversations> {
-        Arc::new_cyclic(|me| Conversations { node, me: me.clone() })
+    pub fn new(node: Arc<Node>, supervisor: Arc<crate::supervise::Supervisor>) -> Arc<Conversations> {
+        Arc::new_cyclic(|me| Conversations {
+            node,
+            supervisor,
+            me: me.clone(),
+        })
     }
 
     /// Re-adopts the guests that outlived the last run (each in its own
@@ -62,7 +68,7 @@ impl Conversations {
     /// The core's stop, and the conversation's holds with it.
     async fn stop(&self, id: &str, t: Transition, reason: &str) -> NodeResult<api::Conversation> {
         let wire = self.node.stop(id, t, reason).await?;
-        self.drop_holds(id);
+        self.supervisor.drop_holds(id);
         Ok(wire)
     }
 

@@ -29,15 +29,6 @@ impl Node {
         self.fleet.fabric.get().is_some()
     }
 
-    /// Whether this node homes what a member asks about.
-    pub(crate) async fn homes(&self, what: &Locate) -> bool {
-        match what {
-            Locate::Agent(name) => self.catalog.lock().await.agents.contains_key(name),
-            Locate::Conversation(id) => self.conversation_agent(id).await.is_some(),
-            Locate::Hold(id) => self.holds.lock().is_ok_and(|h| h.contains_key(id)),
-        }
-    }
-
     /// `None` for this node, else the member's node id; an unknown name is
     /// a clear error.
     pub(crate) async fn member_named(&self, n: &str) -> NodeResult<Option<String>> {

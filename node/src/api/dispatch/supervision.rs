@@ -11,16 +11,23 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
     let node = &c.app.node;
     let v = match c.method.name {
         m::SUPERVISION_GET => {
-            node.supervision_get(c.params::<console_api::AgentFilter>()?.agent.as_deref())
+            c.app
+                .supervisor
+                .supervision_get(c.params::<console_api::AgentFilter>()?.agent.as_deref())
                 .await?
         }
-        m::SUPERVISION_SET => node.supervision_set(c.params()?).await?,
+        m::SUPERVISION_SET => c.app.supervisor.supervision_set(c.params()?).await?,
         m::SUPERVISION_STATUS => {
-            node.supervision_status(c.params::<console_api::AgentFilter>()?.agent.as_deref())
+            c.app
+                .supervisor
+                .supervision_status(c.params::<console_api::AgentFilter>()?.agent.as_deref())
                 .await?
         }
         m::SUPERVISION_HOLDS => {
-            let mut holds = node.supervision_holds(c.params::<console_api::AgentFilter>()?.agent.as_deref());
+            let mut holds = c
+                .app
+                .supervisor
+                .supervision_holds(c.params::<console_api::AgentFilter>()?.agent.as_deref());
             crate::redact::redact_value(&node.store().redaction().matcher(), &mut holds);
             holds
         }
@@ -32,34 +39,50 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
                     "learn: learning a rule is local-only: call supervision.answer on the node's Unix socket (warren.sock)",
                 ));
             }
-            node.supervision_answer(&a.hold, &a.decision, a.learn).await?
+            c.app
+                .supervisor
+                .supervision_answer(&a.hold, &a.decision, a.learn)
+                .await?
         }
         m::SUPERVISION_RULES => {
-            node.supervision_rules(&c.params::<console_api::AgentRef>()?.agent)
+            c.app
+                .supervisor
+                .supervision_rules(&c.params::<console_api::AgentRef>()?.agent)
                 .await?
         }
         m::SUPERVISION_LEARN => {
             let r: console_api::SupervisionRule = c.params()?;
-            node.supervision_learn(&r.agent, &r.pattern, true, "local admin via supervision.learn")
+            c.app
+                .supervisor
+                .supervision_learn(&r.agent, &r.pattern, true, "local admin via supervision.learn")
                 .await?
         }
         m::SUPERVISION_FORGET => {
             let r: console_api::SupervisionRule = c.params()?;
-            node.supervision_learn(&r.agent, &r.pattern, false, "local admin via supervision.forget")
+            c.app
+                .supervisor
+                .supervision_learn(&r.agent, &r.pattern, false, "local admin via supervision.forget")
                 .await?
         }
         m::SUPERVISION_AUDIT => {
             let a: console_api::SupervisionAudit = c.params()?;
-            node.supervision_audit(a.agent.as_deref(), a.limit, a.before_id).await?
+            c.app
+                .supervisor
+                .supervision_audit(a.agent.as_deref(), a.limit, a.before_id)
+                .await?
         }
         m::SUPERVISION_HOOK => {
             let h: console_api::SupervisionHook = c.params()?;
-            node.supervision_hook(&h.conversation, &h.event, conn.speaks_for().as_deref())
+            c.app
+                .supervisor
+                .supervision_hook(&h.conversation, &h.event, conn.speaks_for().as_deref())
                 .await?
         }
         m::SUPERVISION_NUDGE => {
             let n: console_api::SupervisionNudge = c.params()?;
-            node.supervision_nudge(&n.agent, n.conversation.as_deref(), n.text)
+            c.app
+                .supervisor
+                .supervision_nudge(&n.agent, n.conversation.as_deref(), n.text)
                 .await?
         }
         _ => return Err(not_served(c.method)),

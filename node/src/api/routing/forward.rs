@@ -20,6 +20,7 @@ use super::plan::{self, Aim, Refusal, Step, Target, View, Way};
 use crate::api::conn::{CLOSE_SLOW, Caller, Conn};
 use crate::fleet::address::split_address;
 use crate::service::{Node, NodeError, NodeResult};
+use crate::supervise::Supervisor;
 
 /// How long a fleet-wide list waits for each member.
 const FANOUT_WITHIN: Duration = Duration::from_secs(5);
@@ -55,6 +56,8 @@ impl From<Refusal> for NodeError {
 /// The calling side: what it has learned and who the local admin is.
 pub struct Router {
     node: Arc<Node>,
+    /// Supervision: which dialogs are held here.
+    supervisor: Arc<Supervisor>,
     /// Monitors: a monitor conversation's delegations and advice breaker.
     monitors: Arc<crate::monitors::Monitors>,
     /// Conversation id -> home node id, learned from forwarded answers.
@@ -65,9 +68,15 @@ pub struct Router {
 }
 
 impl Router {
-    pub fn new(node: Arc<Node>, monitors: Arc<crate::monitors::Monitors>, admin_token: Vec<String>) -> Router {
+    pub fn new(
+        node: Arc<Node>,
+        supervisor: Arc<Supervisor>,
+        monitors: Arc<crate::monitors::Monitors>,
+        admin_token: Vec<String>,
+    ) -> Router {
         Router {
             node,
+            supervisor,
             monitors,
             homes: Mutex::new(HashMap::new()),
             admin_token,
@@ -129,15 +138,19 @@ impl Router {
             Target::Node(n) => view.member = node.member_named(n).await?,
             Target::Agent(address) => match split_address(address) {
                 (_, Some(at)) => view.member = node.member_named(at).await?,
-                (name, None) => view.here = in_fleet && node.homes(&Locate::Agent(name.to_string())).await,
+                (name, None) => {
+                    view.here = in_fleet && super::homes(node, &self.supervisor, &Locate::Agent(name.to_string())).await
+                }
             },
             Target::Conversation(id) if in_fleet => {
-                view.here = node.homes(&Locate::Conversation(id.clone())).await;
+                view.here = super::homes(node, &self.supervisor, &Locate::Conversation(id.clone())).await;
                 if !view.here {
                     view.remembered = self.home_of(id);
                 }
             }
-            Target::Hold(id) if in_fleet => view.here = node.homes(&Locate::Hold(id.clone())).await,
+            Target::Hold(id) if in_fleet => {
+                view.here = super::homes(node, &self.supervisor, &Locate::Hold(id.clone())).await
+            }
             Target::Conversation(_) | Target::Hold(_) => {}
         }
         Ok(view)

@@ -14,3 +14,18 @@ pub mod serve;
 
 pub use forward::{Routed, Router};
 pub use serve::{Dispatch, Home};
+
+use fabric::wire::Locate;
+
+use crate::service::Node;
+use crate::supervise::Supervisor;
+
+/// Whether this node homes what a member asks about (an agent, a
+/// conversation, a held dialog).
+pub(crate) async fn homes(node: &Node, supervisor: &Supervisor, what: &Locate) -> bool {
+    match what {
+        Locate::Agent(name) => node.catalog.lock().await.agents.contains_key(name),
+        Locate::Conversation(id) => node.conversation_agent(id).await.is_some(),
+        Locate::Hold(id) => supervisor.is_held(id),
+    }
+}

@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, watch};
 use crate::api::conn::{Caller, Conn};
 use crate::fleet::Asked;
 use crate::service::Node;
+use crate::supervise::Supervisor;
 
 /// Forwarded subscriptions this node keeps for its members at most.
 const MAX_STREAMS: usize = 256;
@@ -46,6 +47,7 @@ pub trait Dispatch: Send + Sync {
 pub struct Home {
     dispatch: Arc<dyn Dispatch>,
     node: Arc<Node>,
+    supervisor: Arc<Supervisor>,
     verifier: Arc<capabilities::Verifier>,
     limits: crate::config::Limits,
     open: Mutex<HashMap<u64, Arc<Stream>>>,
@@ -75,12 +77,14 @@ impl Home {
     pub fn new(
         dispatch: Arc<dyn Dispatch>,
         node: Arc<Node>,
+        supervisor: Arc<Supervisor>,
         verifier: Arc<capabilities::Verifier>,
         limits: crate::config::Limits,
     ) -> Arc<Home> {
         Arc::new(Home {
             dispatch,
             node,
+            supervisor,
             verifier,
             limits,
             open: Mutex::new(HashMap::new()),
@@ -112,7 +116,7 @@ impl Home {
             Request::Api { token, text, stream } => self.api(peer, &token, &text, stream).await,
             Request::Pull { stream } => self.pull(peer, stream).await,
             Request::Cancel { stream } => self.cancel(peer, stream),
-            Request::Locate(what) => Response::Located(self.node.homes(&what).await),
+            Request::Locate(what) => Response::Located(super::homes(&self.node, &self.supervisor, &what).await),
             _ => Response::Refused {
                 reason: "not a request for the home side of routing".into(),
             },

@@ -3,11 +3,11 @@
 
 use serde_json::{Value, json};
 
-use crate::service::{Node, NodeError, NodeResult};
+use crate::service::{NodeError, NodeResult};
 
 pub use node_runtime::harness::hooks::{HookReport, ToolRequest, parse};
 
-impl Node {
+impl super::Supervisor {
     /// `supervision.hook {conversation, event}`: only the conversation's own
     /// CLI (its instance token) reports its hooks.
     pub async fn supervision_hook(&self, conversation: &str, event: &Value, caller: Option<&str>) -> NodeResult<Value> {

@@ -5,9 +5,9 @@ use console_api as api;
 use serde_json::Value;
 
 use crate::events::Event;
-use crate::service::{Node, NodeError, NodeResult};
+use crate::service::{NodeError, NodeResult};
 
-impl Node {
+impl super::Supervisor {
     /// `supervision.get`: the global defaults, the agent's override and the
     /// effective policy (both keys of the lock shown).
     pub async fn supervision_get(&self, agent: Option<&str>) -> NodeResult<Value> {
@@ -113,7 +113,7 @@ impl Node {
 
 /// Learned approval rules (seed 000), stored per workspace as `approval_rule`
 /// events folded into the catalog.
-impl Node {
+impl super::Supervisor {
     /// The workspace an agent's learned rules belong to (its workspace directory).
     pub(crate) fn rules_workspace(&self, agent: &str) -> String {
         self.agent_home_dirs(agent).1.to_string_lossy().into_owned()

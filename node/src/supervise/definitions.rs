@@ -254,7 +254,7 @@ pub struct WorkspaceFacts {
     pub scan: Scan,
 }
 
-impl crate::service::Node {
+impl super::Supervisor {
     /// Fingerprints `workspace`'s definitions (off the async threads) and
     /// compares them with what was accepted; a workspace seen for the first
     /// time is accepted as found (its baseline).
