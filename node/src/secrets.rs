@@ -10,7 +10,8 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -18,31 +19,83 @@ use crate::events::Event;
 use crate::service::{Node, NodeError, NodeResult};
 use crate::validate;
 
-impl Node {
-    fn secrets_file(&self, agent: &str) -> PathBuf {
-        self.cfg.data_dir.join("secrets").join(format!("{agent}.json"))
+fn secrets_file(data_dir: &Path, agent: &str) -> PathBuf {
+    data_dir.join("secrets").join(format!("{agent}.json"))
+}
+
+/// The agent's secrets (name -> value); none when it has no file.
+pub(crate) fn read(data_dir: &Path, agent: &str) -> NodeResult<BTreeMap<String, String>> {
+    let path = secrets_file(data_dir, agent);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| {
+            tracing::error!(agent, error = %e, "an agent's secrets file is not valid JSON");
+            NodeError::Internal(format!("the secrets file of agent {agent:?} cannot be read"))
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
+        Err(e) => {
+            tracing::error!(agent, error = %e, "cannot read an agent's secrets file");
+            Err(NodeError::Internal(format!(
+                "the secrets file of agent {agent:?} cannot be read"
+            )))
+        }
+    }
+}
+
+/// Tells the store's redaction every agent's secrets and the owner tools'
+/// environment values (when the node opens, before any CLI runs).
+pub(crate) fn load_redaction(
+    data_dir: &Path,
+    tools: &BTreeMap<String, crate::tools::OwnerTool>,
+    redaction: &node_store::redact::Redaction,
+) {
+    let dir = data_dir.join("secrets");
+    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let Some(agent) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".json"))
+        else {
+            continue;
+        };
+        match read(data_dir, agent) {
+            Ok(secrets) => redaction.set_agent_secrets(agent, &secrets),
+            Err(e) => tracing::error!(agent, error = %e, "an agent's secrets are not redacted"),
+        }
+    }
+    let env = tools
+        .values()
+        .flat_map(|t| t.env.iter())
+        .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+        .collect();
+    redaction.set_tool_env(env);
+}
+
+/// The agents' secrets: a subsystem over the core owning the secrets files
+/// (the audit trail of names is the log's).
+pub struct Secrets {
+    node: Arc<Node>,
+}
+
+impl std::ops::Deref for Secrets {
+    type Target = Node;
+
+    fn deref(&self) -> &Node {
+        &self.node
+    }
+}
+
+impl Secrets {
+    pub fn new(node: Arc<Node>) -> Arc<Secrets> {
+        Arc::new(Secrets { node })
     }
 
-    /// The agent's secrets (name -> value); none when it has no file.
-    pub(crate) fn agent_secrets(&self, agent: &str) -> NodeResult<BTreeMap<String, String>> {
-        let path = self.secrets_file(agent);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| {
-                tracing::error!(agent, error = %e, "an agent's secrets file is not valid JSON");
-                NodeError::Internal(format!("the secrets file of agent {agent:?} cannot be read"))
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
-            Err(e) => {
-                tracing::error!(agent, error = %e, "cannot read an agent's secrets file");
-                Err(NodeError::Internal(format!(
-                    "the secrets file of agent {agent:?} cannot be read"
-                )))
-            }
-        }
+    fn agent_secrets(&self, agent: &str) -> NodeResult<BTreeMap<String, String>> {
+        read(&self.cfg.data_dir, agent)
     }
 
     fn write_secrets(&self, agent: &str, secrets: &BTreeMap<String, String>) -> NodeResult<()> {
-        let path = self.secrets_file(agent);
+        let path = secrets_file(&self.cfg.data_dir, agent);
         let write = || -> std::io::Result<()> {
             let dir = path.parent().unwrap_or(&self.cfg.data_dir);
             std::fs::create_dir_all(dir)?;
@@ -65,34 +118,6 @@ impl Node {
         Ok(())
     }
 
-    /// Tells the store's redaction every agent's secrets and the owner
-    /// tools' environment values (at start-up, before any CLI runs).
-    pub(crate) fn load_redaction(&self) {
-        let dir = self.cfg.data_dir.join("secrets");
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            let Some(agent) = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".json"))
-            else {
-                continue;
-            };
-            match self.agent_secrets(agent) {
-                Ok(secrets) => self.store.redaction().set_agent_secrets(agent, &secrets),
-                Err(e) => tracing::error!(agent, error = %e, "an agent's secrets are not redacted"),
-            }
-        }
-        let env = self
-            .cfg
-            .tools
-            .values()
-            .flat_map(|t| t.env.iter())
-            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
-            .collect();
-        self.store.redaction().set_tool_env(env);
-    }
-
     async fn record_secret(&self, agent: &str, name: &str, set: bool) -> NodeResult<()> {
         let mut cat = self.catalog.lock().await;
         let e = Event::AgentSecret {
@@ -105,7 +130,7 @@ impl Node {
 
     /// `agent.secret.set` (local-only): the value takes effect at the
     /// agent's next launch.
-    pub async fn agent_secret_set(&self, agent: &str, name: &str, value: &str) -> NodeResult<Value> {
+    pub async fn set(&self, agent: &str, name: &str, value: &str) -> NodeResult<Value> {
         self.catalog.lock().await.agent(agent)?;
         validate::secret_name(name).map_err(|e| NodeError::Invalid(e.to_string()))?;
         validate::secret_value(value).map_err(|e| NodeError::Invalid(e.to_string()))?;
@@ -123,7 +148,7 @@ impl Node {
     }
 
     /// `agent.secret.unset` (local-only).
-    pub async fn agent_secret_unset(&self, agent: &str, name: &str) -> NodeResult<Value> {
+    pub async fn unset(&self, agent: &str, name: &str) -> NodeResult<Value> {
         self.catalog.lock().await.agent(agent)?;
         let mut secrets = self.agent_secrets(agent)?;
         if secrets.remove(name).is_none() {
@@ -135,7 +160,7 @@ impl Node {
     }
 
     /// `agent.secret.list`: the names only.
-    pub async fn agent_secret_list(&self, agent: &str) -> NodeResult<Value> {
+    pub async fn list(&self, agent: &str) -> NodeResult<Value> {
         self.catalog.lock().await.agent(agent)?;
         let names: Vec<String> = self.agent_secrets(agent)?.into_keys().collect();
         Ok(json!({ "agent": agent, "names": names }))

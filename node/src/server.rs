@@ -219,7 +219,8 @@ pub async fn run(
     let started_at = now_ms();
     let verifier = Arc::new(capabilities::Verifier::new(roots));
     node.set_verifier(verifier.clone()).await;
-    let supervisor = crate::supervise::Supervisor::new(node.clone());
+    let mail = crate::mail::Mail::new(node.clone());
+    let supervisor = crate::supervise::Supervisor::new(node.clone(), mail.clone());
     let conversations = crate::conversations::Conversations::new(node.clone(), supervisor.clone());
     conversations.start(startup);
     let monitors = crate::monitors::Monitors::new(node.clone(), conversations.clone());
@@ -228,6 +229,9 @@ pub async fn run(
         conversations: conversations.clone(),
         supervisor: supervisor.clone(),
         monitors: monitors.clone(),
+        mail,
+        secrets: crate::secrets::Secrets::new(node.clone()),
+        tools: crate::tools::Tools::new(node.clone()),
         identity: NodeIdentity {
             node_id: node_id.clone(),
             endpoint: endpoint.clone(),

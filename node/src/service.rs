@@ -165,10 +165,7 @@ pub struct Node {
     pub(crate) fleet: crate::fleet::FleetRuntime,
     /// The API's token verifier: a fleet root is trusted once a member.
     pub(crate) verifier: std::sync::OnceLock<Arc<capabilities::Verifier>>,
-    /// Owner tools running now (at most `tools::MAX_RUNNING`).
-    pub(crate) tool_slots: tokio::sync::Semaphore,
-    /// Per-sender mail rate limits, and the clock they are read on.
-    pub(crate) mail_limits: Mutex<mailbox::RateLimiter>,
+    /// The clock the mail rate limits are read on.
     pub(crate) started: std::time::Instant,
     /// The price table the ledger is priced by now (`spend/pricing.rs`).
     pub(crate) pricing: crate::spend::pricing::Pricing,
@@ -223,7 +220,6 @@ impl Node {
 
         let (exits, exit_rx) = mpsc::channel::<String>(256);
         let revoked = std::sync::RwLock::new(catalog.revoked.iter().cloned().collect());
-        let mail_rate = cfg.mail_rate;
         let node = Arc::new(Node {
             cfg,
             store,
@@ -242,14 +238,12 @@ impl Node {
             events: tokio::sync::broadcast::channel(1024).0,
             fleet,
             verifier: std::sync::OnceLock::new(),
-            tool_slots: tokio::sync::Semaphore::new(crate::tools::MAX_RUNNING),
-            mail_limits: Mutex::new(mailbox::RateLimiter::new(mail_rate)),
             started: std::time::Instant::now(),
             pricing: Default::default(),
             budgets: Default::default(),
         });
         let _ = node.me.set(Arc::downgrade(&node));
-        node.load_redaction();
+        crate::secrets::load_redaction(&node.cfg.data_dir, &node.cfg.tools, node.store.redaction());
         // The tokens of the CLIs that died with the last run die too.
         for id in &orphans {
             node.revoke_recorded_instance_tokens(id).await;

@@ -215,7 +215,7 @@ impl Node {
                     a.record.clone()
                 };
                 let home = node.agent_dir(&agent.name).join("home");
-                let tools = node.mounted_tools(&agent).await;
+                let tools = crate::tools::mount::mounted_now(&*node.catalog.lock().await, &agent, &node.cfg.tools);
                 if let Err(e) = node.issue_and_record_instance_token(&id, &agent, &home, &tools).await {
                     tracing::warn!(conversation = %id, error = %e, "instance token renewal failed");
                 }

@@ -19,6 +19,7 @@ use crate::lifecycle::Transition;
 use crate::live::{Live, LiveLimits, LiveParts};
 use crate::runtime::{LaunchSpec, RuntimeError};
 use crate::service::{NodeError, NodeResult};
+use crate::tools::mount;
 use crate::util::{new_id, new_uuid};
 
 /// How long `start` / `continue` wait for the CLI to be ready for input (or
@@ -369,16 +370,15 @@ impl Conversations {
         // The agent's own secrets (e.g. its model key) are part of the CLI's
         // environment, over any node-wide `[harnesses.NAME.env]`: the adapter
         // plans with them (Claude Code approves the key it will be given).
-        let secrets = self.agent_secrets(&agent.name).map_err(LaunchError::internal)?;
+        let secrets = crate::secrets::read(&self.cfg.data_dir, &agent.name).map_err(LaunchError::internal)?;
         settings.env.extend(secrets.clone());
         // The granted tools (made before the plan: the CLI is told); the
         // instance token is minted from the same list.
-        let mounted = self.mounted_tools(agent).await;
-        let (tools_dir, tools) = self
-            .prepare_tools(&mounted, &home)
+        let mounted = mount::mounted_now(&*self.catalog.lock().await, agent, &self.cfg.tools);
+        let warren_exe = mount::warren_exe_for_cli(self.runtime_name() == "docker", &self.cfg.self_exe);
+        let (tools_dir, tools) = mount::prepare_tools(&mounted, &home, &warren_exe)
             .map_err(|e| LaunchError::internal(NodeError::Internal(format!("the conversation's tools: {e}"))))?;
-        let tool_notes = self.tool_notes(&tools);
-        let warren_exe = self.warren_exe_for_cli();
+        let tool_notes = mount::tool_notes(&tools, &self.cfg.tools);
         let plan_for = |resume: bool| -> Result<LaunchPlan, LaunchError> {
             adapter
                 .plan(&LaunchContext {

@@ -21,7 +21,7 @@ mod stall;
 mod watch;
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use crate::harness::Dialog as ScreenDialog;
 use crate::live::Live;
@@ -34,8 +34,8 @@ pub use hooks::{HookReport, ToolRequest, parse};
 /// holds for a human and the watch and stall tasks of each live conversation.
 pub struct Supervisor {
     node: Arc<Node>,
-    #[allow(dead_code)]
-    me: Weak<Supervisor>,
+    /// Unread mail wakes an idle agent (wake-on-mail).
+    mail: Arc<crate::mail::Mail>,
     /// Dialogs held for a human, by hold id.
     holds: Mutex<std::collections::BTreeMap<String, Held>>,
 }
@@ -49,10 +49,10 @@ impl std::ops::Deref for Supervisor {
 }
 
 impl Supervisor {
-    pub fn new(node: Arc<Node>) -> Arc<Supervisor> {
-        Arc::new_cyclic(|me| Supervisor {
+    pub fn new(node: Arc<Node>, mail: Arc<crate::mail::Mail>) -> Arc<Supervisor> {
+        Arc::new(Supervisor {
             node,
-            me: me.clone(),
+            mail,
             holds: Mutex::new(std::collections::BTreeMap::new()),
         })
     }

@@ -40,7 +40,7 @@ impl Supervisor {
                     // supervision's: the backlog is surfaced either way.
                     episode = supervision::StallEpisode::default();
                     unchanged_since = None;
-                    let unread_top = node.newest_unread_mail(&live.agent).await;
+                    let unread_top = node.mail.newest_unread(&live.agent).await;
                     node.wake_on_mail(&live, &policy, now, unread_top, &mut mail).await;
                     continue;
                 }
@@ -49,7 +49,7 @@ impl Supervisor {
                     last_screen = screen;
                     unchanged_since = Some(now);
                 }
-                let unread_top = node.newest_unread_mail(&live.agent).await;
+                let unread_top = node.mail.newest_unread(&live.agent).await;
                 let unread = unread_top.is_some();
                 node.wake_on_mail(&live, &policy, now, unread_top, &mut mail).await;
                 let seen = supervision::StallObservation {
@@ -101,7 +101,7 @@ impl Supervisor {
         let (text, decision) = match mode {
             supervision::MailMode::Nudge => (policy.nudge_text.clone(), supervision::AuditDecision::Nudge),
             supervision::MailMode::FullBody => (
-                self.mail_lines(&live.agent, *covered).await,
+                self.mail.unread_lines(&live.agent, *covered).await,
                 supervision::AuditDecision::FullBody,
             ),
         };

@@ -3,6 +3,8 @@
 //! an instance token's agent still has the grant, runs the tool at most
 //! [`MAX_RUNNING`] at a time, and records every invocation as an event.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use super::{OwnerTool, invoke, still_granted};
@@ -16,10 +18,33 @@ const ARG_KEPT: usize = 256;
 /// Arguments kept in the invocation event.
 const ARGS_KEPT: usize = 32;
 
-impl Node {
+/// The tools an agent calls through the node: a subsystem over the core,
+/// owning the slots of the owner tools running now.
+pub struct Tools {
+    node: Arc<Node>,
+    /// Owner tools running now (at most [`MAX_RUNNING`]).
+    slots: tokio::sync::Semaphore,
+}
+
+impl std::ops::Deref for Tools {
+    type Target = Node;
+
+    fn deref(&self) -> &Node {
+        &self.node
+    }
+}
+
+impl Tools {
+    pub fn new(node: Arc<Node>) -> Arc<Tools> {
+        Arc::new(Tools {
+            node,
+            slots: tokio::sync::Semaphore::new(MAX_RUNNING),
+        })
+    }
+
     /// `tool.invoke`. `speaker`/`conversation`: the agent and conversation
     /// an instance token speaks for (none for an owner's token).
-    pub async fn tool_invoke(
+    pub async fn invoke(
         &self,
         p: console_api::ToolInvoke,
         speaker: Option<&str>,
@@ -46,7 +71,7 @@ impl Node {
             }
             None => self.cfg.data_dir.clone(),
         };
-        let Ok(_slot) = self.tool_slots.try_acquire() else {
+        let Ok(_slot) = self.slots.try_acquire() else {
             return Err(NodeError::Busy {
                 message: format!("{MAX_RUNNING} tools are running on this node; try again shortly"),
                 retry_after_ms: 500,
@@ -80,7 +105,7 @@ impl Node {
     }
 
     /// `tool.log {limit?, before_id?}`: invocations, newest first.
-    pub async fn tool_log(&self, p: &Value) -> NodeResult<Value> {
+    pub async fn log(&self, p: &Value) -> NodeResult<Value> {
         let limit = p.get("limit").and_then(Value::as_u64).unwrap_or(50);
         if limit == 0 || limit > 200 {
             return Err(NodeError::Invalid(format!("limit: {limit} is outside 1..=200")));

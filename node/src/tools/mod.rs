@@ -1,11 +1,14 @@
 //! Tools as grants (seed 002 §4): which `warren-<tool>` executables a
 //! conversation mounts (`mount.rs`), and the owner-defined tools of
 //! warren.toml that the node runs for an agent (`invoke.rs`), so their
-//! secrets never enter the guest.
+//! secrets never enter the guest. The `Tools` subsystem (`calls.rs`) answers
+//! `tool.*` and the built-in recall (`recall.rs`), and checks each instance
+//! token's call of a built-in tool against the agent's current grants.
 
 mod calls;
 mod invoke;
-mod mount;
+pub(crate) mod mount;
+mod recall;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -15,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::events::AgentRecord;
 use crate::validate::Invalid;
 
-pub use calls::MAX_RUNNING;
+pub use calls::{MAX_RUNNING, Tools};
 pub use invoke::{ToolRun, run_tool};
 
 /// `[tools.NAME]` in warren.toml: a command the node runs for an agent that

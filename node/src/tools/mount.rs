@@ -6,59 +6,57 @@
 //! nothing else of the `warren` client is on that PATH. In a guest the dir
 //! is mounted read-only over the (writable) home.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use super::OwnerTool;
+use crate::catalog::Catalog;
 use crate::events::AgentRecord;
-use crate::service::Node;
 
 pub(crate) use node_runtime::layout::{GUEST_WARREN, tools_dir};
 
-impl Node {
-    /// The `warren` binary as the CLI sees it: the guest's inside a
-    /// container, this node's own otherwise.
-    pub(crate) fn warren_exe_for_cli(&self) -> PathBuf {
-        if self.runtime_name() == "docker" {
-            PathBuf::from(GUEST_WARREN)
-        } else {
-            self.cfg.self_exe.clone()
-        }
+/// The `warren` binary as the CLI sees it: the guest's inside a container
+/// (`in_guest`), this node's own (`self_exe`) otherwise.
+pub(crate) fn warren_exe_for_cli(in_guest: bool, self_exe: &Path) -> PathBuf {
+    if in_guest {
+        PathBuf::from(GUEST_WARREN)
+    } else {
+        self_exe.to_path_buf()
     }
+}
 
-    /// The tools a launch of `agent` mounts now (without the prefix).
-    pub(crate) async fn mounted_tools(&self, agent: &AgentRecord) -> Vec<String> {
-        let advising: Vec<bool> = {
-            let cat = self.catalog.lock().await;
-            cat.monitors
-                .of_monitor(&agent.name)
-                .map(|(_, a)| a.spec.inject.unwrap_or(true))
-                .collect()
-        };
-        super::mounted(agent, &self.cfg.tools, !advising.is_empty(), advising.contains(&true))
-    }
+/// The tools a launch of `agent` mounts now (without the prefix), read from
+/// the catalog's monitor attachments and the owner's tools.
+pub(crate) fn mounted_now(cat: &Catalog, agent: &AgentRecord, owner: &BTreeMap<String, OwnerTool>) -> Vec<String> {
+    let advising: Vec<bool> = cat
+        .monitors
+        .of_monitor(&agent.name)
+        .map(|(_, a)| a.spec.inject.unwrap_or(true))
+        .collect();
+    super::mounted(agent, owner, !advising.is_empty(), advising.contains(&true))
+}
 
-    /// Makes the tools dir of a launch (a stale one goes first) holding
-    /// `tools` (`mounted_tools`) and returns it with the executables' names;
-    /// no dir when nothing is mounted.
-    pub(crate) fn prepare_tools(
-        &self,
-        tools: &[String],
-        home: &Path,
-    ) -> std::io::Result<(Option<PathBuf>, Vec<String>)> {
-        let dir = tools_dir(home);
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir)?;
-        }
-        if tools.is_empty() {
-            return Ok((None, vec![]));
-        }
-        std::fs::create_dir_all(&dir)?;
-        let exe = self.warren_exe_for_cli();
-        let names: Vec<String> = tools.iter().map(|t| format!("warren-{t}")).collect();
-        for n in &names {
-            std::os::unix::fs::symlink(&exe, dir.join(n))?;
-        }
-        Ok((Some(dir), names))
+/// Makes the tools dir of a launch (a stale one goes first) holding `tools`
+/// (`mounted_now`), each a link to `exe`, and returns it with the
+/// executables' names; no dir when nothing is mounted.
+pub(crate) fn prepare_tools(
+    tools: &[String],
+    home: &Path,
+    exe: &Path,
+) -> std::io::Result<(Option<PathBuf>, Vec<String>)> {
+    let dir = tools_dir(home);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
     }
+    if tools.is_empty() {
+        return Ok((None, vec![]));
+    }
+    std::fs::create_dir_all(&dir)?;
+    let names: Vec<String> = tools.iter().map(|t| format!("warren-{t}")).collect();
+    for n in &names {
+        std::os::unix::fs::symlink(exe, dir.join(n))?;
+    }
+    Ok((Some(dir), names))
 }
 
 /// How each built-in is called (API.md's Tools section).
@@ -77,28 +75,25 @@ fn builtin_usage(tool: &str) -> Option<&'static str> {
     })
 }
 
-impl Node {
-    /// The tools section of the CLI's prompt: one line per mounted tool.
-    pub(crate) fn tool_notes(&self, executables: &[String]) -> String {
-        if executables.is_empty() {
-            return String::new();
-        }
-        let mut lines = vec![
-            "You have these warren tools: run them as shell commands (they need no permission and act as you):"
-                .to_string(),
-        ];
-        for exe in executables {
-            let tool = exe.strip_prefix("warren-").unwrap_or(exe);
-            let line = match (builtin_usage(tool), self.cfg.tools.get(tool)) {
-                (Some(usage), _) => usage.to_string(),
-                (None, Some(t)) => format!(
-                    "`{exe} ARGS...`: {}",
-                    t.description.as_deref().unwrap_or("a tool the owner gave you")
-                ),
-                (None, None) => continue,
-            };
-            lines.push(format!("- {line}"));
-        }
-        lines.join("\n")
+/// The tools section of the CLI's prompt: one line per mounted tool.
+pub(crate) fn tool_notes(executables: &[String], owner: &BTreeMap<String, OwnerTool>) -> String {
+    if executables.is_empty() {
+        return String::new();
     }
+    let mut lines = vec![
+        "You have these warren tools: run them as shell commands (they need no permission and act as you):".to_string(),
+    ];
+    for exe in executables {
+        let tool = exe.strip_prefix("warren-").unwrap_or(exe);
+        let line = match (builtin_usage(tool), owner.get(tool)) {
+            (Some(usage), _) => usage.to_string(),
+            (None, Some(t)) => format!(
+                "`{exe} ARGS...`: {}",
+                t.description.as_deref().unwrap_or("a tool the owner gave you")
+            ),
+            (None, None) => continue,
+        };
+        lines.push(format!("- {line}"));
+    }
+    lines.join("\n")
 }

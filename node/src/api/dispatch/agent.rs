@@ -44,10 +44,10 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
             match c.method.name {
                 m::AGENT_SECRET_SET => {
                     let (name, value) = (need(s.name, "name")?, need(s.value, "value")?);
-                    node.agent_secret_set(&s.agent, &name, &value).await?
+                    c.app.secrets.set(&s.agent, &name, &value).await?
                 }
-                m::AGENT_SECRET_UNSET => node.agent_secret_unset(&s.agent, &need(s.name, "name")?).await?,
-                _ => node.agent_secret_list(&s.agent).await?,
+                m::AGENT_SECRET_UNSET => c.app.secrets.unset(&s.agent, &need(s.name, "name")?).await?,
+                _ => c.app.secrets.list(&s.agent).await?,
             }
         }
         _ => return Err(not_served(c.method)),

@@ -7,11 +7,11 @@ use super::{Call, not_served};
 
 pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
     let conn = c.conn;
-    let node = &c.app.node;
+    let mail = &c.app.mail;
     let v = match c.method.name {
-        m::MAILBOX_SEND => node.mail_send(c.params()?, conn.speaks_for().as_deref()).await?,
-        m::MAILBOX_INBOX => node.mail_inbox(c.params()?).await?,
-        m::MAILBOX_ACK => node.mail_ack(c.params()?).await?,
+        m::MAILBOX_SEND => mail.send(c.params()?, conn.speaks_for().as_deref()).await?,
+        m::MAILBOX_INBOX => mail.inbox(c.params()?).await?,
+        m::MAILBOX_ACK => mail.ack(c.params()?).await?,
         _ => return Err(not_served(c.method)),
     };
     Ok(v)

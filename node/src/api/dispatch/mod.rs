@@ -94,7 +94,7 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
     if !spec.open {
         auth::check(app, conn, spec, p.as_ref()).await?;
         if let Some(agent) = conn.speaks_for() {
-            app.node.instance_tool_call(&agent, method, p.as_ref()).await?;
+            app.tools.instance_tool_call(&agent, method, p.as_ref()).await?;
         }
     }
     let mut c = Call {

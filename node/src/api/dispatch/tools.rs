@@ -8,16 +8,17 @@ use super::{Call, not_served};
 
 pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
     let conn = c.conn;
-    let node = &c.app.node;
+    let tools = &c.app.tools;
     let v = match c.method.name {
         m::TOOL_INVOKE => {
-            node.tool_invoke(c.params()?, conn.speaks_for().as_deref(), conn.speaks_in().as_deref())
+            tools
+                .invoke(c.params()?, conn.speaks_for().as_deref(), conn.speaks_in().as_deref())
                 .await?
         }
-        m::TOOL_LOG => node.tool_log(c.raw().as_ref().unwrap_or(&Value::Null)).await?,
-        m::RECALL_SEARCH => node.recall_search(c.params()?).await?,
-        m::RECALL_STASH => node.recall_stash(c.params()?).await?,
-        m::RECALL_FORGET => node.recall_forget(c.params()?).await?,
+        m::TOOL_LOG => tools.log(c.raw().as_ref().unwrap_or(&Value::Null)).await?,
+        m::RECALL_SEARCH => tools.recall_search(c.params()?).await?,
+        m::RECALL_STASH => tools.recall_stash(c.params()?).await?,
+        m::RECALL_FORGET => tools.recall_forget(c.params()?).await?,
         _ => return Err(not_served(c.method)),
     };
     Ok(v)

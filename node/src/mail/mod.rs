@@ -4,15 +4,38 @@
 //! live in the event log and the `mail` projection. A committed send is
 //! published as `event.mail.arrived` (no body).
 
+use std::sync::{Arc, Mutex};
+
 use serde_json::Value;
 
 use crate::service::{Node, NodeError, NodeResult};
 use crate::util::new_id;
 
-impl Node {
+/// The mailbox: a subsystem over the core, owning each sender's rate bucket
+/// (the messages themselves are the log's and the store's `mail` projection).
+pub struct Mail {
+    node: Arc<Node>,
+    /// Per-sender mail rate limits, read on the core's clock.
+    limits: Mutex<mailbox::RateLimiter>,
+}
+
+impl std::ops::Deref for Mail {
+    type Target = Node;
+
+    fn deref(&self) -> &Node {
+        &self.node
+    }
+}
+
+impl Mail {
+    pub fn new(node: Arc<Node>) -> Arc<Mail> {
+        let limits = Mutex::new(mailbox::RateLimiter::new(node.cfg.mail_rate));
+        Arc::new(Mail { node, limits })
+    }
+
     /// `mailbox.send`. `speaker` is the agent an instance token speaks for: it
     /// may only send as itself.
-    pub async fn mail_send(&self, p: console_api::MailSend, speaker: Option<&str>) -> NodeResult<Value> {
+    pub async fn send(&self, p: console_api::MailSend, speaker: Option<&str>) -> NodeResult<Value> {
         if let Some(me) = speaker
             && me != p.from
         {
@@ -26,7 +49,7 @@ impl Node {
         // (An instance token's mail grant was checked with every other
         // built-in tool call, in `instance_tool_call`.)
         let e = self.catalog.lock().await.decide_mail_send(p, id.clone())?;
-        self.take_mail_allowance(&from)?;
+        self.take_allowance(&from)?;
         // Mail is not catalog state: no catalog lock is held across the
         // commit, so senders commit together (group commit).
         let stored = self.store.append(vec![e]).await?;
@@ -39,10 +62,10 @@ impl Node {
     }
 
     /// One send from `from`'s rate bucket, or -32029 with when to retry.
-    fn take_mail_allowance(&self, from: &str) -> NodeResult<()> {
+    fn take_allowance(&self, from: &str) -> NodeResult<()> {
         let now = self.started.elapsed().as_millis() as u64;
         let mut limits = self
-            .mail_limits
+            .limits
             .lock()
             .map_err(|_| NodeError::Internal("mail limiter poisoned".into()))?;
         limits.take(from, now).map_err(|e| match e {
@@ -55,13 +78,13 @@ impl Node {
     }
 
     /// The seq of the newest message past `agent`'s acknowledged cursor.
-    pub(crate) async fn newest_unread_mail(&self, agent: &str) -> Option<u64> {
+    pub(crate) async fn newest_unread(&self, agent: &str) -> Option<u64> {
         let acked = self.catalog.lock().await.mail_cursors.get(agent).copied().unwrap_or(0);
         self.store.newest_mail(agent, acked).await.ok().flatten()
     }
 
     /// Unread mail up to `upto`, one compact line each, for full-body delivery.
-    pub(crate) async fn mail_lines(&self, agent: &str, upto: u64) -> String {
+    pub(crate) async fn unread_lines(&self, agent: &str, upto: u64) -> String {
         let acked = self.catalog.lock().await.mail_cursors.get(agent).copied().unwrap_or(0);
         let msgs = self.store.inbox(agent, acked, 100).await.unwrap_or_default();
         msgs.iter()
@@ -75,7 +98,7 @@ impl Node {
     }
 
     /// `mailbox.inbox`: messages after `after` (default: the acknowledged cursor).
-    pub async fn mail_inbox(&self, p: console_api::MailInbox) -> NodeResult<Value> {
+    pub async fn inbox(&self, p: console_api::MailInbox) -> NodeResult<Value> {
         let acked = {
             let cat = self.catalog.lock().await;
             cat.agent(&p.agent)?;
@@ -94,7 +117,7 @@ impl Node {
     /// `mailbox.ack`: the agent has read up to `cursor`, clamped to its
     /// newest message (read under the catalog lock, so no ack races a send's
     /// fold; a send committing meanwhile has a greater seq and stays unread).
-    pub async fn mail_ack(&self, p: console_api::MailAck) -> NodeResult<Value> {
+    pub async fn ack(&self, p: console_api::MailAck) -> NodeResult<Value> {
         let mut cat = self.catalog.lock().await;
         cat.agent(&p.agent)?;
         let last = self.store.newest_mail(&p.agent, 0).await?.unwrap_or(0);

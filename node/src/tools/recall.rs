@@ -5,14 +5,15 @@
 
 use serde_json::{Value, json};
 
+use super::Tools;
 use crate::events::Event;
-use crate::service::{Node, NodeError, NodeResult};
+use crate::service::{NodeError, NodeResult};
 
 fn invalid(e: recall::RecallError) -> NodeError {
     NodeError::Invalid(e.to_string())
 }
 
-impl Node {
+impl Tools {
     /// `recall.search {agent, query, limit?}`: bm25-ranked hits with snippets.
     pub async fn recall_search(&self, p: console_api::RecallSearch) -> NodeResult<Value> {
         self.catalog.lock().await.agent(&p.agent)?;
@@ -84,7 +85,7 @@ impl Node {
         };
         let granted = {
             let cat = self.catalog.lock().await;
-            cat.agent(agent).map(|a| crate::tools::still_granted(&a.record, tool))?
+            cat.agent(agent).map(|a| super::still_granted(&a.record, tool))?
         };
         if !granted {
             return Err(NodeError::Forbidden(format!(
