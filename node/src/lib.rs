@@ -5,7 +5,6 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 pub mod api;
-pub mod budget;
 pub mod config;
 pub mod console;
 pub mod conversations;
@@ -21,7 +20,6 @@ pub mod supervise;
 pub mod tokens;
 pub mod tools;
 pub mod transcript;
-pub mod usage;
 
 pub use config::Config;
 pub use node_runtime::{exits, harness, images, progress, runtime};

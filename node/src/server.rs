@@ -219,9 +219,11 @@ pub async fn run(
     let started_at = now_ms();
     let verifier = Arc::new(capabilities::Verifier::new(roots));
     node.set_verifier(verifier.clone()).await;
+    let spend = crate::spend::Spend::new(node.clone());
+    spend.start().await;
     let mail = crate::mail::Mail::new(node.clone());
-    let supervisor = crate::supervise::Supervisor::new(node.clone(), mail.clone());
-    let conversations = crate::conversations::Conversations::new(node.clone(), supervisor.clone());
+    let supervisor = crate::supervise::Supervisor::new(node.clone(), mail.clone(), spend.clone());
+    let conversations = crate::conversations::Conversations::new(node.clone(), supervisor.clone(), spend.clone());
     conversations.start(startup);
     let monitors = crate::monitors::Monitors::new(node.clone(), conversations.clone());
     let app = Arc::new(App {
@@ -230,6 +232,7 @@ pub async fn run(
         supervisor: supervisor.clone(),
         monitors: monitors.clone(),
         mail,
+        spend,
         secrets: crate::secrets::Secrets::new(node.clone()),
         tools: crate::tools::Tools::new(node.clone()),
         identity: NodeIdentity {

@@ -167,10 +167,6 @@ pub struct Node {
     pub(crate) verifier: std::sync::OnceLock<Arc<capabilities::Verifier>>,
     /// The clock the mail rate limits are read on.
     pub(crate) started: std::time::Instant,
-    /// The price table the ledger is priced by now (`spend/pricing.rs`).
-    pub(crate) pricing: crate::spend::pricing::Pricing,
-    /// The agents' budget timers (the state itself is the catalog's fold).
-    pub(crate) budgets: crate::budget::BudgetRuntime,
 }
 
 impl Node {
@@ -239,8 +235,6 @@ impl Node {
             fleet,
             verifier: std::sync::OnceLock::new(),
             started: std::time::Instant::now(),
-            pricing: Default::default(),
-            budgets: Default::default(),
         });
         let _ = node.me.set(Arc::downgrade(&node));
         crate::secrets::load_redaction(&node.cfg.data_dir, &node.cfg.tools, node.store.redaction());
@@ -248,9 +242,6 @@ impl Node {
         for id in &orphans {
             node.revoke_recorded_instance_tokens(id).await;
         }
-        node.start_spend_index();
-        node.start_pricing();
-        node.resume_budget_timers().await;
         Ok((
             node,
             Startup {
@@ -386,7 +377,9 @@ impl Node {
 
     pub(crate) fn conv_wire(&self, c: &ConvEntry) -> api::Conversation {
         let mut w = c.to_wire(self.status_of(c));
-        w.budget = self.live(&c.id).and_then(|l| Node::budget_label(l.budget_phase()));
+        w.budget = self
+            .live(&c.id)
+            .and_then(|l| crate::spend::budget::label(l.budget_phase()));
         w
     }
 
@@ -398,7 +391,7 @@ impl Node {
             crate::tools::check_grants(&self.cfg.tools, &g.tools).map_err(|e| NodeError::Invalid(e.to_string()))?;
         }
         let budget = match &p.budget {
-            Some(b) => Some(self.budget_create_event(&p.name, b)?),
+            Some(b) => Some(crate::spend::budget::create_event(&p.name, b)?),
             None => None,
         };
         let mut cat = self.catalog.lock().await;
@@ -529,7 +522,7 @@ impl Node {
     pub async fn send_message(&self, p: api::SendMessage, speaker: &str) -> NodeResult<api::SendMessageResult> {
         validate::message_text(&p.text).map_err(|e| NodeError::Invalid(e.to_string()))?;
         let live = self.require_live(&p.conversation).await?;
-        self.budget_check_send(&live.agent).await?;
+        crate::spend::budget::check_send(&self.catalog.lock().await.budgets, &live.agent)?;
         let d = live.send_message(p.text, speaker.to_string()).await?;
         Ok(api::SendMessageResult {
             message_id: d.message_id,

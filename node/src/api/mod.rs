@@ -41,6 +41,7 @@ pub struct App {
     pub supervisor: Arc<crate::supervise::Supervisor>,
     pub monitors: Arc<crate::monitors::Monitors>,
     pub mail: Arc<crate::mail::Mail>,
+    pub spend: Arc<crate::spend::Spend>,
     pub secrets: Arc<crate::secrets::Secrets>,
     pub tools: Arc<crate::tools::Tools>,
     pub identity: NodeIdentity,

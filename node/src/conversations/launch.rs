@@ -329,7 +329,7 @@ impl Conversations {
             m.insert(id.to_string(), live.clone());
             live.status() == Status::Exited
         };
-        self.budget_on_launch(&live).await;
+        self.spend.budget_on_launch(&live).await;
         // A CLI that exited before it joined the live set had its exit note
         // find nothing to pause (the watcher sets Exited before it sends the
         // note): send it again. A second note finds nothing and does nothing.
@@ -339,10 +339,9 @@ impl Conversations {
         self.start_renewal(id);
         let login = self.catalog.lock().await.conversation(id).is_ok_and(|c| c.login);
         if !login {
-            let me = &self.node;
             self.supervisor.start_supervision(id);
             self.supervisor.start_stall_watch(id);
-            me.start_usage_watch(id);
+            self.spend.start_usage_watch(id);
         }
         self.transcripts.append(id, "system", "lifecycle", note).await?;
         Ok(())

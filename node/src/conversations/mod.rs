@@ -19,6 +19,8 @@ pub struct Conversations {
     node: Arc<Node>,
     /// Each live conversation's watch, stall watch and holds.
     supervisor: Arc<crate::supervise::Supervisor>,
+    /// Each live conversation's usage watch and budget.
+    spend: Arc<crate::spend::Spend>,
     #[allow(dead_code)]
     me: Weak<Conversations>,
 }
@@ -32,10 +34,15 @@ impl std::ops::Deref for Conversations {
 }
 
 impl Conversations {
-    pub fn new(node: Arc<Node>, supervisor: Arc<crate::supervise::Supervisor>) -> Arc<Conversations> {
+    pub fn new(
+        node: Arc<Node>,
+        supervisor: Arc<crate::supervise::Supervisor>,
+        spend: Arc<crate::spend::Spend>,
+    ) -> Arc<Conversations> {
         Arc::new_cyclic(|me| Conversations {
             node,
             supervisor,
+            spend,
             me: me.clone(),
         })
     }

@@ -22,8 +22,10 @@ use serde_json::{Value, json};
 
 use crate::service::{Node, NodeError, NodeResult};
 
+pub mod budget;
 pub mod pricing;
 pub mod quota;
+pub mod usage;
 use crate::store::spend::{LedgerBatch, LedgerFilter, LedgerProblem, LedgerQuota, LedgerRecord};
 
 /// How often the session stores are looked at.
@@ -214,11 +216,46 @@ fn counted(rows: Vec<(String, UsageRecord)>) -> Vec<(String, UsageRecord)> {
         .collect()
 }
 
-impl Node {
+/// Spend on this node: a subsystem over the core, owning the price table,
+/// the ledger's indexer, each live conversation's usage watch and the
+/// agents' budget timers (the budget state itself is the catalog's fold).
+pub struct Spend {
+    node: Arc<Node>,
+    /// The price table the ledger is priced by now (`pricing.rs`).
+    pricing: pricing::Pricing,
+    /// The agents' budget timers (`budget.rs`).
+    budgets: budget::BudgetRuntime,
+}
+
+impl std::ops::Deref for Spend {
+    type Target = Node;
+
+    fn deref(&self) -> &Node {
+        &self.node
+    }
+}
+
+impl Spend {
+    pub fn new(node: Arc<Node>) -> Arc<Spend> {
+        Arc::new(Spend {
+            node,
+            pricing: Default::default(),
+            budgets: Default::default(),
+        })
+    }
+
+    /// Starts the ledger's indexer and the price refresh, and decides every
+    /// budgeted agent again (before any conversation is re-adopted).
+    pub async fn start(self: &Arc<Self>) {
+        self.start_spend_index();
+        self.start_pricing();
+        self.resume_budget_timers().await;
+    }
+
     /// Starts the indexer: every [`TICK`], one bounded pass over the homed
     /// agents' session stores and one transaction. Ends when the node drops.
-    pub(crate) fn start_spend_index(self: &Arc<Self>) {
-        let weak: Weak<Node> = Arc::downgrade(self);
+    fn start_spend_index(self: &Arc<Self>) {
+        let weak: Weak<Spend> = Arc::downgrade(self);
         tokio::spawn(async move {
             let mut index = Index::default();
             let mut every = tokio::time::interval(TICK);

@@ -23,7 +23,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::service::Node;
 use crate::util::now_ms;
 
 /// After a failed fetch, the next try is at most this far off.
@@ -252,10 +251,10 @@ where
     result
 }
 
-impl Node {
+impl super::Spend {
     /// Loads the cached table, then keeps the table fresh from the live
     /// endpoint while the node lives.
-    pub(crate) fn start_pricing(self: &Arc<Self>) {
+    pub(super) fn start_pricing(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
         tokio::spawn(async move {
             let (settings, cached) = {

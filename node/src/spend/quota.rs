@@ -8,11 +8,11 @@ use serde_json::Value;
 use super::LedgerScope;
 use crate::harness::Dialog as ScreenDialog;
 use crate::live::Live;
-use crate::service::{Node, NodeResult};
+use crate::service::NodeResult;
 use crate::store::spend::LedgerQuota;
 use crate::util::now_ms;
 
-impl Node {
+impl super::Spend {
     /// The quota metrics of a scope, newest first.
     pub(crate) async fn quota_of(&self, scope: LedgerScope<'_>) -> NodeResult<Value> {
         let filter = scope.filter();

@@ -36,6 +36,8 @@ pub struct Supervisor {
     node: Arc<Node>,
     /// Unread mail wakes an idle agent (wake-on-mail).
     mail: Arc<crate::mail::Mail>,
+    /// The usage-limit screens a watch sees are the spend ledger's quota.
+    spend: Arc<crate::spend::Spend>,
     /// Dialogs held for a human, by hold id.
     holds: Mutex<std::collections::BTreeMap<String, Held>>,
 }
@@ -49,10 +51,11 @@ impl std::ops::Deref for Supervisor {
 }
 
 impl Supervisor {
-    pub fn new(node: Arc<Node>, mail: Arc<crate::mail::Mail>) -> Arc<Supervisor> {
+    pub fn new(node: Arc<Node>, mail: Arc<crate::mail::Mail>, spend: Arc<crate::spend::Spend>) -> Arc<Supervisor> {
         Arc::new(Supervisor {
             node,
             mail,
+            spend,
             holds: Mutex::new(std::collections::BTreeMap::new()),
         })
     }

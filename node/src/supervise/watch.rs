@@ -70,7 +70,7 @@ impl Supervisor {
     }
 
     async fn handle_dialog(&self, live: &Live, shown: &ScreenDialog) {
-        self.observe_limit_screen(live, shown).await;
+        self.spend.observe_limit_screen(live, shown).await;
         let dir = self.agent_home_dirs(&live.agent);
         // The CLI's own report of the tool call, when fresh, is the source of
         // the command or path; the adapter checks the screen agrees.

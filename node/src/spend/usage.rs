@@ -16,10 +16,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::LedgerScope;
 use crate::events::{Event, StoredEvent};
 use crate::live::Live;
-use crate::service::{Node, NodeError, NodeResult};
-use crate::spend::LedgerScope;
+use crate::service::{NodeError, NodeResult};
 
 /// How often the usage file is looked at.
 const POLL: Duration = Duration::from_millis(250);
@@ -119,7 +119,7 @@ fn read_from(path: PathBuf, offset: u64) -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-impl Node {
+impl super::Spend {
     /// Starts the usage watch of a live conversation whose harness reports
     /// usage to a file. It follows this CLI only: once the conversation's live
     /// CLI is another (paused, relaunched) it stops, and the next launch's

@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
 use crate::events::Event;
-use crate::service::{Node, NodeError, NodeResult};
+use crate::service::{NodeError, NodeResult};
 use crate::store::spend::LedgerChange;
 use crate::util::now_ms;
 
@@ -66,16 +66,46 @@ fn cost_micros(table: &PriceTable, r: &UsageRecord) -> Option<i64> {
     table.cost(r).map(|usd| (usd * 1_000_000.0).round() as i64)
 }
 
-impl Node {
-    /// The `budget_set` event of `agent.create {budget}`, checked.
-    pub(crate) fn budget_create_event(&self, agent: &str, b: &api::BudgetSpec) -> NodeResult<Event> {
-        Ok(Event::BudgetSet {
-            agent: agent.to_string(),
-            micros_per_hour: usd_param("budget.usd_per_hour", b.usd_per_hour)?,
-            burst_micros: usd_param("budget.burst_usd", b.burst_usd)?,
-        })
-    }
+/// The `budget_set` event of `agent.create {budget}`, checked.
+pub(crate) fn create_event(agent: &str, b: &api::BudgetSpec) -> NodeResult<Event> {
+    Ok(Event::BudgetSet {
+        agent: agent.to_string(),
+        micros_per_hour: usd_param("budget.usd_per_hour", b.usd_per_hour)?,
+        burst_micros: usd_param("budget.burst_usd", b.burst_usd)?,
+    })
+}
 
+/// `conversation.sendMessage` is refused (-32013) while the agent's budget
+/// is not ok; read from the catalog's budget fold.
+pub(crate) fn check_send(budgets: &state::Budgets, agent: &str) -> NodeResult<()> {
+    let s = budgets.of(agent);
+    let now = now_ms();
+    match s.phase {
+        Phase::Ok => Ok(()),
+        Phase::Waiting { until_ms } => Err(NodeError::PausedForBudget {
+            message: format!("paused for budget: agent {agent:?} waits for its spend bucket to accrue"),
+            retry_after_ms: Some(until_ms.saturating_sub(now).max(1)),
+            state: "waiting",
+        }),
+        Phase::Exhausted => Err(NodeError::PausedForBudget {
+            message: format!(
+                "paused for budget: agent {agent:?}'s spend bucket is exhausted: top it up or raise its rate (budget.topup, budget.set)"
+            ),
+            retry_after_ms: None,
+            state: "exhausted",
+        }),
+    }
+}
+
+/// The wire `budget` label of an agent whose budget is not ok.
+pub(crate) fn label(phase: Phase) -> Option<String> {
+    match phase {
+        Phase::Ok => None,
+        p => Some(p.as_str().to_string()),
+    }
+}
+
+impl super::Spend {
     /// `budget.get`.
     pub async fn budget_get(&self, agent: &str) -> NodeResult<Value> {
         let cat = self.catalog.lock().await;
@@ -147,34 +177,6 @@ impl Node {
 
     /// Refuses a human's message while the agent's budget is not ok
     /// (-32013, with `retry_after_ms` when it accrues by itself).
-    pub(crate) async fn budget_check_send(&self, agent: &str) -> NodeResult<()> {
-        let s = self.catalog.lock().await.budgets.of(agent);
-        let now = now_ms();
-        match s.phase {
-            Phase::Ok => Ok(()),
-            Phase::Waiting { until_ms } => Err(NodeError::PausedForBudget {
-                message: format!("paused for budget: agent {agent:?} waits for its spend bucket to accrue"),
-                retry_after_ms: Some(until_ms.saturating_sub(now).max(1)),
-                state: "waiting",
-            }),
-            Phase::Exhausted => Err(NodeError::PausedForBudget {
-                message: format!(
-                    "paused for budget: agent {agent:?}'s spend bucket is exhausted: top it up or raise its rate (budget.topup, budget.set)"
-                ),
-                retry_after_ms: None,
-                state: "exhausted",
-            }),
-        }
-    }
-
-    /// The wire `budget` label of an agent whose budget is not ok.
-    pub(crate) fn budget_label(phase: Phase) -> Option<String> {
-        match phase {
-            Phase::Ok => None,
-            p => Some(p.as_str().to_string()),
-        }
-    }
-
     /// Charges the spend ledger's new and upgraded rows to their agents'
     /// buckets: the difference of each row's priced total.
     pub(crate) async fn budget_charge_ledger(&self, changes: &[LedgerChange], table: &PriceTable) {
@@ -367,7 +369,7 @@ impl Node {
     /// At start-up: starts the worker that decides again for agents whose
     /// wait is over (ends when the node drops), then decides every budgeted
     /// agent (a wait's timer is armed; a wait that is over resumes).
-    pub(crate) async fn resume_budget_timers(self: &std::sync::Arc<Self>) {
+    pub(super) async fn resume_budget_timers(self: &std::sync::Arc<Self>) {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(256);
         if self.budgets.due.set(tx).is_ok() {
             let weak = std::sync::Arc::downgrade(self);
