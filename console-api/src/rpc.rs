@@ -1,5 +1,6 @@
 //! The JSON-RPC 2.0 envelope: requests, responses and server notifications.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -83,4 +84,28 @@ impl Notification {
             params,
         }
     }
+}
+
+/// Parses `params` into `T`; the error names the offending field.
+pub fn params<T: DeserializeOwned>(params: Option<Value>) -> Result<T, RpcError> {
+    let value = match params {
+        None | Some(Value::Null) => Value::Object(Default::default()),
+        Some(v @ Value::Object(_)) => v,
+        Some(_) => {
+            return Err(RpcError::new(
+                crate::ErrorCode::InvalidParams,
+                "params must be an object",
+            ));
+        }
+    };
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        let msg = if path == "." || path.is_empty() {
+            format!("invalid params: {inner}")
+        } else {
+            format!("invalid params: {path}: {inner}")
+        };
+        RpcError::new(crate::ErrorCode::InvalidParams, msg)
+    })
 }

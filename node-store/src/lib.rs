@@ -12,6 +12,7 @@ pub mod folds;
 pub mod lifecycle;
 pub mod redact;
 pub mod store;
+pub mod tools;
 pub mod util;
 pub mod validate;
 

@@ -82,15 +82,15 @@ pub struct Config {
     pub supervision: supervision::SupervisionConfig,
     /// `[harnesses.NAME]`: where each CLI is and what it needs in its
     /// environment (e.g. `ANTHROPIC_BASE_URL` for claude).
-    pub harnesses: std::collections::BTreeMap<String, crate::harness::HarnessSettings>,
+    pub harnesses: std::collections::BTreeMap<String, node_runtime::harness::HarnessSettings>,
     /// `[docker]`: guest container limits and timing.
-    pub docker: crate::runtime::docker::DockerSettings,
+    pub docker: node_runtime::runtime::docker::DockerSettings,
     /// This node's name in the fleet (default: the host's name).
     pub name: Option<String>,
     /// `[fleet]`: the fabric between nodes.
     pub fleet: crate::fleet::FleetSettings,
     /// `[tools.NAME]`: owner-defined tools an agent can be granted.
-    pub tools: std::collections::BTreeMap<String, crate::tools::OwnerTool>,
+    pub tools: std::collections::BTreeMap<String, node_store::tools::OwnerTool>,
     /// `[mail]`: the mailbox's per-sender rate.
     pub mail: MailSettings,
     /// `[budget]`: how agents' spend-rate budgets wait.
@@ -98,7 +98,7 @@ pub struct Config {
     /// `[console]`: the host names and origins browsers may use.
     pub console: crate::console::ConsoleSettings,
     /// `[tls]`: serve the API over TLS (`https://`, `wss://`).
-    pub tls: crate::api::tls::TlsSettings,
+    pub tls: TlsSettings,
     /// `[pricing]`: the live price source and how often it is asked.
     pub pricing: crate::spend::pricing::PricingSettings,
 }
@@ -146,7 +146,7 @@ impl Default for Config {
             data_dir: default_data_dir(),
             listen: "127.0.0.1:7767".into(),
             runtime: RuntimeKind::Auto,
-            docker: crate::runtime::docker::DockerSettings::default(),
+            docker: node_runtime::runtime::docker::DockerSettings::default(),
             rows: 40,
             cols: 120,
             instance_token_ttl_secs: 600,
@@ -246,6 +246,18 @@ impl Config {
             .extract()
             .map_err(Box::new)
     }
+}
+
+/// `[tls]` in warren.toml.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TlsSettings {
+    /// The certificate chain, PEM (leaf first).
+    pub cert: Option<PathBuf>,
+    /// Its private key, PEM (PKCS#8, PKCS#1 or SEC1).
+    pub key: Option<PathBuf>,
+    /// Make (once) and use a self-signed certificate (`warren up --tls`).
+    pub self_signed: bool,
 }
 
 #[cfg(test)]

@@ -16,10 +16,10 @@ use console_api::Status;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
-use crate::harness::Harness;
-use crate::runtime::Session;
 use crate::transcript::Transcripts;
-use crate::util::{new_id, now_ms};
+use node_runtime::harness::Harness;
+use node_runtime::runtime::Session;
+use node_store::util::{new_id, now_ms};
 
 /// Why a message was not delivered.
 #[derive(Debug, thiserror::Error)]
@@ -189,7 +189,7 @@ impl Tail {
         }
     }
 
-    async fn record(&mut self, entry: crate::harness::Entry, cursor: u64) {
+    async fn record(&mut self, entry: node_runtime::harness::Entry, cursor: u64) {
         // A user line is either a message we delivered (attributed to its
         // sender) or input typed on the raw terminal.
         let mut matched = None;
@@ -367,17 +367,17 @@ impl Live {
 
     /// How the CLI left, for the pause reason: its exit code and the last
     /// lines of its screen. Call once it has exited.
-    pub fn exit_facts(&self) -> (crate::events::CliExit, String) {
-        let lines = crate::exits::last_lines(&self.session.screen().lines);
+    pub fn exit_facts(&self) -> (node_store::events::CliExit, String) {
+        let lines = node_runtime::exits::last_lines(&self.session.screen().lines);
         let code = self.session.exit_code();
-        let reason = crate::exits::exit_reason(&crate::exits::ExitFacts {
+        let reason = node_runtime::exits::exit_reason(&node_runtime::exits::ExitFacts {
             resumed: self.resumed,
             ready: self.was_ready(),
             code,
             lines: &lines,
             missing_session: self.harness.missing_session_words(&lines),
         });
-        let exit = crate::events::CliExit {
+        let exit = node_store::events::CliExit {
             code,
             last_lines: lines,
         };

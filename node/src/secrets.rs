@@ -6,7 +6,7 @@
 //! a secret must be removable. Setting and removing one is recorded as an
 //! `agent_secret` event naming it (the audit trail), without the value.
 //! Every value is also redacted wherever a CLI's output would be kept
-//! (`crate::redact`).
+//! (`node_store::redact`).
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::events::Event;
 use crate::service::{Node, NodeError, NodeResult};
-use crate::validate;
+use node_store::events::Event;
+use node_store::validate;
 
 fn secrets_file(data_dir: &Path, agent: &str) -> PathBuf {
     data_dir.join("secrets").join(format!("{agent}.json"))
@@ -45,7 +45,7 @@ pub(crate) fn read(data_dir: &Path, agent: &str) -> NodeResult<BTreeMap<String, 
 /// environment values (when the node opens, before any CLI runs).
 pub(crate) fn load_redaction(
     data_dir: &Path,
-    tools: &BTreeMap<String, crate::tools::OwnerTool>,
+    tools: &BTreeMap<String, node_store::tools::OwnerTool>,
     redaction: &node_store::redact::Redaction,
 ) {
     let dir = data_dir.join("secrets");
@@ -107,7 +107,7 @@ impl Secrets {
                 };
             }
             let body = serde_json::to_string(secrets).map_err(std::io::Error::other)?;
-            crate::util::write_private(&path, &body)
+            node_store::util::write_private(&path, &body)
         };
         write().map_err(|e| {
             tracing::error!(agent, error = %e, "cannot write an agent's secrets file");

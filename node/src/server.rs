@@ -14,14 +14,14 @@ use axum::serve::ListenerExt;
 
 use crate::api::{self, App, NodeIdentity};
 use crate::config::{Config, RuntimeKind};
-use crate::harness;
-use crate::runtime::Runtime;
-use crate::runtime::docker;
-use crate::runtime::guest_link::{GuestNote, GuestRegistry};
-use crate::runtime::local::LocalRuntime;
 use crate::service::{CoreConfig, Node};
-use crate::store::Store;
-use crate::util::{new_id, now_ms};
+use node_runtime::harness;
+use node_runtime::runtime::Runtime;
+use node_runtime::runtime::docker;
+use node_runtime::runtime::guest_link::{GuestNote, GuestRegistry};
+use node_runtime::runtime::local::LocalRuntime;
+use node_store::store::Store;
+use node_store::util::{new_id, now_ms};
 
 /// What a started node tells its caller.
 #[derive(Debug, Clone)]
@@ -74,7 +74,7 @@ pub fn lock_data_dir(data_dir: &Path) -> anyhow::Result<std::fs::File> {
 }
 
 fn write_private(path: &Path, content: &str) -> anyhow::Result<()> {
-    crate::util::write_private(path, content).with_context(|| format!("writing {}", path.display()))
+    node_store::util::write_private(path, content).with_context(|| format!("writing {}", path.display()))
 }
 
 fn read_or_create(path: &Path, make: impl FnOnce() -> anyhow::Result<String>) -> anyhow::Result<String> {
@@ -167,7 +167,7 @@ pub async fn run(
     // Members' routed requests wait here for the home side (built below,
     // once the dispatcher it answers them through exists).
     let (home_link, asked) = tokio::sync::mpsc::channel(crate::fleet::ASKED_QUEUE);
-    let fleet = crate::fleet::FleetRuntime::open(&data_dir, cfg.fleet.clone(), name, home_link)
+    let fleet_runtime = crate::fleet::FleetRuntime::open(&data_dir, cfg.fleet.clone(), name, home_link)
         .context("setting up the node's fleet identity")?;
     let (node, startup) = Node::open(
         CoreConfig {
@@ -188,16 +188,17 @@ pub async fn run(
                 per_sec: cfg.mail.rate_per_sec,
                 burst: cfg.mail.burst,
             },
-            pricing: cfg.pricing.clone(),
             budget_max_wait: Duration::from_secs(cfg.budget.max_wait_secs),
         },
         store,
         runtime.clone(),
         root.clone(),
-        fleet,
     )
     .await
     .map_err(|e| anyhow::anyhow!("recovering the catalog: {e}"))?;
+    // Every agent's secrets are redacted from here on, before any CLI runs.
+    crate::secrets::load_redaction(&data_dir, &cfg.tools, node.store().redaction());
+    let fleet = crate::fleet::Fleet::new(node.clone(), fleet_runtime);
 
     let listener = tokio::net::TcpListener::bind(&cfg.listen)
         .await
@@ -212,20 +213,20 @@ pub async fn run(
     if let Some(t) = &tls {
         node.set_tls_cert(t.cert_path.clone());
     }
-    node.load_known_peers();
+    fleet.load_known_peers();
     let socket_path = data_dir.join("warren.sock");
     let unix = api::unix::bind(&socket_path).with_context(|| format!("binding {}", socket_path.display()))?;
 
     let started_at = now_ms();
     let verifier = Arc::new(capabilities::Verifier::new(roots));
-    node.set_verifier(verifier.clone()).await;
-    let spend = crate::spend::Spend::new(node.clone());
+    fleet.set_verifier(verifier.clone()).await;
+    let spend = crate::spend::Spend::new(node.clone(), cfg.pricing.clone());
     spend.start().await;
     let mail = crate::mail::Mail::new(node.clone());
     let supervisor = crate::supervise::Supervisor::new(node.clone(), mail.clone(), spend.clone());
     let conversations = crate::conversations::Conversations::new(node.clone(), supervisor.clone(), spend.clone());
     conversations.start(startup);
-    let monitors = crate::monitors::Monitors::new(node.clone(), conversations.clone());
+    let monitors = crate::monitors::Monitors::new(node.clone(), conversations.clone(), fleet.clone());
     let app = Arc::new(App {
         node: node.clone(),
         conversations: conversations.clone(),
@@ -233,6 +234,7 @@ pub async fn run(
         monitors: monitors.clone(),
         mail,
         spend,
+        fleet: fleet.clone(),
         secrets: crate::secrets::Secrets::new(node.clone()),
         tools: crate::tools::Tools::new(node.clone()),
         identity: NodeIdentity {
@@ -251,7 +253,7 @@ pub async fn run(
         ),
         guests: guests.as_ref().map(|g| g.registry.clone()),
         pairing: Default::default(),
-        router: api::routing::Router::new(node.clone(), supervisor.clone(), monitors.clone(), admin_token_ids),
+        router: api::routing::Router::new(fleet.clone(), supervisor.clone(), monitors.clone(), admin_token_ids),
     });
     // Calls members forward here run through this same API.
     let home = api::routing::Home::new(
@@ -262,7 +264,7 @@ pub async fn run(
         cfg.limits.clone(),
     );
     let home_task = tokio::spawn(home.serve(asked));
-    if let Err(e) = node.start_fleet().await {
+    if let Err(e) = fleet.start_fleet().await {
         eprintln!("warning: the fabric did not start: {e}");
     }
     monitors.start_monitors().await;
@@ -338,7 +340,8 @@ pub async fn run(
     });
     let mut named = cfg.console.hosts.clone();
     named.extend(
-        node.published_endpoint()
+        fleet
+            .published_endpoint()
             .as_deref()
             .and_then(crate::console::authority_of),
     );
@@ -510,7 +513,7 @@ pub async fn rebuild(data_dir: &Path) -> anyhow::Result<serde_json::Value> {
     let transcript_events = Store::rebuild_transcript(&db).await?;
     let store = Store::open(&db).await?;
     let (events, _) = store.log_summary().await?;
-    let catalog = crate::catalog::Catalog::fold(&store.catalog_events().await?);
+    let catalog = node_store::catalog::Catalog::fold(&store.catalog_events().await?);
     let agents: Vec<_> = catalog.agents.values().map(|a| a.to_wire()).collect();
     let conversations: Vec<_> = catalog.conversations.values().map(|c| c.to_wire(None)).collect();
     Ok(serde_json::json!({

@@ -11,15 +11,15 @@ use console_api::{self as api, ConversationState, Status};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::catalog::{Catalog, CatalogError, ConvEntry};
-use crate::events::Event;
-use crate::harness;
-use crate::lifecycle::Transition;
 use crate::live::{Live, SendError};
-use crate::runtime::Runtime;
-use crate::store::{Store, StoreError};
 use crate::transcript::Transcripts;
-use crate::validate;
+use node_runtime::harness;
+use node_runtime::runtime::Runtime;
+use node_store::catalog::{Catalog, CatalogError, ConvEntry};
+use node_store::events::Event;
+use node_store::lifecycle::Transition;
+use node_store::store::{Store, StoreError};
+use node_store::validate;
 
 /// Errors of node operations, each mapping to one API error code.
 #[derive(Debug, thiserror::Error)]
@@ -117,11 +117,9 @@ pub struct CoreConfig {
     /// After a restart, how long to wait for guests to come back (0: pause).
     pub readopt_grace: Duration,
     /// `[tools.NAME]`: the owner-defined tools agents can be granted.
-    pub tools: std::collections::BTreeMap<String, crate::tools::OwnerTool>,
+    pub tools: std::collections::BTreeMap<String, node_store::tools::OwnerTool>,
     /// `[mail]`: each sender's rate.
     pub mail_rate: mailbox::RateLimit,
-    /// `[pricing]`: the live price source.
-    pub pricing: crate::spend::pricing::PricingSettings,
     /// `[budget] max_wait_secs`: the longest wait for accrual.
     pub budget_max_wait: Duration,
 }
@@ -161,10 +159,6 @@ pub struct Node {
     pub(crate) run_from_seq: u64,
     /// Server-pushed events (`event.*`): kind and payload.
     pub(crate) events: tokio::sync::broadcast::Sender<(&'static str, Value)>,
-    /// This node in its fleet (the fabric, the members it has seen).
-    pub(crate) fleet: crate::fleet::FleetRuntime,
-    /// The API's token verifier: a fleet root is trusted once a member.
-    pub(crate) verifier: std::sync::OnceLock<Arc<capabilities::Verifier>>,
     /// The clock the mail rate limits are read on.
     pub(crate) started: std::time::Instant,
 }
@@ -178,7 +172,6 @@ impl Node {
         store: Store,
         runtime: Arc<dyn Runtime>,
         root: Arc<capabilities::RootKey>,
-        fleet: crate::fleet::FleetRuntime,
     ) -> NodeResult<(Arc<Node>, Startup)> {
         let run_from_seq = store.max_seq().await?;
         let events = store.catalog_events().await?;
@@ -232,12 +225,9 @@ impl Node {
             me: std::sync::OnceLock::new(),
             run_from_seq,
             events: tokio::sync::broadcast::channel(1024).0,
-            fleet,
-            verifier: std::sync::OnceLock::new(),
             started: std::time::Instant::now(),
         });
         let _ = node.me.set(Arc::downgrade(&node));
-        crate::secrets::load_redaction(&node.cfg.data_dir, &node.cfg.tools, node.store.redaction());
         // The tokens of the CLIs that died with the last run die too.
         for id in &orphans {
             node.revoke_recorded_instance_tokens(id).await;
@@ -253,12 +243,6 @@ impl Node {
 
     pub fn store(&self) -> &Store {
         &self.store
-    }
-
-    /// This node's libp2p peer id, and its fleet's id once a member.
-    pub async fn fleet_identity(&self) -> (String, Option<String>) {
-        let fleet = self.catalog.lock().await.fleet.fleet_id().map(str::to_string);
-        (self.fleet.peer_id().to_string(), fleet)
     }
 
     pub fn runtime_name(&self) -> &'static str {
@@ -279,7 +263,7 @@ impl Node {
 
     /// A guest attached: its key's hash is what a restarted node re-adopts by.
     pub async fn record_guest_attached(&self, conversation: &str, key_hash: String) {
-        let e = crate::events::Event::GuestAttached {
+        let e = node_store::events::Event::GuestAttached {
             conversation: conversation.to_string(),
             key_hash,
         };
@@ -307,7 +291,7 @@ impl Node {
 
     /// Records what the node did to or refused from a guest (the audit log).
     pub async fn record_guest_event(&self, conversation: &str, what: &str, reason: &str) {
-        let e = crate::events::Event::Guest {
+        let e = node_store::events::Event::Guest {
             conversation: conversation.to_string(),
             what: what.to_string(),
             reason: reason.to_string(),
@@ -321,9 +305,9 @@ impl Node {
 
     /// Records refused guest hellos of one address (one record, their count),
     /// and says so in one log line.
-    pub async fn record_guest_refusals(&self, r: &crate::runtime::guest_gate::Refused) {
+    pub async fn record_guest_refusals(&self, r: &node_runtime::runtime::guest_gate::Refused) {
         tracing::warn!(source = %r.source, count = r.count, conversation = %r.conversation, reason = %r.reason, "guest hellos refused");
-        let e = crate::events::Event::Guest {
+        let e = node_store::events::Event::Guest {
             conversation: r.conversation.clone(),
             what: "refused".into(),
             reason: r.reason.clone(),
@@ -343,7 +327,7 @@ impl Node {
     /// Publishes a server event to `events.subscribe` subscribers.
     pub(crate) fn publish(&self, kind: &'static str, mut payload: Value) {
         // A hold's dialog may show a secret value: subscribers get it redacted.
-        crate::redact::redact_value(&self.store.redaction().matcher(), &mut payload);
+        node_store::redact::redact_value(&self.store.redaction().matcher(), &mut payload);
         let _ = self.events.send((kind, payload));
     }
 
@@ -379,7 +363,7 @@ impl Node {
         let mut w = c.to_wire(self.status_of(c));
         w.budget = self
             .live(&c.id)
-            .and_then(|l| crate::spend::budget::label(l.budget_phase()));
+            .and_then(|l| node_store::folds::budget::label(l.budget_phase()));
         w
     }
 
@@ -388,10 +372,11 @@ impl Node {
     pub async fn agent_create(&self, p: api::AgentCreate) -> NodeResult<api::Agent> {
         check_harness(&p.harness)?;
         if let Some(g) = &p.grants {
-            crate::tools::check_grants(&self.cfg.tools, &g.tools).map_err(|e| NodeError::Invalid(e.to_string()))?;
+            node_store::tools::check_grants(&self.cfg.tools, &g.tools)
+                .map_err(|e| NodeError::Invalid(e.to_string()))?;
         }
         let budget = match &p.budget {
-            Some(b) => Some(crate::spend::budget::create_event(&p.name, b)?),
+            Some(b) => Some(node_store::folds::budget::create_event(&p.name, b).map_err(NodeError::Invalid)?),
             None => None,
         };
         let mut cat = self.catalog.lock().await;
@@ -412,7 +397,8 @@ impl Node {
 
     pub async fn agent_update(&self, p: api::AgentUpdate) -> NodeResult<api::Agent> {
         if let Some(g) = &p.grants {
-            crate::tools::check_grants(&self.cfg.tools, &g.tools).map_err(|e| NodeError::Invalid(e.to_string()))?;
+            node_store::tools::check_grants(&self.cfg.tools, &g.tools)
+                .map_err(|e| NodeError::Invalid(e.to_string()))?;
         }
         let mut cat = self.catalog.lock().await;
         let name = p.agent.clone();
@@ -497,7 +483,7 @@ impl Node {
         )))
     }
 
-    pub async fn live_session(&self, id: &str) -> NodeResult<Arc<dyn crate::runtime::Session>> {
+    pub async fn live_session(&self, id: &str) -> NodeResult<Arc<dyn node_runtime::runtime::Session>> {
         Ok(self.require_live(id).await?.session.clone())
     }
 
@@ -522,7 +508,19 @@ impl Node {
     pub async fn send_message(&self, p: api::SendMessage, speaker: &str) -> NodeResult<api::SendMessageResult> {
         validate::message_text(&p.text).map_err(|e| NodeError::Invalid(e.to_string()))?;
         let live = self.require_live(&p.conversation).await?;
-        crate::spend::budget::check_send(&self.catalog.lock().await.budgets, &live.agent)?;
+        let refused = self
+            .catalog
+            .lock()
+            .await
+            .budgets
+            .refuse_send(&live.agent, node_store::util::now_ms());
+        if let Some(r) = refused {
+            return Err(NodeError::PausedForBudget {
+                message: r.message,
+                retry_after_ms: r.retry_after_ms,
+                state: r.state,
+            });
+        }
         let d = live.send_message(p.text, speaker.to_string()).await?;
         Ok(api::SendMessageResult {
             message_id: d.message_id,

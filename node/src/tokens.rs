@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::events::Event;
 use crate::service::{Node, NodeError, NodeResult};
-use crate::util::write_private;
+use node_store::events::Event;
+use node_store::util::write_private;
 
 /// The TLS node's certificate in a home's `.warren/`, beside the instance token.
 pub const NODE_CERT_FILE: &str = "node-cert.pem";
@@ -81,7 +81,7 @@ impl Node {
     pub(crate) fn issue_instance_token(
         &self,
         conversation: &str,
-        agent: &crate::events::AgentRecord,
+        agent: &node_store::events::AgentRecord,
         home: &Path,
         extra: Vec<capabilities::Right>,
         tools: &[String],
@@ -156,13 +156,13 @@ impl Node {
     pub(crate) async fn issue_and_record_instance_token(
         &self,
         conversation: &str,
-        agent: &crate::events::AgentRecord,
+        agent: &node_store::events::AgentRecord,
         home: &Path,
         tools: &[String],
     ) -> Result<(String, PathBuf), NodeError> {
         let extra = self.catalog.lock().await.monitors.rights_of(&agent.name);
         let (token, path, ids) = self.issue_instance_token(conversation, agent, home, extra, tools)?;
-        let e = crate::events::Event::InstanceTokenIssued {
+        let e = node_store::events::Event::InstanceTokenIssued {
             conversation: conversation.to_string(),
             revocation_ids: ids,
         };

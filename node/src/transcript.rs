@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use tokio::sync::Mutex;
 
-use crate::events::{Durability, Event, StoredEvent};
-use crate::store::{Store, StoreError};
+use node_store::events::{Durability, Event, StoredEvent};
+use node_store::store::{Store, StoreError};
 
 pub struct Transcripts {
     store: Store,

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use ::spend::budget::{self, BudgetEvent, BudgetState, Fact};
+use ::spend::budget::{self, BudgetEvent, BudgetState, Fact, MAX_USD, Phase, usd_to_micros};
 
 use crate::events::Event;
 
@@ -100,6 +100,57 @@ impl Budgets {
     pub fn has(&self, agent: &str) -> bool {
         self.agents.get(agent).is_some_and(|a| a.state.bucket.is_some())
     }
+
+    /// Why a message to `agent` is refused now (its budget is not ok), if it
+    /// is: sends are refused, not queued, while it waits or is exhausted.
+    pub fn refuse_send(&self, agent: &str, now_ms: u64) -> Option<SendRefused> {
+        match self.of(agent).phase {
+            Phase::Ok => None,
+            Phase::Waiting { until_ms } => Some(SendRefused {
+                message: format!("paused for budget: agent {agent:?} waits for its spend bucket to accrue"),
+                retry_after_ms: Some(until_ms.saturating_sub(now_ms).max(1)),
+                state: "waiting",
+            }),
+            Phase::Exhausted => Some(SendRefused {
+                message: format!(
+                    "paused for budget: agent {agent:?}'s spend bucket is exhausted: top it up or raise its rate (budget.topup, budget.set)"
+                ),
+                retry_after_ms: None,
+                state: "exhausted",
+            }),
+        }
+    }
+}
+
+/// A send refused for budget (-32013): why, when to retry, and the state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SendRefused {
+    pub message: String,
+    pub retry_after_ms: Option<u64>,
+    pub state: &'static str,
+}
+
+/// The wire `budget` label of a conversation whose budget is not ok.
+pub fn label(phase: Phase) -> Option<String> {
+    match phase {
+        Phase::Ok => None,
+        p => Some(p.as_str().to_string()),
+    }
+}
+
+/// Dollars named `field`, checked: finite, `0..=MAX_USD`, in micro-dollars;
+/// the error names the field.
+pub fn usd_param(field: &str, usd: f64) -> Result<i64, String> {
+    usd_to_micros(usd).ok_or_else(|| format!("{field}: {usd} is not an amount of dollars in 0..={MAX_USD}"))
+}
+
+/// The `budget_set` event of `agent.create {budget}`, checked.
+pub fn create_event(agent: &str, b: &console_api::BudgetSpec) -> Result<Event, String> {
+    Ok(Event::BudgetSet {
+        agent: agent.to_string(),
+        micros_per_hour: usd_param("budget.usd_per_hour", b.usd_per_hour)?,
+        burst_micros: usd_param("budget.burst_usd", b.burst_usd)?,
+    })
 }
 
 #[cfg(test)]

@@ -14,9 +14,9 @@ use serde_json::json;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::AbortHandle;
 
-use crate::runtime::Session;
 use crate::service::Node;
 use crate::transcript::as_transcript;
+use node_runtime::runtime::Session;
 
 /// How long a terminal subscriber's held-back bytes (the beginning of a
 /// secret value, perhaps) wait for the rest before they go out.
@@ -415,7 +415,7 @@ impl Conn {
     pub fn subscribe_terminal(
         self: &Arc<Self>,
         session: Arc<dyn Session>,
-        redaction: Arc<crate::redact::Redaction>,
+        redaction: Arc<node_store::redact::Redaction>,
     ) -> Result<String, RpcError> {
         let id = self.reserve_sub()?;
         let mut rx = session.subscribe();
@@ -432,7 +432,7 @@ impl Conn {
                         json!({ "subscription": sub, "data": b64.encode(&bytes) }),
                     )
             };
-            let mut stream = crate::redact::StreamRedactor::default();
+            let mut stream = node_store::redact::StreamRedactor::default();
             loop {
                 let holding = stream.holding();
                 tokio::select! {

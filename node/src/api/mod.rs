@@ -18,7 +18,6 @@ use std::sync::Arc;
 
 use console_api::{ErrorCode, Id, Request, Response, RpcError, methods as m};
 use futures_util::future::BoxFuture;
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::service::{Node, NodeError};
@@ -41,6 +40,7 @@ pub struct App {
     pub supervisor: Arc<crate::supervise::Supervisor>,
     pub monitors: Arc<crate::monitors::Monitors>,
     pub mail: Arc<crate::mail::Mail>,
+    pub fleet: Arc<crate::fleet::Fleet>,
     pub spend: Arc<crate::spend::Spend>,
     pub secrets: Arc<crate::secrets::Secrets>,
     pub tools: Arc<crate::tools::Tools>,
@@ -52,7 +52,7 @@ pub struct App {
     /// WebSocket connections that have not authenticated yet.
     pub anonymous: doors::AnonymousPool,
     /// Guests dial `/guest` (Docker runtime only).
-    pub guests: Option<Arc<crate::runtime::guest_link::GuestRegistry>>,
+    pub guests: Option<Arc<node_runtime::runtime::guest_link::GuestRegistry>>,
     /// One-time pairing codes of the web console.
     pub pairing: crate::console::pair::Pairing,
     /// The calling side of routing: where calls about other members go.
@@ -70,24 +70,7 @@ impl routing::Dispatch for ApiDispatch {
     }
 }
 
-/// Parses `params` into `T`; the error names the offending field.
-pub fn params<T: DeserializeOwned>(params: Option<Value>) -> Result<T, RpcError> {
-    let value = match params {
-        None | Some(Value::Null) => json!({}),
-        Some(v @ Value::Object(_)) => v,
-        Some(_) => return Err(RpcError::new(ErrorCode::InvalidParams, "params must be an object")),
-    };
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
-        let msg = if path == "." || path.is_empty() {
-            format!("invalid params: {inner}")
-        } else {
-            format!("invalid params: {path}: {inner}")
-        };
-        RpcError::new(ErrorCode::InvalidParams, msg)
-    })
-}
+pub use console_api::rpc::params;
 
 impl From<NodeError> for RpcError {
     fn from(e: NodeError) -> RpcError {
@@ -234,7 +217,7 @@ pub async fn handle_text(app: &Arc<App>, conn: &Arc<Conn>, text: &str) -> Option
     let result = match (&req.id, method.as_str()) {
         // Requests that may build a guest image report its progress.
         (Some(id), m::CONVERSATION_START | m::CONVERSATION_CONTINUE) => {
-            let (sink, mut rx) = crate::progress::Sink::new();
+            let (sink, mut rx) = node_runtime::progress::Sink::new();
             let (conn2, id2) = (conn.clone(), id.clone());
             let forward = tokio::spawn(async move {
                 while let Some(r) = rx.recv().await {

@@ -10,20 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// `[tls]` in warren.toml.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TlsSettings {
-    /// The certificate chain, PEM (leaf first).
-    pub cert: Option<PathBuf>,
-    /// Its private key, PEM (PKCS#8, PKCS#1 or SEC1).
-    pub key: Option<PathBuf>,
-    /// Make (once) and use a self-signed certificate (`warren up --tls`).
-    pub self_signed: bool,
-}
+pub use crate::config::TlsSettings;
 
 /// How long a client has to finish its TLS handshake.
 const HANDSHAKE_WITHIN: Duration = Duration::from_secs(10);
@@ -112,7 +101,7 @@ fn make_self_signed(cert: &Path, key: &Path, names: &[String]) -> anyhow::Result
     if let Some(dir) = cert.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    crate::util::write_private(key, &made.key_pair.serialize_pem())
+    node_store::util::write_private(key, &made.key_pair.serialize_pem())
         .with_context(|| format!("writing {}", key.display()))?;
     std::fs::write(cert, made.cert.pem()).with_context(|| format!("writing {}", cert.display()))?;
     Ok(())

@@ -11,16 +11,16 @@ use std::time::Duration;
 use console_api::{self as api, Status};
 
 use super::Conversations;
-use crate::catalog::{Catalog, ConvEntry};
-use crate::events::{AgentRecord, Event, FreshStart};
-use crate::exits::{self, Relaunch, SessionStore};
-use crate::harness::{self, LaunchContext, LaunchPlan, setup};
-use crate::lifecycle::Transition;
 use crate::live::{Live, LiveLimits, LiveParts};
-use crate::runtime::{LaunchSpec, RuntimeError};
 use crate::service::{NodeError, NodeResult};
 use crate::tools::mount;
-use crate::util::{new_id, new_uuid};
+use node_runtime::exits::{self, Relaunch, SessionStore};
+use node_runtime::harness::{self, LaunchContext, LaunchPlan, setup};
+use node_runtime::runtime::{LaunchSpec, RuntimeError};
+use node_store::catalog::{Catalog, ConvEntry};
+use node_store::events::{AgentRecord, Event, FreshStart};
+use node_store::lifecycle::Transition;
+use node_store::util::{new_id, new_uuid};
 
 /// How long `start` / `continue` wait for the CLI to be ready for input (or
 /// to exit) before they answer; a CLI still starting then answers BUSY.

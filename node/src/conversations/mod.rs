@@ -11,9 +11,9 @@ use std::sync::{Arc, Weak};
 use console_api as api;
 use tokio::sync::mpsc;
 
-use crate::catalog::PLANNED_PAUSE;
-use crate::lifecycle::Transition;
 use crate::service::{Node, NodeResult, Startup};
+use node_store::catalog::PLANNED_PAUSE;
+use node_store::lifecycle::Transition;
 
 pub struct Conversations {
     node: Arc<Node>,

@@ -2,14 +2,14 @@
 //! code, the owner's removals, and fleet-wide revocations.
 
 use super::{HANDSHAKE_WITHIN, JOIN_WITHIN, PeerInfo, STRANGER_BLOCK};
-use crate::events::Event;
-use crate::service::{Node, NodeError, NodeResult};
-use crate::util::now_ms;
+use crate::service::{NodeError, NodeResult};
 use fabric::{Certificate, Gossip, Invite, Multiaddr, PeerId, Request, Response, View};
+use node_store::events::Event;
+use node_store::util::now_ms;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-impl Node {
+impl super::Fleet {
     /// A peer's certificate is good: it is a member from now on.
     pub(super) async fn admit_member(&self, peer: PeerId, cert: Certificate) {
         if let Ok(mut p) = self.fleet.peers.lock()
@@ -256,7 +256,7 @@ impl Node {
         let Some(owner) = self.fleet.owner.clone() else {
             return refused("this node cannot admit members: it holds no owner key".into());
         };
-        if crate::validate::node_id(node_id).is_err() {
+        if node_store::validate::node_id(node_id).is_err() {
             return refused(format!("{node_id:?} is not a node id"));
         }
         let hash = Invite::secret_hash(secret);

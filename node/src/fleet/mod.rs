@@ -26,9 +26,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::events::Event;
 use crate::service::{Node, NodeError, NodeResult};
-use crate::util::now_ms;
+use node_store::events::Event;
+use node_store::util::now_ms;
 
 /// `[fleet]` in warren.toml.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -237,7 +237,46 @@ fn write_private_bytes(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<(
     Ok(())
 }
 
-impl Node {
+/// This node in its fleet: a subsystem over the core, owning the fabric, the
+/// members it has seen and the tasks that keep both fresh.
+pub struct Fleet {
+    node: Arc<Node>,
+    me: Weak<Fleet>,
+    /// What this node has at hand and has seen in the fleet.
+    pub(crate) fleet: FleetRuntime,
+    /// The API's token verifier: a fleet root is trusted once a member.
+    verifier: OnceLock<Arc<capabilities::Verifier>>,
+}
+
+impl std::ops::Deref for Fleet {
+    type Target = Node;
+
+    fn deref(&self) -> &Node {
+        &self.node
+    }
+}
+
+impl Fleet {
+    pub fn new(node: Arc<Node>, fleet: FleetRuntime) -> Arc<Fleet> {
+        Arc::new_cyclic(|me| Fleet {
+            node,
+            me: me.clone(),
+            fleet,
+            verifier: OnceLock::new(),
+        })
+    }
+
+    /// This node's name in the fleet.
+    pub fn name(&self) -> &str {
+        &self.fleet.name
+    }
+
+    /// This node's libp2p peer id, and its fleet's id once a member.
+    pub async fn fleet_identity(&self) -> (String, Option<String>) {
+        let fleet = self.catalog.lock().await.fleet.fleet_id().map(str::to_string);
+        (self.fleet.peer_id().to_string(), fleet)
+    }
+
     /// The API's verifier; the fleet root (if a member) is trusted at once.
     pub async fn set_verifier(&self, v: Arc<capabilities::Verifier>) {
         let _ = self.verifier.set(v);
@@ -256,8 +295,8 @@ impl Node {
         }
     }
 
-    fn me_arc(&self) -> Option<Arc<Node>> {
-        self.me.get().and_then(Weak::upgrade)
+    fn me_arc(&self) -> Option<Arc<Fleet>> {
+        self.me.upgrade()
     }
 
     /// Starts the fabric when this node is a member, or founds the fleet

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use fabric::wire::Locate;
 use fabric::{PeerId, Request, Response};
 
-use crate::service::{Node, NodeError, NodeResult};
+use crate::service::{NodeError, NodeResult};
 
 /// How often a call in flight checks that its home is still healthy.
 const HEALTH_EVERY: Duration = Duration::from_millis(200);
@@ -23,7 +23,7 @@ const PULL_WITHIN: Duration = Duration::from_secs(5);
 /// How long a forwarding token minted for the local admin lives.
 const OWNER_TOKEN_TTL: Duration = Duration::from_secs(600);
 
-impl Node {
+impl super::Fleet {
     /// Whether this node is in a fleet (its fabric runs).
     pub(crate) fn in_fleet(&self) -> bool {
         self.fleet.fabric.get().is_some()

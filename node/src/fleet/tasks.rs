@@ -3,13 +3,12 @@
 //! saved peers file.
 
 use super::{PeerInfo, REDIAL_EVERY};
-use crate::service::Node;
 use fabric::{FabricEvent, Gossip, Multiaddr, NodeRecord, PeerId, Request, Response};
 use std::sync::Weak;
 use std::time::{Duration, Instant};
 
 /// Turns fabric events into membership decisions.
-pub(super) async fn run_events(node: Weak<Node>, mut events: tokio::sync::mpsc::Receiver<FabricEvent>) {
+pub(super) async fn run_events(node: Weak<super::Fleet>, mut events: tokio::sync::mpsc::Receiver<FabricEvent>) {
     while let Some(ev) = events.recv().await {
         let Some(node) = node.upgrade() else { return };
         match ev {
@@ -84,7 +83,7 @@ pub(super) async fn run_events(node: Weak<Node>, mut events: tokio::sync::mpsc::
 }
 
 /// Heartbeats, the membership deadline, and redials of known members.
-pub(super) async fn run_ticks(node: Weak<Node>) {
+pub(super) async fn run_ticks(node: Weak<super::Fleet>) {
     let every = match node.upgrade() {
         Some(n) => Duration::from_millis(n.fleet.settings.heartbeat_ms.max(100)),
         None => return,
@@ -169,7 +168,7 @@ pub(super) async fn run_ticks(node: Weak<Node>) {
     }
 }
 
-impl Node {
+impl super::Fleet {
     /// Where members are goes to `fleet-peers.json` (when it changed), so a
     /// restarted node knows whom to dial (its peers may not dial it first).
     pub(super) async fn save_known_peers(&self) {
@@ -191,7 +190,7 @@ impl Node {
         if changed.unwrap_or(true)
             && let Ok(text) = serde_json::to_string(&records)
         {
-            let _ = crate::util::write_private(&self.fleet.peers_file, &text);
+            let _ = node_store::util::write_private(&self.fleet.peers_file, &text);
         }
     }
 

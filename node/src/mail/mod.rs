@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 
 use crate::service::{Node, NodeError, NodeResult};
-use crate::util::new_id;
+use node_store::util::new_id;
 
 /// The mailbox: a subsystem over the core, owning each sender's rate bucket
 /// (the messages themselves are the log's and the store's `mail` projection).

@@ -11,7 +11,7 @@ use monitor::Target;
 
 use super::Monitors;
 use crate::service::{NodeError, NodeResult};
-use crate::util::now_ms;
+use node_store::util::now_ms;
 
 impl Monitors {
     /// The breaker's word on one injection of `attachment`: refused when
@@ -39,7 +39,7 @@ impl Monitors {
     /// Advice a member forwards from its monitor: prefixed and attributed
     /// here, the home; the breaker decided on the monitor's node.
     pub async fn send_remote_advice(&self, p: api::SendMessage, monitor: &str) -> NodeResult<api::SendMessageResult> {
-        crate::validate::agent_name(monitor).map_err(|e| NodeError::Invalid(format!("advice_from: {e}")))?;
+        node_store::validate::agent_name(monitor).map_err(|e| NodeError::Invalid(format!("advice_from: {e}")))?;
         let text = monitor::advise(monitor, &p.text).map_err(|e| NodeError::Invalid(e.to_string()))?;
         let live = self.require_live(&p.conversation).await?;
         let d = live.send_message(text, format!("monitor:{monitor}")).await?;

@@ -25,9 +25,9 @@ use monitor::{Action, Delta, Refused, Target, WakeKey, WakeQueue, Watch};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use crate::events::Event;
 use crate::service::{Node, NodeError, NodeResult};
-use crate::util::{new_id, now_ms};
+use node_store::events::Event;
+use node_store::util::{new_id, now_ms};
 use state::AttachmentEntry;
 
 /// How long a woken monitor may take over its turn before its queue moves on.
@@ -48,6 +48,8 @@ pub struct Monitors {
     node: Arc<Node>,
     /// Starting, pausing and ending the monitor's own conversations.
     conversations: Arc<crate::conversations::Conversations>,
+    /// Reaching a watched conversation homed on another member.
+    fleet: Arc<crate::fleet::Fleet>,
     me: Weak<Monitors>,
     /// Attachment id -> its watch (compiled trigger, cursor, breaker).
     watches: Mutex<HashMap<String, Watch>>,
@@ -68,10 +70,15 @@ impl std::ops::Deref for Monitors {
 }
 
 impl Monitors {
-    pub fn new(node: Arc<Node>, conversations: Arc<crate::conversations::Conversations>) -> Arc<Monitors> {
+    pub fn new(
+        node: Arc<Node>,
+        conversations: Arc<crate::conversations::Conversations>,
+        fleet: Arc<crate::fleet::Fleet>,
+    ) -> Arc<Monitors> {
         Arc::new_cyclic(|me| Monitors {
             node,
             conversations,
+            fleet,
             me: me.clone(),
             watches: Default::default(),
             queues: Default::default(),

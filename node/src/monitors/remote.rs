@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use super::Monitors;
 use crate::service::{NodeError, NodeResult};
-use crate::util::now_ms;
+use node_store::util::now_ms;
 
 /// What a delegation allows beyond its agent and operations.
 const METHODS: &[&str] = &[
@@ -44,7 +44,7 @@ impl Monitors {
     pub(crate) async fn remote_home(&self, target: &str) -> NodeResult<Option<(String, String)>> {
         let (name, at) = crate::fleet::address::split_address(target);
         let Some(at) = at else { return Ok(None) };
-        Ok(self.member_named(at).await?.map(|id| (id, name.to_string())))
+        Ok(self.fleet.member_named(at).await?.map(|id| (id, name.to_string())))
     }
 
     fn delegation_path(&self, attachment: &str) -> PathBuf {
@@ -74,9 +74,9 @@ impl Monitors {
     /// that agent, `observe` (+ `inject`) and a monitor's methods, unexpiring
     /// (detaching deletes it; `token.revoke` ends it).
     pub fn owner_delegation(&self, home: &str, agent: &str, inject: bool) -> NodeResult<String> {
-        let Some(owner) = self.fleet_owner_root() else {
+        let Some(owner) = self.fleet.fleet_owner_root() else {
             // The same refusal a forwarded call of the local admin gets.
-            return self.local_forwarding_token(home);
+            return self.fleet.local_forwarding_token(home);
         };
         let mut rights = vec![capabilities::Right::new(
             capabilities::Resource::Agent(agent.to_string()),
@@ -110,7 +110,8 @@ impl Monitors {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| NodeError::Internal(format!("{}: {e}", dir.display())))?;
         }
-        crate::util::write_private(&path, token).map_err(|e| NodeError::Internal(format!("{}: {e}", path.display())))
+        node_store::util::write_private(&path, token)
+            .map_err(|e| NodeError::Internal(format!("{}: {e}", path.display())))
     }
 
     /// The attachment's delegation: kept in memory once read (every call
@@ -157,6 +158,7 @@ impl Monitors {
     pub(crate) async fn call_member(&self, home: &str, token: &str, method: &str, params: Value) -> NodeResult<Value> {
         let text = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }).to_string();
         let (answer, _) = self
+            .fleet
             .forward(home, token.to_string(), text, false, Duration::from_secs(15))
             .await?;
         let r: api::Response =
@@ -178,7 +180,7 @@ impl Monitors {
     /// prefixes and attributes (`advice_from`, honoured only on calls a
     /// member forwards). The params to forward.
     pub(crate) async fn remote_advice(&self, monitor: &str, home: &str, params: Option<Value>) -> NodeResult<Value> {
-        let p: api::SendMessage = crate::api::params(params).map_err(|e| NodeError::Invalid(e.message))?;
+        let p: api::SendMessage = api::rpc::params(params).map_err(|e| NodeError::Invalid(e.message))?;
         monitor::validate_advice(&p.text).map_err(|e| NodeError::Invalid(e.to_string()))?;
         let Some(attachment) = self.remote_attachment_of(monitor, home, true).await else {
             return Err(NodeError::Forbidden(format!(
@@ -238,6 +240,7 @@ impl Monitors {
     async fn remote_round(&self, attachment: &str, home: &str, agent: &str, token: &str, since: u64) -> NodeResult<()> {
         let sub = json!({ "jsonrpc": "2.0", "id": 1, "method": "transcript.subscribe", "params": { "agent": agent } });
         let (answer, stream) = self
+            .fleet
             .forward(home, token.to_string(), sub.to_string(), true, Duration::from_secs(15))
             .await?;
         let Some(stream) = stream else {
@@ -248,7 +251,7 @@ impl Monitors {
         let result = self
             .catch_up_and_pull(attachment, home, agent, token, since, stream)
             .await;
-        self.cancel_remote(home, stream).await;
+        self.fleet.cancel_remote(home, stream).await;
         result
     }
 
@@ -295,7 +298,7 @@ impl Monitors {
             if !self.watches.lock().is_ok_and(|w| w.contains_key(attachment)) {
                 return Ok(());
             }
-            match self.pull(home, stream).await {
+            match self.fleet.pull(home, stream).await {
                 Ok((notes, ended)) => {
                     failing_since = None;
                     for n in notes {

@@ -25,16 +25,16 @@ pub use node_store::folds::budget as state;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
-use ::spend::budget::{Fact, MAX_USD, Phase, micros_to_usd, usd_to_micros};
+use ::spend::budget::{Fact, Phase, micros_to_usd, usd_to_micros};
 use ::spend::{PriceTable, UsageRecord};
 use console_api as api;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
-use crate::events::Event;
 use crate::service::{NodeError, NodeResult};
-use crate::store::spend::LedgerChange;
-use crate::util::now_ms;
+use node_store::events::Event;
+use node_store::store::spend::LedgerChange;
+use node_store::util::now_ms;
 
 /// The budget's timers and what was logged once.
 #[derive(Default)]
@@ -55,54 +55,14 @@ pub(crate) struct Charge {
     pub requests: u64,
 }
 
-/// Dollars named `field`, checked: finite, `0..=MAX_USD`.
+/// Dollars named `field`, checked (`state::usd_param`).
 fn usd_param(field: &str, usd: f64) -> NodeResult<i64> {
-    usd_to_micros(usd)
-        .ok_or_else(|| NodeError::Invalid(format!("{field}: {usd} is not an amount of dollars in 0..={MAX_USD}")))
+    state::usd_param(field, usd).map_err(NodeError::Invalid)
 }
 
 /// A request's cost in micro-dollars, `None` when its model has no price.
 fn cost_micros(table: &PriceTable, r: &UsageRecord) -> Option<i64> {
     table.cost(r).map(|usd| (usd * 1_000_000.0).round() as i64)
-}
-
-/// The `budget_set` event of `agent.create {budget}`, checked.
-pub(crate) fn create_event(agent: &str, b: &api::BudgetSpec) -> NodeResult<Event> {
-    Ok(Event::BudgetSet {
-        agent: agent.to_string(),
-        micros_per_hour: usd_param("budget.usd_per_hour", b.usd_per_hour)?,
-        burst_micros: usd_param("budget.burst_usd", b.burst_usd)?,
-    })
-}
-
-/// `conversation.sendMessage` is refused (-32013) while the agent's budget
-/// is not ok; read from the catalog's budget fold.
-pub(crate) fn check_send(budgets: &state::Budgets, agent: &str) -> NodeResult<()> {
-    let s = budgets.of(agent);
-    let now = now_ms();
-    match s.phase {
-        Phase::Ok => Ok(()),
-        Phase::Waiting { until_ms } => Err(NodeError::PausedForBudget {
-            message: format!("paused for budget: agent {agent:?} waits for its spend bucket to accrue"),
-            retry_after_ms: Some(until_ms.saturating_sub(now).max(1)),
-            state: "waiting",
-        }),
-        Phase::Exhausted => Err(NodeError::PausedForBudget {
-            message: format!(
-                "paused for budget: agent {agent:?}'s spend bucket is exhausted: top it up or raise its rate (budget.topup, budget.set)"
-            ),
-            retry_after_ms: None,
-            state: "exhausted",
-        }),
-    }
-}
-
-/// The wire `budget` label of an agent whose budget is not ok.
-pub(crate) fn label(phase: Phase) -> Option<String> {
-    match phase {
-        Phase::Ok => None,
-        p => Some(p.as_str().to_string()),
-    }
 }
 
 impl super::Spend {

@@ -26,7 +26,7 @@ pub mod budget;
 pub mod pricing;
 pub mod quota;
 pub mod usage;
-use crate::store::spend::{LedgerBatch, LedgerFilter, LedgerProblem, LedgerQuota, LedgerRecord};
+use node_store::store::spend::{LedgerBatch, LedgerFilter, LedgerProblem, LedgerQuota, LedgerRecord};
 
 /// How often the session stores are looked at.
 const TICK: Duration = Duration::from_secs(2);
@@ -221,6 +221,8 @@ fn counted(rows: Vec<(String, UsageRecord)>) -> Vec<(String, UsageRecord)> {
 /// agents' budget timers (the budget state itself is the catalog's fold).
 pub struct Spend {
     node: Arc<Node>,
+    /// `[pricing]`: the live price source.
+    pricing_settings: pricing::PricingSettings,
     /// The price table the ledger is priced by now (`pricing.rs`).
     pricing: pricing::Pricing,
     /// The agents' budget timers (`budget.rs`).
@@ -236,9 +238,10 @@ impl std::ops::Deref for Spend {
 }
 
 impl Spend {
-    pub fn new(node: Arc<Node>) -> Arc<Spend> {
+    pub fn new(node: Arc<Node>, pricing_settings: pricing::PricingSettings) -> Arc<Spend> {
         Arc::new(Spend {
             node,
+            pricing_settings,
             pricing: Default::default(),
             budgets: Default::default(),
         })

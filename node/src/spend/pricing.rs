@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::util::now_ms;
+use node_store::util::now_ms;
 
 /// After a failed fetch, the next try is at most this far off.
 const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(3600);
@@ -272,7 +272,7 @@ impl super::Spend {
                         Err(e) => tracing::warn!(error = %e, "the cached price table does not read; it is not used"),
                     }
                 }
-                (node.cfg.pricing.clone(), cached)
+                (node.pricing_settings.clone(), cached)
             };
             if settings.url.is_empty() {
                 return;

@@ -6,11 +6,11 @@
 use serde_json::Value;
 
 use super::LedgerScope;
-use crate::harness::Dialog as ScreenDialog;
 use crate::live::Live;
 use crate::service::NodeResult;
-use crate::store::spend::LedgerQuota;
-use crate::util::now_ms;
+use node_runtime::harness::Dialog as ScreenDialog;
+use node_store::store::spend::LedgerQuota;
+use node_store::util::now_ms;
 
 impl super::Spend {
     /// The quota metrics of a scope, newest first.

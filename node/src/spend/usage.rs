@@ -17,9 +17,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::LedgerScope;
-use crate::events::{Event, StoredEvent};
 use crate::live::Live;
 use crate::service::{NodeError, NodeResult};
+use node_store::events::{Event, StoredEvent};
 
 /// How often the usage file is looked at.
 const POLL: Duration = Duration::from_millis(250);

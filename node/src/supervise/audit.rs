@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 use supervision::Outcome;
 
 use super::Supervisor;
-use crate::events::Event;
 use crate::service::NodeResult;
+use node_store::events::Event;
 
 /// Most audit rows one read returns.
 const MAX_AUDIT: u32 = 200;
@@ -85,7 +85,7 @@ pub(super) enum Link {
 
 /// An audit event as the wire's audit row (seed 000's columns), with its
 /// agent and how it links to other events.
-pub(super) fn audit_row(e: &crate::events::StoredEvent) -> Option<(&str, Value, Link)> {
+pub(super) fn audit_row(e: &node_store::events::StoredEvent) -> Option<(&str, Value, Link)> {
     let Event::SupervisionActed {
         agent,
         conversation,
@@ -128,7 +128,7 @@ pub(super) struct AuditFold {
 }
 
 impl AuditFold {
-    fn push(&mut self, e: &crate::events::StoredEvent) -> Option<(String, Value)> {
+    fn push(&mut self, e: &node_store::events::StoredEvent) -> Option<(String, Value)> {
         let (agent, row, link) = audit_row(e)?;
         let agent = agent.to_string();
         match link {
@@ -162,7 +162,7 @@ impl AuditFold {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::StoredEvent;
+    use node_store::events::StoredEvent;
     use supervision::{AuditDecision, AuditFields, Trigger};
 
     fn event(seq: u64, outcome: Outcome, attempt: Option<u64>) -> StoredEvent {

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::events::Event;
+use node_store::events::Event;
 
 pub use node_store::folds::definitions as state;
 

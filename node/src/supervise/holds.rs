@@ -4,10 +4,10 @@ use serde_json::{Value, json};
 use supervision::{AuditFields, Decision, Meaning, Outcome, Trigger};
 
 use super::{Supervisor, excerpt};
-use crate::harness::Dialog as ScreenDialog;
 use crate::live::Live;
 use crate::service::{NodeError, NodeResult};
-use crate::util::{new_id, now_ms};
+use node_runtime::harness::Dialog as ScreenDialog;
+use node_store::util::{new_id, now_ms};
 
 /// Most holds kept (oldest dropped first).
 const MAX_HOLDS: usize = 1024;
@@ -259,7 +259,8 @@ impl Supervisor {
             .command
             .as_deref()
             .ok_or_else(|| NodeError::Invalid("learn: the held dialog shows no command to learn".into()))?;
-        let pattern = crate::validate::pattern_of_command(command).map_err(|e| NodeError::Invalid(e.to_string()))?;
+        let pattern =
+            node_store::validate::pattern_of_command(command).map_err(|e| NodeError::Invalid(e.to_string()))?;
         let cat = self.catalog.lock().await;
         cat.decide_approval_rule(&self.rules_workspace(&held.agent), &pattern, true, "")
             .map_err(|e| match NodeError::from(e) {

@@ -23,9 +23,9 @@ mod watch;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use crate::harness::Dialog as ScreenDialog;
 use crate::live::Live;
 use crate::service::Node;
+use node_runtime::harness::Dialog as ScreenDialog;
 
 pub use holds::Held;
 pub use hooks::{HookReport, ToolRequest, parse};

@@ -6,10 +6,10 @@ use supervision::{Answer, AuditFields, Meaning, Outcome, Trigger};
 
 use super::audit::{AuditFold, Link, audit_row};
 use super::{Supervisor, capture, excerpt};
-use crate::events::Event;
-use crate::harness::Dialog as ScreenDialog;
 use crate::live::Live;
 use crate::service::{NodeError, NodeResult};
+use node_runtime::harness::Dialog as ScreenDialog;
+use node_store::events::Event;
 
 impl Supervisor {
     /// Types `answer`'s keys only if the dialog on screen is still exactly
@@ -185,7 +185,7 @@ impl Supervisor {
                 .ok_or_else(|| NodeError::Conflict(format!("agent {agent:?} has no live conversation to nudge")))?,
         };
         let text = text.unwrap_or(policy.nudge_text);
-        crate::validate::message_text(&text).map_err(|e| NodeError::Invalid(e.to_string()))?;
+        node_store::validate::message_text(&text).map_err(|e| NodeError::Invalid(e.to_string()))?;
         let live = self
             .live(&id)
             .ok_or_else(|| NodeError::Conflict(format!("conversation {id} has no running CLI")))?;

@@ -4,8 +4,8 @@
 use console_api as api;
 use serde_json::Value;
 
-use crate::events::Event;
 use crate::service::{NodeError, NodeResult};
+use node_store::events::Event;
 
 impl super::Supervisor {
     /// `supervision.get`: the global defaults, the agent's override and the
@@ -147,7 +147,7 @@ impl super::Supervisor {
         let e = cat.decide_approval_rule(&workspace, pattern, learned, by)?;
         let stored = match &e {
             Some(Event::ApprovalRule { pattern, .. }) => pattern.clone(),
-            _ => crate::validate::normal_pattern(pattern).map_err(|e| NodeError::Invalid(e.to_string()))?,
+            _ => node_store::validate::normal_pattern(pattern).map_err(|e| NodeError::Invalid(e.to_string()))?,
         };
         if let Some(e) = e {
             self.commit(&mut cat, vec![e]).await?;

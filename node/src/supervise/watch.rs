@@ -8,8 +8,8 @@ use console_api::Status;
 use supervision::{Answer, AuditFields, DecisionContext, Meaning, Outcome, Verdict};
 
 use super::{FsResolver, Supervisor, capture};
-use crate::harness::Dialog as ScreenDialog;
 use crate::live::Live;
+use node_runtime::harness::Dialog as ScreenDialog;
 
 /// How long a dialog must stay unchanged before supervision reads it (Claude
 /// Code drops keys sent in the first ~200 ms after a dialog appears).

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{OwnerTool, invoke, still_granted};
-use crate::events::Event;
 use crate::service::{Node, NodeError, NodeResult};
+use node_store::events::Event;
 
 /// Owner tools running at once on this node.
 pub const MAX_RUNNING: usize = 8;

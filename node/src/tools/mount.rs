@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::OwnerTool;
-use crate::catalog::Catalog;
-use crate::events::AgentRecord;
+use node_store::catalog::Catalog;
+use node_store::events::AgentRecord;
 
 pub(crate) use node_runtime::layout::{GUEST_WARREN, tools_dir};
 

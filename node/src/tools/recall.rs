@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 
 use super::Tools;
-use crate::events::Event;
 use crate::service::{NodeError, NodeResult};
+use node_store::events::Event;
 
 fn invalid(e: recall::RecallError) -> NodeError {
     NodeError::Invalid(e.to_string())

@@ -28,7 +28,7 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
         m::CONVERSATION_SCREEN => {
             let read: console_api::ScreenRead = c.params()?;
             let mut screen = node.screen(&read).await?;
-            crate::redact::redact_screen(&node.store().redaction().matcher(), &mut screen);
+            node_store::redact::redact_screen(&node.store().redaction().matcher(), &mut screen);
             to_value(screen)?
         }
         m::CONVERSATION_SEND_MESSAGE => {

@@ -6,9 +6,9 @@ use serde_json::Value;
 use super::{Call, not_served};
 
 pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
-    let node = &c.app.node;
+    let fleet = &c.app.fleet;
     let v = match c.method.name {
-        m::FLEET_NODES => node.fleet_nodes().await?,
+        m::FLEET_NODES => fleet.fleet_nodes().await?,
         m::FLEET_INVITE => {
             #[derive(serde::Deserialize)]
             #[serde(deny_unknown_fields)]
@@ -23,7 +23,7 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
                     format!("ttl_secs: {ttl} is outside 1..=604800 (a week)"),
                 ));
             }
-            node.fleet_invite(std::time::Duration::from_secs(ttl)).await?
+            fleet.fleet_invite(std::time::Duration::from_secs(ttl)).await?
         }
         m::FLEET_REMOVE => {
             #[derive(serde::Deserialize)]
@@ -31,7 +31,7 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
             struct P {
                 node: String,
             }
-            node.fleet_remove(&c.params::<P>()?.node).await?
+            fleet.fleet_remove(&c.params::<P>()?.node).await?
         }
         m::FLEET_JOIN => {
             #[derive(serde::Deserialize)]
@@ -39,7 +39,7 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
             struct P {
                 invite: String,
             }
-            node.fleet_join(&c.params::<P>()?.invite).await?
+            fleet.fleet_join(&c.params::<P>()?.invite).await?
         }
         _ => return Err(not_served(c.method)),
     };

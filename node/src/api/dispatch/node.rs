@@ -10,14 +10,15 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
     let node = &app.node;
     let v = match c.method.name {
         m::NODE_INFO => {
-            let (peer_id, fleet) = node.fleet_identity().await;
+            let (peer_id, fleet) = app.fleet.fleet_identity().await;
             let mut info = to_value(console_api::NodeInfo {
                 node_id: app.identity.node_id.clone(),
                 peer_id: Some(peer_id),
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 protocol_version: console_api::PROTOCOL_VERSION,
                 // What clients should use: the published one when set.
-                endpoint: node
+                endpoint: app
+                    .fleet
                     .published_endpoint()
                     .unwrap_or_else(|| app.identity.endpoint.clone()),
                 runtime: node.runtime_name().to_string(),

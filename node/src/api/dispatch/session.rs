@@ -58,11 +58,11 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
                 }
             };
             let endpoint = app
-                .node
+                .fleet
                 .published_endpoint()
                 .unwrap_or_else(|| app.identity.endpoint.clone());
             json!({
-                "code": app.pairing.issue(profile, crate::util::now_ms()),
+                "code": app.pairing.issue(profile, node_store::util::now_ms()),
                 "profile": profile.as_str(),
                 "url": crate::console::console_url(&endpoint),
                 "expires_in_ms": CODE_TTL_MS,
@@ -93,7 +93,7 @@ fn pair(app: &Arc<App>, conn: &Arc<Conn>, p: console_api::PairCode) -> Result<Va
         .unwrap_or(std::net::IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
     let profile = app
         .pairing
-        .redeem(&p.code, source, crate::util::now_ms())
+        .redeem(&p.code, source, node_store::util::now_ms())
         .map_err(|e| match e {
             PairError::Refused => RpcError::new(ErrorCode::Unauthenticated, e.to_string()),
             PairError::LockedOut { retry_after_ms } => {

@@ -28,7 +28,7 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
                 .app
                 .supervisor
                 .supervision_holds(c.params::<console_api::AgentFilter>()?.agent.as_deref());
-            crate::redact::redact_value(&node.store().redaction().matcher(), &mut holds);
+            node_store::redact::redact_value(&node.store().redaction().matcher(), &mut holds);
             holds
         }
         m::SUPERVISION_ANSWER => {

@@ -23,7 +23,7 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
         m::TOKEN_INSPECT => to_value(inspect(app, &c.params::<console_api::TokenRef>()?.token))?,
         m::TOKEN_REVOKE => {
             let r: console_api::TokenRevoke = c.params()?;
-            app.node.revoke_fleet_wide(vec![r.revocation_id]).await?;
+            app.fleet.revoke_fleet_wide(vec![r.revocation_id]).await?;
             json!({ "revoked": true })
         }
         _ => return Err(not_served(c.method)),

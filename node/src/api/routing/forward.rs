@@ -18,8 +18,9 @@ use serde_json::{Value, json};
 
 use super::plan::{self, Aim, Refusal, Step, Target, View, Way};
 use crate::api::conn::{CLOSE_SLOW, Caller, Conn};
+use crate::fleet::Fleet;
 use crate::fleet::address::split_address;
-use crate::service::{Node, NodeError, NodeResult};
+use crate::service::{NodeError, NodeResult};
 use crate::supervise::Supervisor;
 
 /// How long a fleet-wide list waits for each member.
@@ -55,7 +56,7 @@ impl From<Refusal> for NodeError {
 
 /// The calling side: what it has learned and who the local admin is.
 pub struct Router {
-    node: Arc<Node>,
+    fleet: Arc<Fleet>,
     /// Supervision: which dialogs are held here.
     supervisor: Arc<Supervisor>,
     /// Monitors: a monitor conversation's delegations and advice breaker.
@@ -69,13 +70,13 @@ pub struct Router {
 
 impl Router {
     pub fn new(
-        node: Arc<Node>,
+        fleet: Arc<Fleet>,
         supervisor: Arc<Supervisor>,
         monitors: Arc<crate::monitors::Monitors>,
         admin_token: Vec<String>,
     ) -> Router {
         Router {
-            node,
+            fleet,
             supervisor,
             monitors,
             homes: Mutex::new(HashMap::new()),
@@ -128,28 +129,29 @@ impl Router {
 
     /// What this node knows of an aim's target (only what the decision reads).
     async fn view(&self, aim: &Aim) -> NodeResult<View> {
-        let node = &self.node;
-        let in_fleet = node.in_fleet();
+        let fleet = &self.fleet;
+        let in_fleet = fleet.in_fleet();
         let mut view = View {
             in_fleet,
             ..View::default()
         };
         match &aim.target {
-            Target::Node(n) => view.member = node.member_named(n).await?,
+            Target::Node(n) => view.member = fleet.member_named(n).await?,
             Target::Agent(address) => match split_address(address) {
-                (_, Some(at)) => view.member = node.member_named(at).await?,
+                (_, Some(at)) => view.member = fleet.member_named(at).await?,
                 (name, None) => {
-                    view.here = in_fleet && super::homes(node, &self.supervisor, &Locate::Agent(name.to_string())).await
+                    view.here =
+                        in_fleet && super::homes(fleet, &self.supervisor, &Locate::Agent(name.to_string())).await
                 }
             },
             Target::Conversation(id) if in_fleet => {
-                view.here = super::homes(node, &self.supervisor, &Locate::Conversation(id.clone())).await;
+                view.here = super::homes(fleet, &self.supervisor, &Locate::Conversation(id.clone())).await;
                 if !view.here {
                     view.remembered = self.home_of(id);
                 }
             }
             Target::Hold(id) if in_fleet => {
-                view.here = super::homes(node, &self.supervisor, &Locate::Hold(id.clone())).await
+                view.here = super::homes(fleet, &self.supervisor, &Locate::Hold(id.clone())).await
             }
             Target::Conversation(_) | Target::Hold(_) => {}
         }
@@ -164,11 +166,11 @@ impl Router {
             Step::Locate(what, params) => (what, params),
             settled => return Ok(settled),
         };
-        let (found, unreachable) = self.node.locate(what.clone()).await;
+        let (found, unreachable) = self.fleet.locate(what.clone()).await;
         let found: Vec<(String, String)> = found
             .into_iter()
             .map(|id| {
-                let name = self.node.member_name(&id);
+                let name = self.fleet.member_name(&id);
                 (id, name)
             })
             .collect();
@@ -193,7 +195,7 @@ impl Router {
     /// conversation's instance token (trusted here only) is forwarded as the
     /// delegation its attachment holds for that member.
     pub async fn token_for(&self, conn: &Arc<Conn>, node_id: &str) -> Result<String, RpcError> {
-        let node = &self.node;
+        let fleet = &self.fleet;
         if let Caller::Token(v) = conn.caller()
             && let Some(agent) = &v.agent
             && let Some(t) = self.monitors.monitor_delegation_for(agent, node_id).await
@@ -203,13 +205,13 @@ impl Router {
         match conn.caller() {
             // The admin token's holder is the local admin (the CLI uses it).
             Caller::Token(v) if self.is_admin_token(&v.revocation_ids) => {
-                node.local_forwarding_token(node_id).map_err(Into::into)
+                fleet.local_forwarding_token(node_id).map_err(Into::into)
             }
             Caller::Token(v) => v
                 .biscuit
                 .to_base64()
                 .map_err(|e| RpcError::new(ErrorCode::Internal, format!("the token would not serialize: {e}"))),
-            Caller::Local => node.local_forwarding_token(node_id).map_err(Into::into),
+            Caller::Local => fleet.local_forwarding_token(node_id).map_err(Into::into),
             Caller::Anonymous => Err(RpcError::new(
                 ErrorCode::Unauthenticated,
                 "unauthenticated: send `Authorization: Bearer <token>` on the upgrade or call session.authenticate first",
@@ -226,7 +228,7 @@ impl Router {
         node_id: &str,
         params: Option<Value>,
     ) -> Routed {
-        let node = &self.node;
+        let fleet = &self.fleet;
         let token = match self.token_for(conn, node_id).await {
             Ok(t) => t,
             Err(e) => return Routed::Failed(e),
@@ -242,7 +244,7 @@ impl Router {
             _ => params,
         };
         let started = Instant::now();
-        let answer = node
+        let answer = fleet
             .forward(
                 node_id,
                 token,
@@ -262,7 +264,10 @@ impl Router {
             }
             return Routed::Failed(RpcError::new(
                 ErrorCode::Internal,
-                format!("node {} gave an answer that is not JSON-RPC", node.member_name(node_id)),
+                format!(
+                    "node {} gave an answer that is not JSON-RPC",
+                    fleet.member_name(node_id)
+                ),
             ));
         };
         if let Some(result) = &resp.result {
@@ -271,10 +276,10 @@ impl Router {
             }
         }
         if let (Some(sid), Some(result)) = (stream_id, resp.result.as_mut()) {
-            match pump(node, conn, node_id, sid) {
+            match pump(fleet, conn, node_id, sid) {
                 Ok(local) => result["subscription"] = json!(local),
                 Err(e) => {
-                    node.cancel_remote(node_id, sid).await;
+                    fleet.cancel_remote(node_id, sid).await;
                     return Routed::Failed(e);
                 }
             }
@@ -293,7 +298,7 @@ impl Router {
         params: Option<Value>,
         local: Value,
     ) -> Response {
-        let node = &self.node;
+        let fleet = &self.fleet;
         let tag = |answer: &Value, name: &str| -> Vec<Value> {
             let mut items = answer.get(list).and_then(Value::as_array).cloned().unwrap_or_default();
             for i in items.iter_mut() {
@@ -301,10 +306,10 @@ impl Router {
             }
             items
         };
-        let mut items = tag(&local, &node.fleet.name);
+        let mut items = tag(&local, fleet.name());
         let mut unreachable = vec![];
         let mut asks = tokio::task::JoinSet::new();
-        for (id, name) in node.members().await {
+        for (id, name) in fleet.members().await {
             let token = match self.token_for(conn, &id).await {
                 Ok(t) => t,
                 Err(e) => {
@@ -312,9 +317,9 @@ impl Router {
                     continue;
                 }
             };
-            let (node, text) = (node.clone(), request_text(req, params.clone()));
+            let (fleet, text) = (fleet.clone(), request_text(req, params.clone()));
             asks.spawn(async move {
-                let r = node.forward(&id, token, text, false, FANOUT_WITHIN).await;
+                let r = fleet.forward(&id, token, text, false, FANOUT_WITHIN).await;
                 (name, r)
             });
         }
@@ -343,34 +348,34 @@ fn request_text(req: &Request, params: Option<Value>) -> String {
 /// Tells the home when a forwarded subscription's pump stops for any reason
 /// (cancelled, the connection closed, the home ended it).
 struct CancelOnDrop {
-    node: Arc<Node>,
+    fleet: Arc<Fleet>,
     home: String,
     stream: u64,
 }
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        let (node, home, stream) = (self.node.clone(), self.home.clone(), self.stream);
+        let (fleet, home, stream) = (self.fleet.clone(), self.home.clone(), self.stream);
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move { node.cancel_remote(&home, stream).await });
+            rt.spawn(async move { fleet.cancel_remote(&home, stream).await });
         }
     }
 }
 
 /// A local subscription fed by pulling the home's.
-fn pump(node: &Arc<Node>, conn: &Arc<Conn>, home: &str, stream: u64) -> Result<String, RpcError> {
-    let (node, c, home) = (node.clone(), conn.clone(), home.to_string());
+fn pump(fleet: &Arc<Fleet>, conn: &Arc<Conn>, home: &str, stream: u64) -> Result<String, RpcError> {
+    let (fleet, c, home) = (fleet.clone(), conn.clone(), home.to_string());
     conn.subscribe_with(move |local, gate| {
         tokio::spawn(async move {
             let _cancel = CancelOnDrop {
-                node: node.clone(),
+                fleet: fleet.clone(),
                 home: home.clone(),
                 stream,
             };
             let _ = gate.await;
             let mut failing_since: Option<Instant> = None;
             loop {
-                match node.pull(&home, stream).await {
+                match fleet.pull(&home, stream).await {
                     Ok((notes, ended)) => {
                         failing_since = None;
                         for n in notes {
@@ -386,7 +391,7 @@ fn pump(node: &Arc<Node>, conn: &Arc<Conn>, home: &str, stream: u64) -> Result<S
                             if why == CLOSE_SLOW {
                                 c.cut_off(CLOSE_SLOW);
                             } else {
-                                let name = node.member_name(&home);
+                                let name = fleet.member_name(&home);
                                 c.cut_off(&format!("subscription {local} ended at node {name}: {why}"));
                             }
                             return;
