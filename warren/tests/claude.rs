@@ -10,3 +10,4 @@ mod support;
 const RUNTIME: &str = "local";
 
 include!("cases/claude.rs");
+include!("cases/claude_agents.rs");

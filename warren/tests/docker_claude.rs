@@ -8,3 +8,4 @@ mod support;
 const RUNTIME: &str = "docker";
 
 include!("cases/claude.rs");
+include!("cases/claude_agents.rs");

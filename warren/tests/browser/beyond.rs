@@ -1,0 +1,291 @@
+//! The console beyond one page load: a reconnect that resumes from its
+//! cursor, a phone that reaches a second node, and the console over TLS.
+
+use super::*;
+
+/// The node stops under the page and comes back on the same port: the page
+/// shows it is reconnecting, signs in again by itself, and resumes the
+/// transcript from its cursor: every event once, in order, nothing missed,
+/// the ones written while it was away included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_reconnects_and_resumes_from_its_cursor() {
+    use warren::bench::NodeProcess;
+    let (_one, driver) = start_driver().await;
+    let dir = tempfile::tempdir().expect("data dir");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let exe = Path::new(EXE);
+    let mut proc = Some(NodeProcess::start_listening(exe, dir.path(), "local", &listen).expect("node"));
+    let target = proc.as_ref().expect("node").target.clone();
+    let mut api = warren::client::Client::connect(&target).await.expect("connect");
+    let conv = agent_with_conversation(&mut api, "resumer").await;
+    send(&mut api, &conv, "before the drop").await;
+    wait_event(&mut api, &conv, "agent", "echo: before the drop").await;
+
+    let profile = tempfile::tempdir().expect("profile dir");
+    let c = browser(&driver, 1280, 800, profile.path()).await;
+    let (code, out, err) = warren(&["console", "pair", "--json"], dir.path());
+    assert_eq!(code, 0, "{err}");
+    let p: Value = serde_json::from_str(&out).expect("json");
+    c.goto(&format!(
+        "{}#pair={}",
+        p["url"].as_str().expect("url"),
+        p["code"].as_str().expect("code")
+    ))
+    .await
+    .expect("pair");
+    wait_js(
+        &c,
+        "online",
+        Duration::from_secs(20),
+        "return document.body.dataset.conn === 'online'",
+    )
+    .await;
+    c.goto(&format!("{}#/conv/{conv}", p["url"].as_str().expect("url")))
+        .await
+        .expect("open the conversation");
+    let has = |text: &str| {
+        format!("return [...document.querySelectorAll('#transcript li .text')].some(e => e.textContent === {text:?})")
+    };
+    wait_js(
+        &c,
+        "the transcript so far",
+        Duration::from_secs(20),
+        &has("echo: before the drop"),
+    )
+    .await;
+
+    // The node goes away (a clean stop pauses the conversation) ...
+    drop(proc.take());
+    wait_js(
+        &c,
+        "the page saying it is reconnecting",
+        Duration::from_secs(20),
+        "return document.querySelector('#conn-state').textContent === 'reconnecting'",
+    )
+    .await;
+    shot(
+        &c,
+        "reconnecting",
+        "desktop: the page while the node is down, saying it is reconnecting",
+    )
+    .await;
+    // ... and comes back on the same address; the conversation goes on.
+    proc = Some(NodeProcess::start_listening(exe, dir.path(), "local", &listen).expect("node restarts"));
+    let mut api = warren::client::Client::connect(&proc.as_ref().expect("node").target)
+        .await
+        .expect("connect");
+    call(&mut api, "conversation.continue", json!({ "conversation": conv })).await;
+    wait_idle(&mut api, &conv).await;
+    send(&mut api, &conv, "after the drop").await;
+    wait_js(
+        &c,
+        "online again",
+        Duration::from_secs(30),
+        "return document.body.dataset.conn === 'online'",
+    )
+    .await;
+    wait_js(
+        &c,
+        "the events since the drop",
+        Duration::from_secs(30),
+        &has("echo: after the drop"),
+    )
+    .await;
+
+    // Every stored event once, in order: the page's list is the store's.
+    let stored: Vec<u64> = transcript(&mut api, &conv)
+        .await
+        .iter()
+        .filter_map(|e| e["seq"].as_u64())
+        .collect();
+    let shown = wait_js(
+        &c,
+        "the page holding every stored event",
+        Duration::from_secs(20),
+        &format!(
+            "const seqs = [...document.querySelectorAll('#transcript li')].map(e => Number(e.dataset.seq));
+             return seqs.length >= {} ? seqs : null",
+            stored.len()
+        ),
+    )
+    .await;
+    let shown: Vec<u64> = shown
+        .as_array()
+        .expect("seqs")
+        .iter()
+        .filter_map(Value::as_u64)
+        .collect();
+    assert_eq!(shown, stored, "the page's transcript is the store's, once each");
+    shot(
+        &c,
+        "reconnected",
+        "desktop: the page after the node came back, the transcript resumed from its cursor",
+    )
+    .await;
+    c.close().await.expect("close");
+}
+
+/// Two real nodes in one fleet, and a monitor whose breaker tripped: the
+/// phone's fleet view shows both nodes and the tripped breaker, and re-arms
+/// it from the monitors view with one tap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_phone_sees_a_second_node_and_rearms_a_tripped_breaker() {
+    let (_one, driver) = start_driver().await;
+    let keys = tempfile::tempdir().expect("key dir");
+    let owner = keys.path().join("owner.key");
+    let (code, _, err) = warren(
+        &["fleet", "init", "--key-file", &owner.display().to_string()],
+        keys.path(),
+    );
+    assert_eq!(code, 0, "fleet init: {err}");
+    let fleet = "[fleet]\nlisten = \"/ip4/127.0.0.1/tcp/0\"\nheartbeat_ms = 300\nunhealthy_after_ms = 2500\n";
+    let a = TestNode::start_with_config(&format!(
+        "name = \"node-a\"\n{fleet}owner_key = {:?}\n",
+        owner.display().to_string()
+    ));
+    let b = TestNode::start_with_config(&format!("name = \"node-b\"\n{fleet}"));
+    let (code, invite, err) = warren(&["fleet", "invite"], &a.path());
+    assert_eq!(code, 0, "fleet invite: {err}");
+    let (code, _, err) = warren(&["fleet", "join", invite.trim()], &b.path());
+    assert_eq!(code, 0, "fleet join: {err}");
+    let mut api = a.client().await;
+    eventually(
+        "both nodes healthy in node-a's view",
+        Duration::from_secs(30),
+        async || {
+            let v = api.call("fleet.nodes", json!({})).await.ok()?;
+            let healthy = v["nodes"].as_array()?.iter().filter(|n| n["healthy"] == true).count();
+            (healthy == 2).then_some(())
+        },
+    )
+    .await;
+
+    // A ping-pong: the coder answers every piece of advice with the keyword.
+    call(
+        &mut api,
+        "agent.create",
+        json!({ "name": "coder", "harness": "fake", "rules": [
+            { "match": "Advice from monitor", "actions": [{ "say": "still a segfault" }] },
+            { "match": "^crash", "actions": [{ "say": "segfault" }] }
+        ] }),
+    )
+    .await;
+    call(
+        &mut api,
+        "agent.create",
+        json!({ "name": "mon", "harness": "fake", "rules": [
+            { "match": "warren-read (c-[0-9a-f]+)", "actions": [{ "shell": "warren-advise {{1}} 'try again'" }] }
+        ] }),
+    )
+    .await;
+    let attachment = call(
+        &mut api,
+        "monitor.attach",
+        json!({ "monitor": "mon", "target": { "agent": "coder" },
+                "trigger": { "keywords": [{ "text": "segfault" }] }, "breaker": { "max_cycles": 1 } }),
+    )
+    .await["attachment"]["id"]
+        .as_str()
+        .expect("attachment")
+        .to_string();
+    let target = conversation_id(&mut api, "coder").await;
+    send(&mut api, &target, "crash").await;
+    let state = async |api: &mut warren::client::Client, want: &str| {
+        let l = api.call("monitor.list", json!({})).await.ok()?;
+        let a = l["attachments"]
+            .as_array()?
+            .iter()
+            .find(|x| x["id"] == attachment.as_str())?
+            .clone();
+        (a["state"] == want).then_some(a)
+    };
+    eventually("the breaker trips", Duration::from_secs(60), async || {
+        state(&mut api, "tripped").await
+    })
+    .await;
+
+    let profile = tempfile::tempdir().expect("profile dir");
+    let c = browser(&driver, 393, 851, profile.path()).await;
+    let (link, _) = pairing_link(&a, &[]);
+    c.goto(&link).await.expect("pair");
+    wait_js(
+        &c,
+        "two healthy nodes and one tripped breaker",
+        Duration::from_secs(20),
+        "return document.querySelectorAll('#nodes li.node.healthy').length === 2
+            && document.querySelector('#nodes li[data-node=\"node-b\"]')
+            && document.querySelector('#tripped-breakers b')?.textContent === '1'",
+    )
+    .await;
+    shot(
+        &c,
+        "phone-5-fleet-two-nodes",
+        "phone: a fleet of two healthy nodes and one tripped breaker",
+    )
+    .await;
+    click(&c, "#tripped-breakers").await;
+    wait_js(
+        &c,
+        "the tripped monitor",
+        Duration::from_secs(20),
+        "return document.querySelector('#monitors li.monitor.tripped button.rearm')",
+    )
+    .await;
+    shot(
+        &c,
+        "phone-6-monitor-tripped",
+        "phone: the monitors view with the tripped monitor and its Re-arm button",
+    )
+    .await;
+    click(&c, "#monitors li.monitor.tripped button.rearm").await;
+    wait_js(
+        &c,
+        "the monitor armed again",
+        Duration::from_secs(20),
+        "return document.querySelector('#monitors li.monitor.armed') && !document.querySelector('button.rearm')",
+    )
+    .await;
+    eventually("the node says armed", Duration::from_secs(10), async || {
+        state(&mut api, "armed").await
+    })
+    .await;
+    shot(
+        &c,
+        "phone-7-monitor-rearmed",
+        "phone: the same monitor armed again after one tap",
+    )
+    .await;
+    c.close().await.expect("close");
+}
+
+/// Over TLS (`[tls] self_signed`): the console loads from `https://`, pairs,
+/// and its connection is `wss://` on the same origin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_over_tls() {
+    let (_one, driver) = start_driver().await;
+    let node = TestNode::start_with_config("[tls]\nself_signed = true\n");
+    let profile = tempfile::tempdir().expect("profile dir");
+    let c = browser(&driver, 393, 851, profile.path()).await;
+    let (link, _) = pairing_link(&node, &[]);
+    assert!(link.starts_with("https://"), "{link}");
+    c.goto(&link).await.expect("open the pairing link");
+    wait_js(
+        &c,
+        "signed in over wss",
+        Duration::from_secs(20),
+        "return location.protocol === 'https:' && document.body.dataset.conn === 'online' && document.querySelector('#nodes li')",
+    )
+    .await;
+    let secure = c
+        .execute("return window.isSecureContext", vec![])
+        .await
+        .expect("secure");
+    assert_eq!(secure, json!(true), "a secure context (what a phone needs)");
+    shot(
+        &c,
+        "tls-fleet",
+        "phone: the fleet view over https/wss with a self-signed certificate",
+    )
+    .await;
+    c.close().await.expect("close");
+}
