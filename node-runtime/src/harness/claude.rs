@@ -1,4 +1,4 @@
-//! Adapter for the real Claude Code CLI (REAL-CLI.md). Launch: its config dir
+//! Adapter for the real Claude Code CLI (docs/CLAUDE-CODE.md). Launch: its config dir
 //! is the agent's durable home (`CLAUDE_CONFIG_DIR`), first-run screens are
 //! skipped by the config the adapter merges into `.claude.json`, permission
 //! prompts stay on (`--permission-mode default`), and an owned `--settings`
@@ -31,7 +31,7 @@ const HOOKS_FILE: &str = ".warren/claude-settings.json";
 const MAX_ENTRY_CHARS: usize = 16 * 1024;
 
 /// Environment that keeps the CLI offline but for its model endpoint, and
-/// quiet at start (REAL-CLI.md).
+/// quiet at start (docs/CLAUDE-CODE.md).
 const QUIET_ENV: &[(&str, &str)] = &[
     ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
     ("DISABLE_TELEMETRY", "1"),

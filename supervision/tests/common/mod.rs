@@ -144,7 +144,7 @@ fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-/// Claude Code's Bash permission dialog (REAL-CLI.md).
+/// Claude Code's Bash permission dialog (docs/CLAUDE-CODE.md).
 pub fn claude_bash(cmd: &str) -> Dialog {
     Dialog {
         title: "Bash command".into(),
