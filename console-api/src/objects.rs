@@ -222,6 +222,10 @@ pub struct SendMessage {
     /// client): the home prefixes the text and attributes it `monitor:NAME`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advice_from: Option<String>,
+    /// A retry with the same key within 10 minutes gets the first call's
+    /// result and types nothing (1 to 128 characters, no control characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -9,6 +9,7 @@ pub mod config;
 pub mod console;
 pub mod conversations;
 pub mod fleet;
+pub mod idempotent;
 pub mod live;
 pub mod mail;
 pub mod monitors;

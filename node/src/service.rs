@@ -159,6 +159,8 @@ pub struct Node {
     pub(crate) run_from_seq: u64,
     /// Server-pushed events (`event.*`): kind and payload.
     pub(crate) events: tokio::sync::broadcast::Sender<(&'static str, Value)>,
+    /// The results of `sendMessage` calls that named an idempotency key.
+    pub(crate) sends: crate::idempotent::Recent<api::SendMessageResult>,
     /// The clock the mail rate limits are read on.
     pub(crate) started: std::time::Instant,
 }
@@ -225,6 +227,7 @@ impl Node {
             me: std::sync::OnceLock::new(),
             run_from_seq,
             events: tokio::sync::broadcast::channel(1024).0,
+            sends: Default::default(),
             started: std::time::Instant::now(),
         });
         let _ = node.me.set(Arc::downgrade(&node));
@@ -505,7 +508,25 @@ impl Node {
         })
     }
 
+    /// `conversation.sendMessage`: with an idempotency key, a retry by the
+    /// same speaker in the same conversation within 10 minutes gets the first
+    /// call's result and types nothing.
     pub async fn send_message(&self, p: api::SendMessage, speaker: &str) -> NodeResult<api::SendMessageResult> {
+        let key = match &p.idempotency_key {
+            Some(k) if k.is_empty() || k.chars().count() > 128 || k.chars().any(char::is_control) => {
+                return Err(NodeError::Invalid(
+                    "idempotency_key: 1 to 128 characters, no control characters".into(),
+                ));
+            }
+            Some(k) => Some(format!("{speaker}\u{0}{}\u{0}{k}", p.conversation)),
+            None => None,
+        };
+        self.sends
+            .once(key.as_deref(), || self.send_message_now(p, speaker))
+            .await
+    }
+
+    async fn send_message_now(&self, p: api::SendMessage, speaker: &str) -> NodeResult<api::SendMessageResult> {
         validate::message_text(&p.text).map_err(|e| NodeError::Invalid(e.to_string()))?;
         let live = self.require_live(&p.conversation).await?;
         let refused = self

@@ -476,6 +476,47 @@ async fn send_message_waits_for_idle_within_a_bound() {
     );
 }
 
+/// A retried `sendMessage` with the same idempotency key gets the first
+/// call's result and types nothing; a different key, or none, types again; a
+/// bad key is refused naming the field. `warren conv send` sets a key of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_send_with_its_idempotency_key_types_nothing() {
+    let node = TestNode::start();
+    let mut c = node.client().await;
+    let id = agent_with_conversation(&mut c, "once").await;
+    let keyed = |text: &str, key: &str| json!({ "conversation": id, "text": text, "idempotency_key": key });
+    let first = call(&mut c, "conversation.sendMessage", keyed("hello once", "k-1")).await;
+    let again = call(&mut c, "conversation.sendMessage", keyed("hello once", "k-1")).await;
+    assert_eq!(first, again, "the retry gets the first call's result");
+    wait_event(&mut c, &id, "agent", "echo: hello once").await;
+    wait_idle(&mut c, &id).await;
+    let other = call(&mut c, "conversation.sendMessage", keyed("hello once", "k-2")).await;
+    assert_ne!(other["message_id"], first["message_id"]);
+    wait_idle(&mut c, &id).await;
+    for bad in ["", "a\u{7}b"] {
+        let e = call_err(&mut c, "conversation.sendMessage", keyed("x", bad)).await;
+        assert_eq!(e.code, -32602, "{bad:?}: {e:?}");
+        assert!(e.message.contains("idempotency_key"), "{}", e.message);
+    }
+    let long = "k".repeat(129);
+    let e = call_err(&mut c, "conversation.sendMessage", keyed("x", &long)).await;
+    assert!(e.message.contains("idempotency_key"), "{}", e.message);
+    let (code, out, err) = warren(&["conv", "send", &id, "from the cli"], &node.path());
+    assert_eq!(code, 0, "{err}{out}");
+    wait_event(&mut c, &id, "agent", "echo: from the cli").await;
+    wait_idle(&mut c, &id).await;
+    let typed = |text: &str, events: &[Value]| {
+        events
+            .iter()
+            .filter(|e| e["speaker"] != "agent" && e["text"] == text)
+            .count()
+    };
+    let events = transcript(&mut c, &id).await;
+    assert_eq!(typed("hello once", &events), 2, "k-1 once, k-2 once: {events:?}");
+    assert_eq!(typed("from the cli", &events), 1);
+    assert_eq!(typed("x", &events), 0, "refused keys type nothing");
+}
+
 /// Every method of the registry reaches its family's dispatch arm (never
 /// -32601), and each arm reads the params type the registry declares (this
 /// test node is a debug build: a mismatch answers -32603 naming both); a

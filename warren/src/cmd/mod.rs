@@ -640,10 +640,13 @@ async fn conv_other(verb: ConvVerb, conn: Conn, out: Output) -> anyhow::Result<E
                 text
             };
             let mut c = conn.connect(data_dir).await?;
+            // One key per invocation: should this call reach the node twice,
+            // the message is typed once.
+            let key = node::util::new_id("send-");
             let r = c
                 .call(
                     m::CONVERSATION_SEND_MESSAGE,
-                    json!({ "conversation": conversation, "text": text }),
+                    json!({ "conversation": conversation, "text": text, "idempotency_key": key }),
                 )
                 .await;
             finish(out, r, |v| {
