@@ -21,6 +21,28 @@ pub const API_PORT: u16 = 7767;
 pub const FABRIC_PORT: u16 = 7768;
 
 static LABS: AtomicU32 = AtomicU32::new(0);
+/// The 10.77.S.0/24 subnets the labs of this process hold (tests run in
+/// parallel: two labs must never share one).
+static SUBNETS: std::sync::Mutex<std::collections::BTreeSet<u8>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// A subnet no lab of this process holds and no interface of this host
+/// carries (another process's lab, or one left over), taken under the lock.
+fn take_subnet() -> anyhow::Result<u8> {
+    let mut held = SUBNETS
+        .lock()
+        .map_err(|_| anyhow::anyhow!("the lab subnets' lock is poisoned"))?;
+    let on_host = sh(&["ip", "-o", "-4", "addr", "show"])?;
+    let start = usize::from(rand::random::<u8>());
+    for k in 0..150usize {
+        let s = 100 + ((start + k) % 150) as u8;
+        if !held.contains(&s) && !on_host.contains(&format!(" 10.77.{s}.")) {
+            held.insert(s);
+            return Ok(s);
+        }
+    }
+    bail!("every lab subnet 10.77.100-249.0/24 is in use")
+}
 
 /// Runs a command, failing with its output when it fails.
 pub fn sh(args: &[&str]) -> anyhow::Result<String> {
@@ -245,7 +267,7 @@ impl Lab {
         reap_leftovers();
         let n = LABS.fetch_add(1, Ordering::SeqCst);
         let id = format!("{PREFIX}{:05x}{n:x}", std::process::id() & 0xfffff);
-        let subnet: u8 = 100 + (rand::random::<u8>() % 150);
+        let subnet = take_subnet()?;
         let bridge = format!("{id}br");
         sh(&["ip", "link", "add", &bridge, "type", "bridge"])?;
         sh(&["ip", "addr", "add", &format!("10.77.{subnet}.1/24"), "dev", &bridge])?;
@@ -345,6 +367,9 @@ impl Drop for Lab {
             let _ = sh(&["ip", "netns", "del", &n.ns]);
         }
         let _ = sh(&["ip", "link", "del", &self.bridge]);
+        if let Ok(mut held) = SUBNETS.lock() {
+            held.remove(&self.subnet);
+        }
         let _ = sh(&[
             "iptables",
             "-D",
@@ -409,5 +434,28 @@ impl Lab {
         }
         let out = sh(&args)?;
         Ok(out.lines().next().unwrap_or_default().trim().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Labs made at once hold distinct subnets, and a dropped lab's subnet
+    /// is free again.
+    #[test]
+    fn labs_made_at_once_never_share_a_subnet() {
+        let labs: Vec<Lab> = std::thread::scope(|s| {
+            let made: Vec<_> = (0..6)
+                .map(|_| s.spawn(|| Lab::new(&["a"]).expect("a lab (needs root)")))
+                .collect();
+            made.into_iter().map(|h| h.join().expect("a lab thread")).collect()
+        });
+        let subnets: std::collections::BTreeSet<u8> = labs.iter().map(|l| l.subnet).collect();
+        assert_eq!(subnets.len(), labs.len(), "{subnets:?}");
+        let one = labs[0].subnet;
+        assert!(SUBNETS.lock().expect("lock").contains(&one));
+        drop(labs);
+        assert!(!SUBNETS.lock().expect("lock").contains(&one));
     }
 }
