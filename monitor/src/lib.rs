@@ -41,7 +41,7 @@ pub use trigger_message::{MAX_TRIGGER_MESSAGE_BYTES, trigger_message};
 pub use wake::{
     Action, Batch, BatchKeyword, MAX_BATCH_EXCERPTS, MAX_EXCERPTS_PER_KEYWORD, WakeKey, WakeQueue, WakeState,
 };
-pub use watch::{Evaluation, Watch};
+pub use watch::{ADVICE_ECHO_MS, ADVICE_REMEMBERED, Evaluation, Watch};
 
 /// Errors of this crate. Every message names the field and the rule it broke,
 /// so the node can return it to the caller as is.

@@ -36,6 +36,11 @@ pub struct Evaluation {
     pub events: Vec<BreakerEvent>,
 }
 
+/// Advice remembered at most, to tell its echo from the agent's own words.
+pub const ADVICE_REMEMBERED: usize = 8;
+/// How long an advice's echo is expected (ms).
+pub const ADVICE_ECHO_MS: u64 = 600_000;
+
 /// One attachment being watched.
 #[derive(Debug, Clone)]
 pub struct Watch {
@@ -43,6 +48,10 @@ pub struct Watch {
     trigger: Trigger,
     cursor: Cursor,
     breaker: Breaker,
+    /// The advice this attachment injected lately (text, when): a delta that
+    /// quotes it back (the CLI echoing it, the agent repeating it) fires
+    /// nothing by those words, so a monitor never wakes on its own advice.
+    advice: std::collections::VecDeque<(String, u64)>,
 }
 
 impl Watch {
@@ -60,7 +69,39 @@ impl Watch {
             attachment,
             cursor,
             breaker: Breaker::from_state(breaker),
+            advice: std::collections::VecDeque::new(),
         })
+    }
+
+    /// Remembers advice this attachment injected at `now` (its text as the
+    /// monitor wrote it, without the node's prefix).
+    pub fn remember_advice(&mut self, text: &str, now: u64) {
+        let text = text.trim();
+        if text.is_empty() {
+            return;
+        }
+        if self.advice.len() >= ADVICE_REMEMBERED {
+            self.advice.pop_front();
+        }
+        self.advice.push_back((text.to_string(), now));
+    }
+
+    /// `text` with every quote of recent advice blanked (same length, so
+    /// ranges stay put); borrowed when it quotes none.
+    fn without_advice<'t>(&mut self, text: &'t str, now: u64) -> std::borrow::Cow<'t, str> {
+        self.advice.retain(|(_, at)| now.saturating_sub(*at) < ADVICE_ECHO_MS);
+        let mut out: Option<Vec<u8>> = None;
+        for (advice, _) in &self.advice {
+            for (at, quoted) in text.match_indices(advice.as_str()) {
+                let bytes = out.get_or_insert_with(|| text.as_bytes().to_vec());
+                bytes[at..at + quoted.len()].fill(b' ');
+            }
+        }
+        match out {
+            // Whole characters were blanked with ASCII spaces: still UTF-8.
+            Some(bytes) => std::borrow::Cow::Owned(String::from_utf8_lossy(&bytes).into_owned()),
+            None => std::borrow::Cow::Borrowed(text),
+        }
     }
 
     pub fn attachment(&self) -> &Attachment {
@@ -105,8 +146,10 @@ impl Watch {
                 events,
             };
         }
+        let text = self.without_advice(delta.text, now);
+        let delta = Delta { text: &text, ..*delta };
         Evaluation {
-            hits: self.trigger.hits(delta),
+            hits: self.trigger.hits(&delta),
             events,
         }
     }

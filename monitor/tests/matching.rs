@@ -269,3 +269,24 @@ fn a_tripped_watch_does_not_evaluate_and_a_human_resets_cycles() {
     assert!(w.evaluate(&delta(4, "agent", "panic"), 31).hits.is_empty());
     assert_eq!(w.evaluate(&delta(5, "agent", "panic"), 31).hits.len(), 1);
 }
+
+#[test]
+fn an_echo_of_the_monitors_own_advice_fires_nothing_but_the_agents_words_do() {
+    let mut w = Watch::new(attachment(kws(&[("segfault", "word")]), json!({}))).unwrap();
+    let body = "check the null pointer behind the segfault";
+    w.remember_advice(body, 1_000);
+    // The CLI echoes the advice (prefixed) and the agent quotes it: silent.
+    let echo = format!("echo: {}", advice_text("lint", body));
+    assert!(w.evaluate(&delta(1, "agent", &echo), 1_100).hits.is_empty());
+    assert!(w.evaluate(&delta(2, "tool", body), 1_200).hits.is_empty());
+    // The keyword outside the quote still fires, once, where it stands.
+    let both = format!("{body}; and another segfault at exit");
+    let hits = w.evaluate(&delta(3, "agent", &both), 1_300).hits;
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].occurrences, 1);
+    assert_eq!(&both[hits[0].range.clone()], "segfault");
+    assert!(hits[0].range.start > body.len());
+    // Advice is remembered for a while only.
+    let later = 1_000 + monitor::ADVICE_ECHO_MS;
+    assert_eq!(w.evaluate(&delta(4, "agent", body), later).hits.len(), 1);
+}

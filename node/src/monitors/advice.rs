@@ -16,14 +16,22 @@ use node_store::util::now_ms;
 impl Monitors {
     /// The breaker's word on one injection of `attachment`: refused when
     /// tripped; `true` when this one trips it (it is still delivered). Its
-    /// events are stored.
-    pub(crate) async fn allow_inject(&self, attachment: &str) -> NodeResult<bool> {
+    /// events are stored. Allowed advice is remembered by the watch, so its
+    /// echo in the target does not wake the monitor again.
+    pub(crate) async fn allow_inject(&self, attachment: &str, advice: &str) -> NodeResult<bool> {
+        let now = now_ms();
         let allowed = self
             .watches
             .lock()
             .map_err(|_| NodeError::Internal("monitor state poisoned".into()))?
             .get_mut(attachment)
-            .map(|w| w.breaker_mut().on_inject(now_ms()));
+            .map(|w| {
+                let allowed = w.breaker_mut().on_inject(now);
+                if allowed.is_ok() {
+                    w.remember_advice(advice, now);
+                }
+                allowed
+            });
         let Some(Ok(events)) = allowed else {
             return Err(NodeError::Conflict(format!(
                 "attachment {attachment}: its breaker is tripped; nothing is injected until a human re-arms it (`warren monitor rearm {attachment}`)"
@@ -83,7 +91,7 @@ impl Monitors {
             )));
         };
         let text = monitor::advise(speaker, &p.text).map_err(|e| NodeError::Invalid(e.to_string()))?;
-        let trips = self.allow_inject(&attachment).await?;
+        let trips = self.allow_inject(&attachment, &p.text).await?;
         let live = self.require_live(&p.conversation).await?;
         let d = live.send_message(text, format!("monitor:{speaker}")).await?;
         if trips {

@@ -187,7 +187,7 @@ impl Monitors {
                 "agent {monitor:?} advises no attachment on that member"
             )));
         };
-        let trips = self.allow_inject(&attachment).await?;
+        let trips = self.allow_inject(&attachment, &p.text).await?;
         if trips {
             // Delivered, then stopped: this node pauses its side (the
             // delegation holds no `control` on the target).

@@ -56,7 +56,7 @@ async fn a_keyword_wakes_the_monitor_and_its_advice_lands_attributed() {
     coder_and_monitor(&mut c, json!([
             { "match": "^crash", "actions": [{ "say": "Program received signal SIGSEGV: segfault at 0x0" }] },
             { "match": "^plural", "actions": [{ "say": "two segfaults today" }] }
-        ]), Some(advising_rules("check the null pointer"))).await;
+        ]), Some(advising_rules("check the null pointer behind the segfault"))).await;
     let a = attach(
         &mut c,
         json!({ "monitor": "mon", "target": { "agent": "coder" },
@@ -83,7 +83,7 @@ async fn a_keyword_wakes_the_monitor_and_its_advice_lands_attributed() {
         &mut c,
         &target,
         "monitor:mon",
-        "[Advice from monitor \"mon\"]: check the null pointer",
+        "[Advice from monitor \"mon\"]: check the null pointer behind the segfault",
     )
     .await;
     assert!(advice["seq"].as_u64().is_some());
@@ -100,7 +100,7 @@ async fn a_keyword_wakes_the_monitor_and_its_advice_lands_attributed() {
         .unwrap_or_else(|| panic!("no trigger message: {events:#?}"));
     let text = trigger["text"].as_str().expect("text");
     assert!(text.contains(&target) && text.contains("agent"), "{text}");
-    // Its own advice (which names no keyword) and the echo of it fire nothing.
+    // Its own advice (which names the keyword) and the echo of it fire nothing.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let advices = monitor_lines(&mut c, &target).await;
     assert_eq!(advices, 1);
