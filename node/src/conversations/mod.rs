@@ -6,7 +6,7 @@
 
 pub mod launch;
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use console_api as api;
 use tokio::sync::mpsc;
@@ -21,8 +21,6 @@ pub struct Conversations {
     supervisor: Arc<crate::supervise::Supervisor>,
     /// Each live conversation's usage watch and budget.
     spend: Arc<crate::spend::Spend>,
-    #[allow(dead_code)]
-    me: Weak<Conversations>,
 }
 
 impl std::ops::Deref for Conversations {
@@ -39,11 +37,10 @@ impl Conversations {
         supervisor: Arc<crate::supervise::Supervisor>,
         spend: Arc<crate::spend::Spend>,
     ) -> Arc<Conversations> {
-        Arc::new_cyclic(|me| Conversations {
+        Arc::new(Conversations {
             node,
             supervisor,
             spend,
-            me: me.clone(),
         })
     }
 

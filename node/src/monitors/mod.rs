@@ -445,9 +445,7 @@ impl Monitors {
         }
         let n = Arc::new(Notify::new());
         workers.insert(monitor.to_string(), n.clone());
-        if let Some(me) = Some(self.me.clone()) {
-            tokio::spawn(run_wakes(me, monitor.to_string(), n.clone()));
-        }
+        tokio::spawn(run_wakes(self.me.clone(), monitor.to_string(), n.clone()));
         n
     }
 

@@ -74,30 +74,4 @@ impl Tools {
         self.store.append(vec![e]).await?;
         Ok(json!({ "forgotten": p.name }))
     }
-
-    /// An instance token's call of a built-in tool's method: its agent must
-    /// still be granted the tool (a withdrawn grant is refused at once, not
-    /// at the next launch), and mail and recall are its own only.
-    pub(crate) async fn instance_tool_call(&self, agent: &str, method: &str, p: Option<&Value>) -> NodeResult<()> {
-        use capabilities::methods::{BUILTIN_TOOLS, tool_methods};
-        let Some(tool) = BUILTIN_TOOLS.iter().find(|t| tool_methods(t).contains(&method)) else {
-            return Ok(());
-        };
-        let granted = {
-            let cat = self.catalog.lock().await;
-            cat.agent(agent).map(|a| super::still_granted(&a.record, tool))?
-        };
-        if !granted {
-            return Err(NodeError::Forbidden(format!(
-                "agent {agent:?} is not granted the {tool} tool (grants.tools)"
-            )));
-        }
-        let named = p.and_then(|p| p.get("agent")).and_then(Value::as_str);
-        if matches!(*tool, "mail" | "recall") && method != "mailbox.send" && named.is_some_and(|n| n != agent) {
-            return Err(NodeError::Forbidden(format!(
-                "this token speaks for agent {agent:?}: its {tool} is its own only"
-            )));
-        }
-        Ok(())
-    }
 }
