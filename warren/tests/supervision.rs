@@ -8,6 +8,7 @@ mod learned;
 mod support;
 
 use serde_json::{Value, json};
+use support::supervised::supervised_node;
 use support::*;
 
 fn json_of(args: &[&str], node: &TestNode) -> Value {
@@ -95,16 +96,6 @@ async fn overrides_merge_over_the_defaults_and_both_keys_must_be_on() {
     assert_eq!(got["agent"]["enabled"], true, "the opt-in survived the crash");
     assert_eq!(got["effective"]["enabled"], false, "but the master switch is off");
     assert_eq!(got["effective"]["nudge_retries"], 4);
-}
-
-/// A node with supervision on and agent `sup` opted in.
-async fn supervised_node(master: bool) -> (TestNode, String) {
-    let node = TestNode::start_with_config(&format!("[supervision]\nenabled = {master}\n"));
-    let mut c = node.client().await;
-    create_agent(&mut c, "sup").await;
-    json_of(&["supervision", "set", "sup", "--enable"], &node);
-    let id = conversation_id(&mut c, "sup").await;
-    (node, id)
 }
 
 async fn audit_for(c: &mut warren::client::Client, subject: &str) -> Value {

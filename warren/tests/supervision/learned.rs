@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use super::support::supervised::{hold_of, wait_runs};
 use super::support::*;
 use super::{audit_for, json_of, supervised_node, wait_idle_or_dialog_gone};
 
@@ -27,45 +28,6 @@ async fn audit_row_after(c: &mut warren::client::Client, subject: &str, after: u
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-}
-
-/// The id of the hold whose summary is `subject`.
-async fn hold_of(c: &mut warren::client::Client, subject: &str) -> Option<String> {
-    let holds = call(c, "supervision.holds", json!({ "agent": "sup" })).await;
-    holds["holds"]
-        .as_array()
-        .expect("holds")
-        .iter()
-        .find(|h| h["summary"] == subject)
-        .and_then(|h| h["id"].as_str())
-        .map(str::to_string)
-}
-
-/// How many times the transcript says `Ran: {command} (exit`.
-async fn runs_of(c: &mut warren::client::Client, id: &str, command: &str) -> usize {
-    let prefix = format!("Ran: {command} (exit");
-    transcript(c, id)
-        .await
-        .iter()
-        .filter(|e| e["text"].as_str().is_some_and(|t| t.starts_with(&prefix)))
-        .count()
-}
-
-async fn wait_runs(node: &TestNode, id: &str, command: &str, n: usize) {
-    wait_until(
-        &format!("{command} ran {n} time(s)"),
-        std::time::Duration::from_secs(30),
-        || {
-            let target = node.target();
-            let id = id.to_string();
-            let command = command.to_string();
-            async move {
-                let mut c = warren::client::Client::connect(&target).await.ok()?;
-                (runs_of(&mut c, &id, &command).await >= n).then_some(())
-            }
-        },
-    )
-    .await;
 }
 
 /// Learned approval rules (seed 000): a human approves a held command once
