@@ -4,8 +4,8 @@
 //! fixed frame (`Harness::supervision_dialog`), and answered by meaning
 //! (approve once, deny), never by an option's words on screen. Every keystroke
 //! supervision types goes through `verified_send`, which re-reads the screen
-//! right before typing and skips unless the dialog is exactly the one decided
-//! on and the template still says those keys mean that answer; messages supervision
+//! right before typing and skips unless the dialog is the one decided on
+//! (drawn the same, or read the same after a repaint) and the template still says those keys mean that answer; messages supervision
 //! sends (nudges, mail) go through the message queue with the same audit
 //! discipline. Every attempted or declined action is exactly one audit row: a
 //! send is an `attempted` event committed before typing plus its outcome,

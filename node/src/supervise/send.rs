@@ -11,12 +11,58 @@ use crate::service::{NodeError, NodeResult};
 use node_runtime::harness::Dialog as ScreenDialog;
 use node_store::events::Event;
 
+/// How many times, and how far apart, verified send reads the screen again
+/// when it does not show the expected dialog: a terminal caught mid-redraw
+/// (a CLI repaints its dialog region row by row) settles within this.
+const RECHECKS: u32 = 8;
+const RECHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(75);
+
+/// The dialog on screen, when it is the one `expected` is: drawn exactly
+/// the same, or read the same (the same title, question, command, content,
+/// paths, options, template answers and doubt) though drawn differently (a
+/// repaint, a row wrapped at another width). Anything else is refused with
+/// why, after a few reads spaced for a repaint to settle.
+async fn still_shown(
+    live: &Live,
+    expected: &ScreenDialog,
+    workspace: &std::path::Path,
+) -> Result<ScreenDialog, &'static str> {
+    let mut why = "the dialog is no longer on screen";
+    for attempt in 0..RECHECKS {
+        if attempt > 0 {
+            tokio::time::sleep(RECHECK_EVERY).await;
+        }
+        match capture(live) {
+            None => why = "the dialog is no longer on screen",
+            Some(now) if &now == expected => return Ok(now),
+            Some(now) => {
+                let read = |d: &ScreenDialog| live.harness.supervision_dialog(d, workspace, None);
+                if read(&now) == read(expected) {
+                    return Ok(now);
+                }
+                // Where, not what: a screen's rows can hold a secret.
+                let first_differing_row = expected.lines.iter().zip(&now.lines).position(|(a, b)| a != b);
+                tracing::debug!(
+                    conversation = %live.id,
+                    rows_before = expected.lines.len(),
+                    rows_after = now.lines.len(),
+                    ?first_differing_row,
+                    cols = now.cols,
+                    "the dialog on screen is not the one decided on"
+                );
+                why = "the dialog changed before sending";
+            }
+        }
+    }
+    Err(why)
+}
+
 impl Supervisor {
-    /// Types `answer`'s keys only if the dialog on screen is still exactly
-    /// `expected` and its template, read again from the screen, still says
-    /// those keys choose `meaning` (for a digit, the option of that number is
-    /// the template's approve-once or deny option; Escape only ever denies),
-    /// and writes the action's one audit row. A send is recorded durably as
+    /// Types `answer`'s keys only if the dialog on screen is still `expected`
+    /// (drawn the same, or read the same: `still_shown`) and its template,
+    /// read again from the screen, still says those keys choose `meaning`
+    /// (for a digit, the option of that number is the template's approve-once
+    /// or deny option; Escape only ever denies), and writes the action's one audit row. A send is recorded durably as
     /// `attempted` before the first key is typed and completed with its outcome
     /// after, so a crash at any point leaves exactly one row for it.
     pub(crate) async fn verified_send(
@@ -29,10 +75,9 @@ impl Supervisor {
     ) -> (Outcome, Option<String>) {
         let pane = excerpt(expected);
         let workspace = self.agent_home_dirs(&live.agent).1;
-        let skip = match capture(live) {
-            None => Some("the dialog is no longer on screen".to_string()),
-            Some(now) if &now != expected => Some("the dialog changed before sending".to_string()),
-            Some(now) => {
+        let skip = match still_shown(live, expected, &workspace).await {
+            Err(why) => Some(why.to_string()),
+            Ok(now) => {
                 let fresh = live.harness.supervision_dialog(&now, &workspace, None);
                 match fresh.answer(meaning) {
                     Ok(a) if a == answer => None,
