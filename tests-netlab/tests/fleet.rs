@@ -16,14 +16,21 @@ mod routed;
 
 /// name -> healthy, as `node` sees the fleet.
 async fn health(node: &LabNode) -> BTreeMap<String, bool> {
-    let Ok(v) = node.call("fleet.nodes", json!({})).await else {
-        return BTreeMap::new();
+    // A failed call is the node failing, never an empty fleet (which would
+    // pass every "is no longer a member" check).
+    let v = match node.call("fleet.nodes", json!({})).await {
+        Ok(v) => v,
+        Err(e) => panic!("fleet.nodes on {}: {e}\n{}", node.name, node.log()),
     };
-    v["nodes"]
+    let nodes = v["nodes"]
         .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|n| Some((n["name"].as_str()?.to_string(), n["healthy"].as_bool()?)))
+        .unwrap_or_else(|| panic!("fleet.nodes without nodes: {v}"));
+    nodes
+        .iter()
+        .map(|n| match (n["name"].as_str(), n["healthy"].as_bool()) {
+            (Some(name), Some(healthy)) => (name.to_string(), healthy),
+            _ => panic!("a fleet.nodes entry without name or healthy: {n}"),
+        })
         .collect()
 }
 

@@ -130,7 +130,7 @@ async fn answer_hold(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
     let (_one, driver) = start_driver().await;
-    let node = TestNode::start();
+    let node = TestNode::start_logging_debug("local", "");
     let base = node
         .target()
         .url
@@ -346,11 +346,9 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
         assert_eq!(samples.len(), ECHO_KEYS, "one echo per key");
         samples.sort_by(f64::total_cmp);
         let (p50, p99) = (percentile(&samples, 0.5), percentile(&samples, 0.99));
-        // The target is p99 <= 50 ms on loopback (printed below); a node
-        // whose small frames wait for delayed ACKs (no TCP_NODELAY) sits
-        // near 45 ms on every key, which this catches without flaking on a
-        // busy machine.
-        assert!(p50 < 25.0, "keystroke echo p50 {p50} ms: {samples:?}");
+        // Reported, not asserted (a timing figure on a shared machine): the
+        // target is p99 <= 50 ms on loopback. What keeps it low, TCP_NODELAY
+        // on the node's end, is asserted directly in console.rs.
         figures.push(format!(
             "{label}: keystroke-to-echo over {} keys p50 {p50:.1} ms, p99 {p99:.1} ms",
             samples.len()
@@ -687,7 +685,7 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
     assert_no_token_in_urls(&c, &tokens_seen).await;
     c.close().await.expect("close");
 
-    let log = std::fs::read_to_string(node.path().join("node.log")).unwrap_or_default();
+    let log = node.log_at_debug();
     for t in &tokens_seen {
         assert!(!log.contains(t.as_str()), "a token in the node's log");
     }

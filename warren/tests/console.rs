@@ -206,7 +206,7 @@ fn pair_code(node: &TestNode, args: &[&str]) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pairing_code_is_a_token_once_and_a_companion_only_reads() {
-    let node = TestNode::start();
+    let node = TestNode::start_logging_debug("local", "");
     let mut admin = node.client().await;
     let conv = agent_with_conversation(&mut admin, "alice").await;
 
@@ -345,7 +345,7 @@ async fn a_pairing_code_is_a_token_once_and_a_companion_only_reads() {
     assert_eq!(e.code, -32003);
 
     // No token or code reached the node's log.
-    let log = std::fs::read_to_string(node.path().join("node.log")).unwrap_or_default();
+    let log = node.log_at_debug();
     assert!(!log.contains(&token), "a token in the log");
     assert!(!log.contains(p["code"].as_str().expect("code")), "a code in the log");
 }
@@ -502,4 +502,87 @@ async fn the_screen_as_styled_cells_and_a_hold_with_its_command() {
         "{hold}"
     );
     assert_eq!(hold["detail_truncated"], false);
+}
+
+/// The node's end of the TCP connection whose other end is `ours`, as a
+/// descriptor of this process (the node is our child and we may trace it:
+/// `pidfd_getfd`), once the node has accepted it.
+fn node_end_of(pid: u32, ours: std::net::SocketAddr) -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd;
+    let std::net::SocketAddr::V4(v4) = ours else {
+        panic!("an IPv4 connection: {ours}")
+    };
+    let remote = format!("{:08X}:{:04X}", u32::from_le_bytes(v4.ip().octets()), v4.port());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let fd = loop {
+        let table = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).expect("the node's TCP table");
+        let inode = table.lines().skip(1).find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.get(2) == Some(&remote.as_str())).then(|| f[9].to_string())
+        });
+        let found = inode.and_then(|inode| {
+            let want = format!("socket:[{inode}]");
+            std::fs::read_dir(format!("/proc/{pid}/fd"))
+                .expect("the node's descriptors")
+                .flatten()
+                .find(|e| std::fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy() == want))
+                .and_then(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        });
+        if let Some(fd) = found {
+            break fd;
+        }
+        assert!(std::time::Instant::now() < deadline, "the node never accepted {ours}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // SAFETY: plain syscalls on descriptors this function owns and closes.
+    unsafe {
+        let pidfd = libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) as i32;
+        assert!(pidfd >= 0, "pidfd_open: {}", std::io::Error::last_os_error());
+        let pidfd = std::os::fd::OwnedFd::from_raw_fd(pidfd);
+        let copy = libc::syscall(libc::SYS_pidfd_getfd, std::os::fd::AsRawFd::as_raw_fd(&pidfd), fd, 0) as i32;
+        assert!(copy >= 0, "pidfd_getfd: {}", std::io::Error::last_os_error());
+        std::os::fd::OwnedFd::from_raw_fd(copy)
+    }
+}
+
+/// Whether TCP_NODELAY is set on `socket`.
+fn no_delay_on(socket: &std::os::fd::OwnedFd) -> bool {
+    let mut on: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt into a c_int of the given length.
+    let rc = unsafe {
+        libc::getsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(socket),
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&raw mut on).cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(rc, 0, "getsockopt: {}", std::io::Error::last_os_error());
+    on != 0
+}
+
+/// A keystroke's echo is a small frame: the node sends it at once rather
+/// than waiting for the client's delayed ACK (~40 ms on every key), on the
+/// plain and the TLS listener alike. (The browser tier reports the echo
+/// latency this buys; this is the assertion.)
+#[test]
+fn the_nodes_api_connections_send_small_frames_at_once() {
+    for config in ["", "[tls]\nself_signed = true\n"] {
+        let node = TestNode::start_with_config(config);
+        let url = node.target().url;
+        let authority = url
+            .split("://")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .expect("authority");
+        let ours = TcpStream::connect(authority).expect("connect");
+        let pid = node.proc.as_ref().expect("running").child.id();
+        let theirs = node_end_of(pid, ours.local_addr().expect("our address"));
+        assert!(no_delay_on(&theirs), "TCP_NODELAY on the node's end ({url})");
+        // And the check can tell: our own end was left as it comes.
+        let ours = std::os::fd::OwnedFd::from(ours);
+        assert!(!no_delay_on(&ours), "a socket without TCP_NODELAY reads as such");
+    }
 }

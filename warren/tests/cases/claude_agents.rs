@@ -49,7 +49,7 @@ async fn real_claude_each_agent_sends_only_its_own_key() {
         _ => (format!("program = {:?}\n", claude_bin()), String::new()),
     };
     // No node-wide key: each agent brings its own.
-    let mut node = TestNode::start_on(
+    let mut node = TestNode::start_logging_debug(
         RUNTIME,
         &format!(
             "[harnesses.claude]\n{program}{image}\n[harnesses.claude.env]\n\
@@ -133,7 +133,7 @@ async fn real_claude_each_agent_sends_only_its_own_key() {
         let got = call(&mut c, "agent.get", json!({ "agent": agent })).await.to_string();
         assert!(!got.contains(KEY_A) && !got.contains(KEY_B), "{got}");
     }
-    let log = std::fs::read_to_string(node.path().join("node.log")).unwrap_or_default();
+    let log = node.log_at_debug();
     assert!(!log.contains(KEY_A) && !log.contains(KEY_B), "the node's log has no key");
     for id in [&a, &b] {
         let text = serde_json::to_string(&transcript(&mut c, id).await).expect("json");

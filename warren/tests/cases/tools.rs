@@ -31,7 +31,7 @@ fn files_containing(dir: &std::path::Path, needle: &[u8]) -> Vec<std::path::Path
 /// that only works with the secret it takes from the node's environment
 /// (it holds only the secret's hash).
 fn node_with_vault() -> TestNode {
-    let mut node = TestNode::start_on(RUNTIME, "");
+    let mut node = TestNode::start_logging_debug(RUNTIME, "");
     let hash = std::process::Command::new("sh")
         .args(["-c", &format!("printf %s '{VAULT_SECRET}' | sha256sum | cut -c1-64")])
         .output()
@@ -142,8 +142,7 @@ async fn the_mounted_tools_are_the_grant_and_an_owner_secret_never_reaches_the_g
     assert_eq!(files_containing(&agent_dir, VAULT_SECRET.as_bytes()), Vec::<std::path::PathBuf>::new());
     let all = call(&mut c, "transcript.read", json!({ "conversation": id, "limit": 1000 })).await;
     assert!(!all.to_string().contains(VAULT_SECRET));
-    let log = std::fs::read_to_string(node.path().join("node.log")).unwrap_or_default();
-    assert!(!log.contains(VAULT_SECRET), "the node's log");
+    assert!(!node.log_at_debug().contains(VAULT_SECRET), "the node's log");
     // The owner reads who ran what (never the output).
     let entries = call(&mut c, "tool.log", json!({})).await["entries"].clone();
     let e = &entries[0];

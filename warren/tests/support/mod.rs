@@ -14,6 +14,9 @@ pub mod supervised;
 
 pub const EXE: &str = env!("CARGO_BIN_EXE_warren");
 
+/// The environment of a node that logs at `debug` (see `TestNode::log_at_debug`).
+pub const DEBUG_LOG: (&str, &str) = ("RUST_LOG", "debug");
+
 pub struct TestNode {
     pub dir: tempfile::TempDir,
     pub proc: Option<NodeProcess>,
@@ -54,6 +57,18 @@ impl TestNode {
     /// does not wait for guests after a restart (the durable-home cases expect
     /// a crash to pause; re-adoption has its own tests).
     pub fn start_on(runtime: &'static str, toml: &str) -> TestNode {
+        TestNode::start_on_with_env(runtime, toml, &[])
+    }
+
+    /// As `start_on`, logging at `debug` (kept across restarts): the node of
+    /// a check that a secret never reaches the log (`log_at_debug`), so that
+    /// a secret logged at any level a user may turn on fails it.
+    pub fn start_logging_debug(runtime: &'static str, toml: &str) -> TestNode {
+        TestNode::start_on_with_env(runtime, toml, &[DEBUG_LOG])
+    }
+
+    fn start_on_with_env(runtime: &'static str, toml: &str, env: &[(&str, &str)]) -> TestNode {
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let dir = tempfile::tempdir().expect("tempdir");
         let mut toml = toml.to_string();
         if runtime == "docker" {
@@ -65,13 +80,28 @@ impl TestNode {
             }
         }
         std::fs::write(dir.path().join("warren.toml"), toml).expect("write config");
-        let proc = NodeProcess::start_on(Path::new(EXE), dir.path(), runtime).expect("node starts");
+        let proc = NodeProcess::start_with_env(Path::new(EXE), dir.path(), runtime, &env).expect("node starts");
         TestNode {
             dir,
             proc: Some(proc),
             runtime,
-            env: vec![],
+            env,
         }
+    }
+
+    /// The node's log for a check that a secret never reached it. The node
+    /// must log at `debug` (`start_logging_debug`, or `DEBUG_LOG` in its
+    /// environment): a missing log, or one with no debug line, fails rather
+    /// than reading as a clean log.
+    pub fn log_at_debug(&self) -> String {
+        let path = self.dir.path().join("node.log");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("the node's log {}: {e}", path.display()));
+        assert!(
+            text.lines().any(|l| l.contains(" DEBUG ")),
+            "the node's log {} has no debug line: start the node with DEBUG_LOG",
+            path.display()
+        );
+        text
     }
 
     /// A node on the Docker runtime with `toml` as warren.toml, built no
@@ -88,11 +118,11 @@ impl TestNode {
         }
     }
 
-    /// Stops the node (it was started without `env`) and starts it again
-    /// on the same data dir with `env` added to its environment.
+    /// Stops the node and starts it again on the same data dir with `env`
+    /// added to its environment (to what it had).
     pub fn restart_with_env(&mut self, env: &[(&str, &str)]) {
         self.kill9();
-        self.env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        self.env.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         self.restart();
     }
 
@@ -159,16 +189,33 @@ pub fn docker_cleanup(id: &str) {
     for c in ids.split_whitespace() {
         docker(&["rm", "-f", c]);
     }
-    docker(&["network", "rm", &format!("warren-{id}")]);
+    // The node removes its network itself when it stops: absent is fine.
+    let (_, out, err) = docker_status(&["network", "rm", &format!("warren-{id}")]);
+    assert!(
+        !err.contains("has active endpoints"),
+        "the node's network is still in use after cleanup: {out}{err}"
+    );
 }
 
-/// Runs the docker CLI; returns stdout (errors are the caller's to judge).
+/// Runs the docker CLI; returns stdout. A failing command fails the test
+/// with docker's own words (an empty stdout is never read as "none").
 pub fn docker(args: &[&str]) -> String {
+    let (ok, out, err) = docker_status(args);
+    assert!(ok, "docker {args:?} failed: {err}{out}");
+    out
+}
+
+/// Runs the docker CLI: whether it succeeded, stdout and stderr.
+pub fn docker_status(args: &[&str]) -> (bool, String, String) {
     let out = std::process::Command::new("docker")
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("docker {args:?}: {e} (is the docker CLI installed?)"));
-    String::from_utf8_lossy(&out.stdout).to_string()
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
 }
 
 /// A client of `node` with `token` instead of its admin token.
