@@ -25,11 +25,13 @@ async fn health(node: &LabNode) -> BTreeMap<String, bool> {
     let nodes = v["nodes"]
         .as_array()
         .unwrap_or_else(|| panic!("fleet.nodes without nodes: {v}"));
+    // A member not heard from yet has no name: it is not in the view.
     nodes
         .iter()
+        .filter(|n| !n["name"].is_null())
         .map(|n| match (n["name"].as_str(), n["healthy"].as_bool()) {
             (Some(name), Some(healthy)) => (name.to_string(), healthy),
-            _ => panic!("a fleet.nodes entry without name or healthy: {n}"),
+            _ => panic!("a fleet.nodes entry with a bad name or health: {n}"),
         })
         .collect()
 }
