@@ -131,7 +131,8 @@ methods! {
     BUDGET_SET = "budget.set" => on(F::Usage, S::Agent, O::Admin).routed().local_only().params::<BudgetSet>();
     /// `{agent, usd}` (local-only).
     BUDGET_TOPUP = "budget.topup" => on(F::Usage, S::Agent, O::Admin).routed().local_only().params::<BudgetTopup>();
-    MONITOR_ATTACH = "monitor.attach" => on(F::Monitors, S::Agent, O::Supervise);
+    MONITOR_ATTACH = "monitor.attach" => on(F::Monitors, S::Agent, O::Supervise)
+        .route(Route::Node("node"));
     MONITOR_LIST = "monitor.list" => on(F::Monitors, S::Narrowest, O::Observe);
     MONITOR_DETACH = "monitor.detach" => on(F::Monitors, S::Node, O::Supervise);
     MONITOR_REARM = "monitor.rearm" => on(F::Monitors, S::Node, O::Supervise);

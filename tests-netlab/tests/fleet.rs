@@ -3,7 +3,8 @@
 //! expired or garbled are refused and their sender is blocked; a partitioned
 //! node turns unhealthy on the others and healthy again once healed, with no
 //! restart; a node killed with `kill -9` and restarted rejoins, and its own
-//! gossip (a changed record) reaches the others.
+//! gossip (a changed record) reaches the others. Calls routed across members
+//! are `fleet/routed.rs`; monitors across members `fleet/monitors.rs`.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -11,6 +12,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tests_netlab::{Lab, LabNode, wait_for};
 
+#[path = "fleet/monitors.rs"]
+mod monitors;
 #[path = "fleet/routed.rs"]
 mod routed;
 

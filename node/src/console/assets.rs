@@ -35,6 +35,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("terminal.js", JS),
     asset!("holds.js", JS),
     asset!("usage.js", JS),
+    asset!("monitors.js", JS),
     asset!("icon.svg", "image/svg+xml"),
 ];
 

@@ -13,8 +13,10 @@
 //! durable, and waits for a human's `monitor.rearm`.
 
 mod advice;
+mod persona;
 mod remote;
 pub use node_store::folds::monitors as state;
+pub use persona::ADVISOR_PERSONA;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -36,12 +38,6 @@ const TURN_BOUND: Duration = Duration::from_secs(600);
 /// been idle this long after the trigger message.
 const TURN_SETTLE: Duration = Duration::from_millis(500);
 
-/// The built-in advisor persona of a monitor created by `warren monitor attach`.
-pub const ADVISOR_PERSONA: &str = "You are a monitor: you watch another agent's conversation and wake when a keyword fires. \
-Read what happened with warren-read (the trigger message says where), weigh who said what (a human, the agent, a tool, another monitor), \
-then either give one concise, concrete piece of advice with warren-advise, or decide that silence is right and say nothing. \
-Never repeat advice you already gave; never argue with the agent.";
-
 /// The monitors this node runs: a subsystem over the core (`Deref` to the
 /// core `Node`), owning its watches, wake queues, workers and delegations.
 pub struct Monitors {
@@ -58,7 +54,7 @@ pub struct Monitors {
     /// Monitor agent -> what wakes its worker.
     workers: Mutex<HashMap<String, Arc<Notify>>>,
     /// Attachment id -> its delegation for a remote target (read once).
-    delegations: Mutex<HashMap<String, String>>,
+    delegations: Mutex<HashMap<String, remote::Held>>,
 }
 
 impl std::ops::Deref for Monitors {
@@ -580,16 +576,23 @@ impl Monitors {
 
     /// The breaker tripped: an emergency stop. The attachment stops waking
     /// and injecting (its breaker says so, durably); the target and the
-    /// monitor's conversation are paused and left intact; one needs-you.
+    /// monitor's conversation are paused and left intact (a target on
+    /// another member by its home, with the attachment's delegation); one
+    /// needs-you.
     async fn trip(&self, attachment: &str, target_conversation: &str) {
-        let (monitor, monitor_conv) = {
+        let (monitor, monitor_conv, remote) = {
             let cat = self.catalog.lock().await;
             let a = cat.monitors.attachments.get(attachment);
             (
                 a.map(|a| a.spec.monitor.clone()).unwrap_or_default(),
                 a.and_then(|a| a.conversations.get(target_conversation).cloned()),
+                a.and_then(|a| a.spec.target.agent.as_deref())
+                    .is_some_and(|t| t.contains('@')),
             )
         };
+        if remote && let Err(e) = self.pause_remote_target(attachment, target_conversation).await {
+            tracing::warn!(conversation = %target_conversation, error = %e, "could not pause the target on its home after a trip");
+        }
         let dropped = self
             .queues
             .lock()

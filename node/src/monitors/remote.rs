@@ -3,10 +3,14 @@
 //! fabric forwards it). At attach time the caller's own token (the one a
 //! call to that member is forwarded with) is narrowed offline to the target
 //! agent, `observe` (and `inject` when advising), and the few methods a
-//! monitor needs; this node keeps that delegation (a 0600 file, never in the
-//! log) and uses it for the subscription and for the monitor conversation's
-//! `warren-read` / `warren-advise` calls to that member, so the monitor holds
-//! no more than the attachment granted, even while dormant.
+//! monitor needs, plus `control` for `conversation.pause` alone (a trip
+//! stops the target too); this node keeps that delegation (a 0600 file,
+//! never in the log) and uses it for the subscription. The monitor
+//! conversation's `warren-read` / `warren-advise` calls to that member carry
+//! it narrowed once more to the monitor's methods (no pause), so the monitor
+//! holds no more than the attachment granted, even while dormant; a trip
+//! pauses the target with it narrowed to that one conversation and
+//! `conversation.pause`.
 //!
 //! Each round subscribes first (the home queues live events), then catches
 //! up every conversation of the target from the cursor with
@@ -24,7 +28,16 @@ use super::Monitors;
 use crate::service::{NodeError, NodeResult};
 use node_store::util::now_ms;
 
-/// What a delegation allows beyond its agent and operations.
+/// An attachment's delegation as held in memory.
+#[derive(Clone)]
+pub(super) struct Held {
+    /// As stored: the monitor's methods and `conversation.pause`.
+    full: String,
+    /// Narrowed to the monitor's methods: what its conversation's calls carry.
+    calls: String,
+}
+
+/// What the monitor's own calls through a delegation may be.
 const METHODS: &[&str] = &[
     "agent.get",
     "conversation.get",
@@ -33,6 +46,8 @@ const METHODS: &[&str] = &[
     "transcript.subscribe",
     "conversation.sendMessage",
 ];
+/// What a trip calls with the delegation (beside [`METHODS`]).
+const PAUSE: &str = "conversation.pause";
 /// A pull that keeps failing this long ends the round (then: resubscribe).
 const ROUND_GIVES_UP: Duration = Duration::from_secs(20);
 /// Catch-up pages.
@@ -51,9 +66,15 @@ impl Monitors {
         self.cfg.data_dir.join("monitors").join(format!("{attachment}.token"))
     }
 
-    /// Narrows `token` to what an attachment on `agent` needs.
+    /// The methods a delegation allows: the monitor's, and the trip's pause.
+    fn delegated_methods() -> Vec<String> {
+        METHODS.iter().chain([&PAUSE]).map(|m| m.to_string()).collect()
+    }
+
+    /// Narrows `token` to what an attachment on `agent` needs (`control`
+    /// serves `conversation.pause` alone: no other method it allows needs it).
     pub(crate) fn delegate(token: &str, agent: &str, inject: bool) -> NodeResult<String> {
-        let mut operations = vec![capabilities::Operation::Observe];
+        let mut operations = vec![capabilities::Operation::Observe, capabilities::Operation::Control];
         if inject {
             operations.push(capabilities::Operation::Inject);
         }
@@ -62,7 +83,7 @@ impl Monitors {
             &capabilities::Restriction {
                 agents: vec![agent.to_string()],
                 operations,
-                methods: METHODS.iter().map(|m| m.to_string()).collect(),
+                methods: Monitors::delegated_methods(),
                 ..Default::default()
             },
         )
@@ -71,28 +92,27 @@ impl Monitors {
 
     /// The local admin's delegation for an attachment on `agent` at `home`:
     /// signed by the fleet owner key (only the owner's node holds it), for
-    /// that agent, `observe` (+ `inject`) and a monitor's methods, unexpiring
-    /// (detaching deletes it; `token.revoke` ends it).
+    /// that agent, `observe` (+ `inject`) and a monitor's methods, `control`
+    /// for `conversation.pause`, unexpiring (detaching deletes it;
+    /// `token.revoke` ends it).
     pub fn owner_delegation(&self, home: &str, agent: &str, inject: bool) -> NodeResult<String> {
         let Some(owner) = self.fleet.fleet_owner_root() else {
             // The same refusal a forwarded call of the local admin gets.
             return self.fleet.local_forwarding_token(home);
         };
-        let mut rights = vec![capabilities::Right::new(
-            capabilities::Resource::Agent(agent.to_string()),
-            capabilities::Operation::Observe,
-        )];
+        let mut operations = vec![capabilities::Operation::Observe, capabilities::Operation::Control];
         if inject {
-            rights.push(capabilities::Right::new(
-                capabilities::Resource::Agent(agent.to_string()),
-                capabilities::Operation::Inject,
-            ));
+            operations.push(capabilities::Operation::Inject);
         }
+        let rights = operations
+            .into_iter()
+            .map(|op| capabilities::Right::new(capabilities::Resource::Agent(agent.to_string()), op))
+            .collect();
         owner
             .mint(&capabilities::MintSpec {
                 rights,
                 expires_at: None,
-                methods: Some(METHODS.iter().map(|m| m.to_string()).collect()),
+                methods: Some(Monitors::delegated_methods()),
                 facts: vec![("issued_by".into(), self.cfg.node_id.clone())],
             })
             .map_err(|e| NodeError::Internal(format!("could not mint the attachment's delegation: {e}")))
@@ -114,17 +134,31 @@ impl Monitors {
             .map_err(|e| NodeError::Internal(format!("{}: {e}", path.display())))
     }
 
-    /// The attachment's delegation: kept in memory once read (every call
-    /// the monitor makes to that member needs it).
-    fn delegation(&self, attachment: &str) -> Option<String> {
+    /// The attachment's delegation and its narrowing for the monitor's own
+    /// calls: kept in memory once read (every call the monitor makes to that
+    /// member needs it).
+    fn held(&self, attachment: &str) -> Option<Held> {
         let mut held = self.delegations.lock().ok()?;
-        if let Some(t) = held.get(attachment) {
-            return Some(t.clone());
+        if let Some(h) = held.get(attachment) {
+            return Some(h.clone());
         }
-        let t = std::fs::read_to_string(self.delegation_path(attachment)).ok()?;
-        let t = t.trim().to_string();
-        held.insert(attachment.to_string(), t.clone());
-        Some(t)
+        let full = std::fs::read_to_string(self.delegation_path(attachment)).ok()?;
+        let full = full.trim().to_string();
+        let calls = match for_calls(&full) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::error!(%attachment, error = %e, "an attachment's delegation would not narrow");
+                return None;
+            }
+        };
+        let h = Held { full, calls };
+        held.insert(attachment.to_string(), h.clone());
+        Some(h)
+    }
+
+    /// The whole delegation: the watch's subscription and reads, the trip's pause.
+    fn delegation(&self, attachment: &str) -> Option<String> {
+        self.held(attachment).map(|h| h.full)
     }
 
     /// The attachment of `monitor` whose target is homed on member
@@ -150,7 +184,7 @@ impl Monitors {
     /// with (its instance token is trusted by this node only).
     pub async fn monitor_delegation_for(&self, monitor: &str, node_id: &str) -> Option<String> {
         let id = self.remote_attachment_of(monitor, node_id, false).await?;
-        self.delegation(&id)
+        self.held(&id).map(|h| h.calls)
     }
 
     /// A JSON-RPC call at member `home` with `token`: its result, or its
@@ -189,8 +223,8 @@ impl Monitors {
         };
         let trips = self.allow_inject(&attachment, &p.text).await?;
         if trips {
-            // Delivered, then stopped: this node pauses its side (the
-            // delegation holds no `control` on the target).
+            // Delivered, then stopped: both sides paused (the target by
+            // its home, with the delegation narrowed to it).
             let me = self.me.upgrade();
             let (a, c) = (attachment.clone(), p.conversation.clone());
             if let Some(me) = me {
@@ -201,6 +235,33 @@ impl Monitors {
             }
         }
         Ok(json!({ "conversation": p.conversation, "text": p.text, "advice_from": monitor }))
+    }
+
+    /// A trip's pause of `conversation`, homed on another member, with the
+    /// attachment's delegation narrowed to that conversation and
+    /// `conversation.pause`.
+    pub(crate) async fn pause_remote_target(&self, attachment: &str, conversation: &str) -> NodeResult<()> {
+        let target = {
+            let cat = self.catalog.lock().await;
+            cat.monitors
+                .attachments
+                .get(attachment)
+                .and_then(|a| a.spec.target.agent.clone())
+        };
+        let home = match target {
+            Some(t) => self.remote_home(&t).await?.map(|(home, _)| home),
+            None => None,
+        };
+        let (Some(home), Some(full)) = (home, self.delegation(attachment)) else {
+            return Err(NodeError::NotFound(format!(
+                "attachment {attachment:?}: no target on another member, or no delegation for it"
+            )));
+        };
+        let token = for_pause(&full, conversation)
+            .map_err(|e| NodeError::Internal(format!("the delegation would not narrow to {conversation:?}: {e}")))?;
+        self.call_member(&home, &token, PAUSE, json!({ "conversation": conversation }))
+            .await
+            .map(|_| ())
     }
 
     pub(crate) fn start_remote_watch(self: &Arc<Self>, attachment: String) {
@@ -325,6 +386,30 @@ impl Monitors {
     }
 }
 
+/// A delegation narrowed to the monitor's own calls (no pause).
+fn for_calls(full: &str) -> Result<String, capabilities::CapError> {
+    capabilities::attenuate(
+        full,
+        &capabilities::Restriction {
+            methods: METHODS.iter().map(|m| m.to_string()).collect(),
+            ..Default::default()
+        },
+    )
+}
+
+/// A delegation narrowed to pausing `conversation`, and nothing else.
+fn for_pause(full: &str, conversation: &str) -> Result<String, capabilities::CapError> {
+    capabilities::attenuate(
+        full,
+        &capabilities::Restriction {
+            conversations: vec![conversation.to_string()],
+            operations: vec![capabilities::Operation::Control],
+            methods: vec![PAUSE.to_string()],
+            ..Default::default()
+        },
+    )
+}
+
 /// Rounds of one remote attachment until it is detached.
 async fn run_remote(node: Weak<Monitors>, attachment: String) {
     let mut backoff = Duration::from_millis(500);
@@ -360,5 +445,68 @@ async fn run_remote(node: Weak<Monitors>, attachment: String) {
         }
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use capabilities::{Operation, Request, Resource, Verifier};
+
+    fn allows(v: &Verifier, token: &str, method: &str, operation: Operation, conversation: &str) -> bool {
+        let t = v.verify_uncached(token).expect("verifies");
+        let req = Request {
+            method,
+            operation,
+            resources: vec![
+                Resource::Conversation(conversation.into()),
+                Resource::Agent("coder".into()),
+            ],
+            node: "n-2",
+            now: std::time::SystemTime::now(),
+        };
+        v.run_datalog(&t, &req).is_ok()
+    }
+
+    /// The delegation pauses the target's conversations and stops nothing
+    /// else; the monitor's calls carry it without the pause; a trip's token
+    /// pauses that one conversation only.
+    #[test]
+    fn the_pause_right_is_the_trips_alone_and_for_one_conversation() {
+        let root = capabilities::RootKey::generate();
+        let v = Verifier::new(vec![root.public()]);
+        let admin = root.mint_admin("n-1").expect("admin token");
+        let full = Monitors::delegate(&admin, "coder", true).expect("delegate");
+        assert!(allows(&v, &full, PAUSE, Operation::Control, "c-1"));
+        assert!(!allows(&v, &full, "conversation.terminate", Operation::Control, "c-1"));
+        assert!(!allows(&v, &full, "conversation.sendKeys", Operation::Terminal, "c-1"));
+        assert!(allows(&v, &full, "transcript.read", Operation::Observe, "c-1"));
+
+        let calls = for_calls(&full).expect("calls");
+        assert!(!allows(&v, &calls, PAUSE, Operation::Control, "c-1"));
+        assert!(allows(&v, &calls, "transcript.read", Operation::Observe, "c-1"));
+        assert!(allows(&v, &calls, "conversation.sendMessage", Operation::Inject, "c-1"));
+
+        let pause = for_pause(&full, "c-1").expect("pause");
+        assert!(allows(&v, &pause, PAUSE, Operation::Control, "c-1"));
+        assert!(!allows(&v, &pause, PAUSE, Operation::Control, "c-2"));
+        assert!(!allows(&v, &pause, "transcript.read", Operation::Observe, "c-1"));
+
+        // Watch-only: no inject, the pause still.
+        let watch = Monitors::delegate(&admin, "coder", false).expect("delegate");
+        assert!(!allows(
+            &v,
+            &watch,
+            "conversation.sendMessage",
+            Operation::Inject,
+            "c-1"
+        ));
+        assert!(allows(
+            &v,
+            &for_pause(&watch, "c-1").expect("pause"),
+            PAUSE,
+            Operation::Control,
+            "c-1"
+        ));
     }
 }

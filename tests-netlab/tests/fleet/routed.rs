@@ -439,7 +439,7 @@ async fn a_member_of_another_fleet_on_the_same_bridge_is_refused_and_blocked() {
 
 /// Transcript events of `conversation` on `node` with this speaker whose
 /// text contains `needle`.
-async fn count_events(node: &LabNode, conversation: &str, speaker: &str, needle: &str) -> usize {
+pub(super) async fn count_events(node: &LabNode, conversation: &str, speaker: &str, needle: &str) -> usize {
     let Ok(v) = node
         .call(
             "transcript.read",

@@ -1,6 +1,7 @@
 //! `warren monitor`: monitor agents. `attach` is the one form: it creates the
-//! monitor agent from the built-in advisor persona when it does not exist,
-//! then attaches it with every default filled in.
+//! monitor agent from the built-in advisor persona when it does not exist
+//! (by default on the target agent's home, as seed 002 says), then attaches
+//! it there with every default filled in.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,7 +16,7 @@ use super::{Conn, Output, finish, items, put, read_rules, s};
 pub enum MonitorVerb {
     /// Watch an agent (every conversation it starts) or one conversation.
     Attach {
-        /// The agent to watch (`NAME`; `NAME@NODE` names this node's own).
+        /// The agent to watch (`NAME`, or `NAME@NODE` on any member).
         #[arg(long, conflicts_with = "conversation", required_unless_present = "conversation")]
         target: Option<String>,
         /// One conversation to watch instead of an agent.
@@ -35,7 +36,8 @@ pub enum MonitorVerb {
         /// The monitor reads but never advises.
         #[arg(long)]
         watch_only: bool,
-        /// The monitor agent (default: `monitor-TARGET`); created when missing.
+        /// The monitor agent, `NAME` on this node or `NAME@NODE` (default:
+        /// `monitor-TARGET` on the target's home); created when missing.
         #[arg(long)]
         monitor: Option<String>,
         /// The monitor's harness when it is created.
@@ -100,6 +102,38 @@ fn default_monitor_name(target: &str) -> String {
     name.trim_end_matches('-').to_string()
 }
 
+/// The member that homes the target (agent `NAME`/`NAME@NODE`, or a
+/// conversation id) when it is not this node: `NAME@NODE` says so; a name or
+/// id this node does not home is looked up in the fleet's list (one match).
+/// `None`: this node (or not found: the attach then says so).
+async fn home_of(c: &mut crate::client::Client, agent: Option<&str>, conversation: Option<&str>) -> Option<String> {
+    let (method, list, key, target) = match (agent, conversation) {
+        (Some(a), _) => (m::AGENT_LIST, "agents", "name", a),
+        (None, Some(conv)) => (m::CONVERSATION_LIST, "conversations", "id", conv),
+        (None, None) => return None,
+    };
+    if agent.is_some()
+        && let Some((_, at)) = target.split_once('@')
+    {
+        return Some(at.to_string());
+    }
+    let named = |v: &Value| -> Vec<String> {
+        items(v, list)
+            .filter(|x| x[key] == target)
+            .map(|x| x["node"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let local = c.call(method, json!({})).await.ok()?;
+    if !named(&local).is_empty() {
+        return None;
+    }
+    let all = c.call(method, json!({ "fleet": true })).await.ok()?;
+    match named(&all).as_slice() {
+        [one] if !one.is_empty() => Some(one.clone()),
+        _ => None,
+    }
+}
+
 pub async fn monitor(verb: MonitorVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
     match verb {
         MonitorVerb::Attach {
@@ -119,13 +153,29 @@ pub async fn monitor(verb: MonitorVerb, conn: Conn, out: Output) -> anyhow::Resu
         } => {
             let mut c = conn.connect(data_dir).await?;
             let watched = target.clone().or(conversation.clone()).unwrap_or_default();
-            let name = monitor.unwrap_or_else(|| default_monitor_name(&watched));
-            if c.call(m::AGENT_GET, json!({ "agent": name })).await.is_err() {
+            // Where the monitor homes (`None`: this node): as `--monitor`
+            // says, else the target's home.
+            let (name, home) = match &monitor {
+                Some(m) => match m.split_once('@') {
+                    Some((n, at)) => (n.to_string(), Some(at.to_string())),
+                    None => (m.clone(), None),
+                },
+                None => (
+                    default_monitor_name(&watched),
+                    home_of(&mut c, target.as_deref(), conversation.as_deref()).await,
+                ),
+            };
+            let address = match &home {
+                Some(h) => format!("{name}@{h}"),
+                None => name.clone(),
+            };
+            if c.call(m::AGENT_GET, json!({ "agent": address })).await.is_err() {
                 let mut p = json!({
                     "name": name,
                     "harness": harness,
                     "persona": node::monitors::ADVISOR_PERSONA,
                 });
+                put(&mut p, "node", home.clone());
                 put(&mut p, "model", model);
                 if let Some(rules) = read_rules(&rules_file)? {
                     p["rules"] = rules;
@@ -133,7 +183,7 @@ pub async fn monitor(verb: MonitorVerb, conn: Conn, out: Output) -> anyhow::Resu
                 if let Err(e) = c.call(m::AGENT_CREATE, p).await {
                     return finish(out, Err(e), |_| {});
                 }
-                eprintln!("created monitor agent {name} ({harness}, the advisor persona)");
+                eprintln!("created monitor agent {address} ({harness}, the advisor persona)");
             }
             let mode = if word { "word" } else { "substring" };
             let mut trigger = json!({
@@ -149,6 +199,7 @@ pub async fn monitor(verb: MonitorVerb, conn: Conn, out: Output) -> anyhow::Resu
                 (None, None) => anyhow::bail!("give --target AGENT or --conversation ID"),
             };
             let mut p = json!({ "monitor": name, "target": target, "trigger": trigger, "inject": !watch_only });
+            put(&mut p, "node", home);
             if let Some(n) = max_cycles {
                 p["breaker"] = json!({ "max_cycles": n });
             }

@@ -1,5 +1,6 @@
 //! The console beyond one page load: a reconnect that resumes from its
-//! cursor, a phone that reaches a second node, and the console over TLS.
+//! cursor, a phone that reaches a second node, the attach form placing a
+//! monitor on another node, and the console over TLS.
 
 use super::*;
 
@@ -125,12 +126,9 @@ async fn the_console_reconnects_and_resumes_from_its_cursor() {
     c.close().await.expect("close");
 }
 
-/// Two real nodes in one fleet, and a monitor whose breaker tripped: the
-/// phone's fleet view shows both nodes and the tripped breaker, and re-arms
-/// it from the monitors view with one tap.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_phone_sees_a_second_node_and_rearms_a_tripped_breaker() {
-    let (_one, driver) = start_driver().await;
+/// Two real nodes in one fleet (node-a holds the owner key, node-b joined
+/// by invite), both healthy in node-a's view; the key's directory.
+async fn two_node_fleet() -> (tempfile::TempDir, TestNode, TestNode) {
     let keys = tempfile::tempdir().expect("key dir");
     let owner = keys.path().join("owner.key");
     let (code, _, err) = warren(
@@ -159,6 +157,17 @@ async fn the_phone_sees_a_second_node_and_rearms_a_tripped_breaker() {
         },
     )
     .await;
+    (keys, a, b)
+}
+
+/// Two real nodes in one fleet, and a monitor whose breaker tripped: the
+/// phone's fleet view shows both nodes and the tripped breaker, and re-arms
+/// it from the monitors view with one tap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_phone_sees_a_second_node_and_rearms_a_tripped_breaker() {
+    let (_one, driver) = start_driver().await;
+    let (_keys, a, _b) = two_node_fleet().await;
+    let mut api = a.client().await;
 
     // A ping-pong: the coder answers every piece of advice with the keyword.
     call(
@@ -255,6 +264,134 @@ async fn the_phone_sees_a_second_node_and_rearms_a_tripped_breaker() {
         "phone: the same monitor armed again after one tap",
     )
     .await;
+    c.close().await.expect("close");
+}
+
+/// The one-form attach on node-a's console, for an agent homed on node-b:
+/// keywords and their mode, watch-only, the breaker's numbers and a model in
+/// one submit; the monitor agent is created from the advisor persona on the
+/// target's node (node-b) and attached there, nothing on node-a. The
+/// console holds a token the fleet trusts (the owner key's), as a console
+/// reaching other members must.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_attach_form_creates_the_monitor_on_the_targets_node() {
+    let (_one, driver) = start_driver().await;
+    let (keys, a, b) = two_node_fleet().await;
+    let mut on_b = b.client().await;
+    call(&mut on_b, "agent.create", json!({ "name": "coder", "harness": "fake" })).await;
+    let (code, out, err) = warren(
+        &[
+            "token",
+            "mint",
+            "--key-file",
+            &keys.path().join("owner.key").display().to_string(),
+            "--right",
+            "node:admin",
+            "--ttl",
+            "600",
+        ],
+        keys.path(),
+    );
+    assert_eq!(code, 0, "token mint: {err}");
+    let token = out.lines().next().expect("token").trim().to_string();
+
+    let profile = tempfile::tempdir().expect("profile dir");
+    let c = browser(&driver, 1280, 800, profile.path()).await;
+    let (link, _) = pairing_link(&a, &[]);
+    c.goto(&link).await.expect("pair");
+    wait_js(
+        &c,
+        "signed in",
+        Duration::from_secs(20),
+        "return document.body.dataset.conn === 'online'",
+    )
+    .await;
+    c.execute(
+        "localStorage.setItem('warren.token', arguments[0]); location.hash = '#/monitors'; location.reload();",
+        vec![json!(token)],
+    )
+    .await
+    .expect("sign in with the fleet's token");
+    wait_js(
+        &c,
+        "the monitors view, online",
+        Duration::from_secs(20),
+        "return document.body.dataset.conn === 'online' && document.querySelector('#attach-form')",
+    )
+    .await;
+    click(&c, "#attach-monitor-open").await;
+    type_into(&c, "#attach-keywords", "segfault, panic").await;
+    type_into(&c, "#attach-target", "coder").await;
+    type_into(&c, "#attach-max-cycles", "3").await;
+    type_into(&c, "#attach-model", "model-x").await;
+    type_into(&c, "#attach-harness", "fake").await;
+    c.execute(
+        "document.querySelector('#attach-mode').value = 'word'; document.querySelector('#attach-inject').value = 'watch';",
+        vec![],
+    )
+    .await
+    .expect("choose word mode and watch-only");
+    let defaults = c
+        .execute(
+            "return ['#attach-max-wakes', '#attach-window-mins'].map((s) => document.querySelector(s).value)",
+            vec![],
+        )
+        .await
+        .expect("defaults");
+    assert_eq!(defaults, json!(["20", "10"]), "the breaker's defaults are filled in");
+    shot(
+        &c,
+        "desktop-attach-form",
+        "desktop: the one-form attach filled in for an agent on another node",
+    )
+    .await;
+    click(&c, "#attach-form button[type=submit]").await;
+    let done = wait_js(
+        &c,
+        "attached",
+        Duration::from_secs(30),
+        "const d = document.querySelector('#attach-done'); const e = document.querySelector('#attach-status .error');
+         return d ? d.textContent : (e ? 'error: ' + e.textContent : null)",
+    )
+    .await;
+    let done = done.as_str().unwrap_or_default().to_string();
+    assert!(done.contains("monitor-coder@node-b"), "{done}");
+
+    let m = call(&mut on_b, "agent.get", json!({ "agent": "monitor-coder" })).await;
+    assert_eq!(m["agent"]["persona"], node::monitors::ADVISOR_PERSONA, "{m}");
+    assert_eq!(m["agent"]["model"], "model-x", "{m}");
+    assert_eq!(m["agent"]["harness"], "fake", "{m}");
+    let l = call(&mut on_b, "monitor.list", json!({})).await;
+    let at = &l["attachments"][0];
+    assert_eq!(at["monitor"], "monitor-coder", "{l}");
+    assert_eq!(at["target"], json!({ "agent": "coder" }), "{l}");
+    assert_eq!(at["inject"], false, "watch-only: {l}");
+    assert_eq!(at["breaker"]["max_cycles"], 3, "{l}");
+    assert_eq!(at["breaker"]["max_wakes"], 20, "{l}");
+    let kws: Vec<(String, String)> = at["trigger"]["keywords"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|k| {
+            (
+                k["text"].as_str().unwrap_or_default().into(),
+                k["mode"].as_str().unwrap_or_default().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kws,
+        [
+            ("segfault".to_string(), "word".to_string()),
+            ("panic".to_string(), "word".to_string())
+        ],
+        "{l}"
+    );
+    let mut on_a = a.client().await;
+    let here = call(&mut on_a, "agent.list", json!({})).await;
+    assert_eq!(here["agents"], json!([]), "nothing on node-a: {here}");
+    let here = call(&mut on_a, "monitor.list", json!({})).await;
+    assert_eq!(here["attachments"], json!([]), "{here}");
     c.close().await.expect("close");
 }
 

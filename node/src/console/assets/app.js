@@ -4,7 +4,8 @@
 
 import { Rpc, callOnce } from "./rpc.js";
 import { h, put, errorLine } from "./dom.js";
-import { fleetView, agentView, monitorsView } from "./views.js";
+import { fleetView, agentView } from "./views.js";
+import { monitorsView } from "./monitors.js";
 import { holdsView } from "./holds.js";
 import { usageView } from "./usage.js";
 import { conversationView } from "./conversation.js";

@@ -1,7 +1,7 @@
 // The console's views over the public API: the fleet at a glance (with
 // unread mail and today's spend), one agent (definition, grants,
 // conversations, its supervision panel, read-only here since supervision.set
-// is local-only, and its mail), and monitors.
+// is local-only, and its mail). Monitors are monitors.js.
 
 import { h, put, ago, errorLine, action, live } from "./dom.js";
 import { utcDay, spendText } from "./usage.js";
@@ -287,84 +287,5 @@ function supervisionPanel(sup) {
     h("p", {}, "Supervision: ", h("b", {}, eff.enabled ? "on" : "off"), sup.defaults && !sup.defaults.enabled ? " (the master switch is off)" : "", " · mail ", eff.mail_mode || sup.defaults?.mail_mode || "?", " · stall ", String(eff.stall_mins ?? sup.defaults?.stall_mins ?? "?"), " min"),
     table(["class", "default", "override", "effective"], rows),
     h("p", { class: "muted small" }, "Changing policy is local-only: ", h("code", {}, "warren supervision set"), " on the node."),
-  );
-}
-
-export function monitorsView(main, ctx) {
-  const body = h("div", { id: "monitors" }, h("p", { class: "muted" }, "loading..."));
-  put(main, h("h1", {}, "Monitors"), body, ctx.readOnly ? null : attachForm(ctx));
-  return live(
-    body,
-    ctx,
-    async () => {
-      const r = await ctx.rpc.call("monitor.list", {});
-      if (!r.attachments.length) return h("p", { class: "muted" }, "No monitors are attached.");
-      return h(
-        "ul",
-        { class: "cards" },
-        r.attachments.map((m) =>
-          h(
-            "li",
-            { class: `card monitor ${m.state}`, "data-attachment": m.id },
-            h("div", { class: "row" }, h("b", {}, m.monitor), " watches ", h("b", {}, m.target.agent || m.target.conversation), h("span", { class: `badge ${m.state}` }, m.state)),
-            h("div", { class: "small" }, "keywords: ", (m.trigger.keywords || []).map((k) => k.text).join(", "), m.inject ? " · advises" : " · watch only"),
-            h("div", { class: "small muted" }, `cycles ${m.cycles}`, m.tripped_at ? ` · tripped ${ago(m.tripped_at)}` : ""),
-            m.state === "tripped" && !ctx.readOnly
-              ? action(
-                  "Re-arm",
-                  async () => {
-                    await ctx.rpc.call("monitor.rearm", { attachment: m.id });
-                    window.dispatchEvent(new HashChangeEvent("hashchange"));
-                  },
-                  "primary big rearm",
-                )
-              : null,
-          ),
-        ),
-      );
-    },
-    ["event.monitor"],
-  );
-}
-
-/** The one-form attach: a monitor agent watches a target for keywords. */
-function attachForm(ctx) {
-  const field = (id, label, attrs) => [h("label", { for: id }, label), h("input", { id, name: id, autocapitalize: "off", ...attrs })];
-  const [monitorLabel, monitor] = field("attach-monitor", "Monitor (an agent of this node)", { required: true, placeholder: "monitor-coder" });
-  const [targetLabel, target] = field("attach-target", "Target agent (NAME or NAME@NODE)", { required: true, placeholder: "coder" });
-  const [keywordsLabel, keywords] = field("attach-keywords", "Keywords (comma-separated)", { required: true, placeholder: "panic, segfault" });
-  const advise = h("input", { id: "attach-advise", type: "checkbox", checked: true });
-  const word = h("input", { id: "attach-word", type: "checkbox" });
-  const status = h("div", { class: "status-line" });
-  const submit = async (ev) => {
-    ev.preventDefault();
-    put(status, "attaching...");
-    const kws = keywords.value.split(",").map((k) => k.trim()).filter(Boolean).map((text) => ({ text, mode: word.checked ? "word" : "substring" }));
-    try {
-      await ctx.rpc.call("monitor.attach", { monitor: monitor.value.trim(), target: { agent: target.value.trim() }, trigger: { keywords: kws }, inject: advise.checked });
-      put(status, "attached");
-      window.dispatchEvent(new HashChangeEvent("hashchange"));
-    } catch (e) {
-      put(status, errorLine(e));
-    }
-  };
-  return h(
-    "details",
-    { class: "card" },
-    h("summary", { id: "attach-monitor-open" }, "Attach a monitor"),
-    h(
-      "form",
-      { id: "attach-form", onsubmit: submit },
-      monitorLabel,
-      monitor,
-      targetLabel,
-      target,
-      keywordsLabel,
-      keywords,
-      h("label", { class: "check" }, advise, " advise (inject); off: watch only"),
-      h("label", { class: "check" }, word, " whole words only"),
-      h("button", { type: "submit", class: "primary" }, "Attach"),
-      status,
-    ),
   );
 }
