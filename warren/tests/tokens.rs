@@ -261,6 +261,7 @@ async fn the_companion_reads_and_does_nothing_else() {
     }
     // Fleet membership is changed only on the node itself.
     for (method, params) in [
+        ("fleet.init", json!({})),
         ("fleet.invite", json!({})),
         ("fleet.join", json!({ "invite": "x" })),
         ("fleet.remove", json!({ "node": "n" })),
