@@ -227,7 +227,6 @@ fn print_inspection(v: &Value) {
     }
 }
 
-/// `warren fleet init`: writes a new owner key to `key_file`.
 /// `warren fleet init` with no node running: only a new owner key file.
 pub(super) fn fleet_init(key_file: PathBuf, dir: &std::path::Path, out: Output) -> anyhow::Result<ExitCode> {
     let key = capabilities::RootKey::generate();
