@@ -174,4 +174,15 @@ async fn fleet_init_uses_or_refuses_the_key_it_is_given() {
         std::fs::metadata(&fresh).expect("fresh").permissions().mode() & 0o777,
         0o600
     );
+
+    // A node configured with `[fleet] owner_key` founds at start-up, as
+    // before; init there is refused, as on any member.
+    let d = TestNode::start_with_config(&format!(
+        "name = \"node-d\"\n{FLEET}owner_key = {:?}\n",
+        fresh.display().to_string()
+    ));
+    assert_eq!(fleet_of(&d).await, v["fleet_id"], "the same key, the same fleet");
+    let (code, _, err) = warren(&["fleet", "init"], &d.path());
+    assert_eq!(code, 1);
+    assert!(err.contains("already"), "{err}");
 }

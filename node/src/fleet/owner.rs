@@ -142,5 +142,11 @@ fn write_owner_key(path: &Path, owner: &Owner) -> NodeResult<()> {
         writeln!(f, "{}", hex::encode(owner.key.to_bytes()))?;
         f.sync_all()
     };
-    write().map_err(|e| NodeError::Internal(format!("writing the owner key {}: {e}", path.display())))
+    write().map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => NodeError::Conflict(format!(
+            "{} appeared meanwhile (another init?): run `warren fleet init` again to use it",
+            path.display()
+        )),
+        _ => NodeError::Internal(format!("writing the owner key {}: {e}", path.display())),
+    })
 }
