@@ -144,6 +144,7 @@ mod tests {
             ("session.pair_code", Node, Admin),
             ("node.info", Node, Observe),
             ("fleet.nodes", Node, Observe),
+            ("fleet.init", Node, Admin),
             ("fleet.invite", Node, Admin),
             ("fleet.join", Node, Admin),
             ("fleet.remove", Node, Admin),
@@ -242,6 +243,7 @@ mod tests {
             set(LOCAL_ONLY.iter().copied()),
             set([
                 "agent.secret.set",
+                "fleet.init",
                 "fleet.invite",
                 "fleet.join",
                 "fleet.remove",

@@ -29,6 +29,7 @@ methods! {
     SESSION_PAIR_CODE = "session.pair_code" => on(F::Session, S::Node, O::Admin).local_only();
     NODE_INFO = "node.info" => on(F::Node, S::Node, O::Observe).companion_read().result::<NodeInfo>();
     FLEET_NODES = "fleet.nodes" => on(F::Fleet, S::Node, O::Observe).companion_read();
+    FLEET_INIT = "fleet.init" => on(F::Fleet, S::Node, O::Admin).local_only();
     FLEET_INVITE = "fleet.invite" => on(F::Fleet, S::Node, O::Admin).local_only();
     FLEET_JOIN = "fleet.join" => on(F::Fleet, S::Node, O::Admin).local_only();
     FLEET_REMOVE = "fleet.remove" => on(F::Fleet, S::Node, O::Admin).local_only();
@@ -193,7 +194,7 @@ mod tests {
         let served: Vec<&str> = REGISTRY.iter().filter(|m| m.served).map(|m| m.name).collect();
         assert_eq!(ALL, served.as_slice());
         assert!(!ALL.contains(&CONFIG_SET) && ALL.contains(&AGENT_GET));
-        assert_eq!(ALL.len(), 63);
+        assert_eq!(ALL.len(), 64);
     }
 
     #[test]

@@ -261,6 +261,7 @@ async fn the_companion_reads_and_does_nothing_else() {
     }
     // Fleet membership is changed only on the node itself.
     for (method, params) in [
+        ("fleet.init", json!({})),
         ("fleet.invite", json!({})),
         ("fleet.join", json!({ "invite": "x" })),
         ("fleet.remove", json!({ "node": "n" })),
@@ -505,9 +506,11 @@ fn fleet_init_makes_the_data_dir_a_first_run_has_not_made_yet() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data_dir = dir.path().join("share/warren");
     let key_file = data_dir.join("owner.key");
+    // No node runs on that data dir: the key file only.
     let out = std::process::Command::new(EXE)
         .args(["fleet", "init", "--key-file"])
         .arg(&key_file)
+        .env("WARREN_DATA_DIR", &data_dir)
         .output()
         .expect("run");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -528,6 +531,7 @@ async fn nodes_trust_the_fleet_owner_key_they_are_configured_with() {
     let out = std::process::Command::new(EXE)
         .args(["fleet", "init", "--json", "--key-file"])
         .arg(&key_file)
+        .env("WARREN_DATA_DIR", dir.path())
         .output()
         .expect("run");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -542,6 +546,7 @@ async fn nodes_trust_the_fleet_owner_key_they_are_configured_with() {
     let again = std::process::Command::new(EXE)
         .args(["fleet", "init", "--key-file"])
         .arg(&key_file)
+        .env("WARREN_DATA_DIR", dir.path())
         .output()
         .expect("run");
     assert!(!again.status.success());

@@ -92,7 +92,7 @@ impl super::Fleet {
     /// `fleet.remove` (local-only, on the owner's node): the member is
     /// removed fleet-wide (named by node id or name).
     pub async fn fleet_remove(&self, node: &str) -> NodeResult<Value> {
-        let Some(owner) = self.fleet.owner.clone() else {
+        let Some(owner) = self.fleet.owner().cloned() else {
             return Err(NodeError::Conflict(
                 "only the node holding the fleet owner key removes members".into(),
             ));
@@ -253,7 +253,7 @@ impl super::Fleet {
 
     pub(super) async fn answer_join(&self, peer: PeerId, secret: &str, node_id: &str) -> Response {
         let refused = |reason: String| Response::Refused { reason };
-        let Some(owner) = self.fleet.owner.clone() else {
+        let Some(owner) = self.fleet.owner().cloned() else {
             return refused("this node cannot admit members: it holds no owner key".into());
         };
         if node_store::validate::node_id(node_id).is_err() {
@@ -288,9 +288,9 @@ impl super::Fleet {
 
     /// `fleet.invite` (local-only): a single-use join code, valid `ttl`.
     pub async fn fleet_invite(&self, ttl: Duration) -> NodeResult<Value> {
-        if self.fleet.owner.is_none() {
+        if self.fleet.owner().is_none() {
             return Err(NodeError::Conflict(
-                "this node holds no fleet owner key: create one with `warren fleet init --key-file DATA_DIR/owner.key` (or set [fleet] owner_key) and restart the node".into(),
+                "this node holds no fleet owner key: run `warren fleet init` on this host to found the fleet here (or set [fleet] owner_key)".into(),
             ));
         }
         self.found_fleet().await?;

@@ -11,6 +11,7 @@
 
 pub mod address;
 mod members;
+mod owner;
 pub mod reach;
 pub use node_store::folds::fleet as state;
 mod tasks;
@@ -20,7 +21,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use ed25519_dalek::SigningKey;
 use fabric::{Certificate, Fabric, FabricConfig, Multiaddr, NodeRecord, PeerId, View};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -71,10 +71,12 @@ pub struct FleetRuntime {
     /// This node's name in the fleet.
     pub name: String,
     pub keypair: fabric::identity::Keypair,
-    owner: Option<SigningKey>,
-    /// The owner key as a token signer (the owner's node forwards its local
-    /// admin's calls with a token it signs).
-    owner_root: Option<capabilities::RootKey>,
+    /// The fleet owner key, once this node holds it: loaded at start-up, or
+    /// set once by `fleet.init` on the running node.
+    owner: OnceLock<owner::Owner>,
+    /// Where the owner key lives: `[fleet] owner_key`, else
+    /// `<data_dir>/owner.key`.
+    owner_file: PathBuf,
     fabric: OnceLock<Fabric>,
     /// Concrete addresses the fabric listens on.
     listening: Mutex<Vec<Multiaddr>>,
@@ -153,35 +155,17 @@ impl FleetRuntime {
                 k
             }
         };
-        let owner_path = settings
-            .owner_key
-            .clone()
-            .or_else(|| Some(data_dir.join("owner.key")).filter(|p| p.exists()));
-        let owner = match owner_path {
-            Some(p) => {
-                let text =
-                    std::fs::read_to_string(&p).with_context(|| format!("reading the owner key {}", p.display()))?;
-                let seed: [u8; 32] = hex::decode(text.trim())
-                    .ok()
-                    .and_then(|b| b.try_into().ok())
-                    .with_context(|| format!("{} is not an owner key (32 bytes in hex)", p.display()))?;
-                Some(SigningKey::from_bytes(&seed))
-            }
-            None => None,
-        };
-        let owner_root = match &owner {
-            Some(k) => Some(
-                capabilities::RootKey::from_private_hex(&hex::encode(k.to_bytes()))
-                    .context("the owner key as a token signer")?,
-            ),
-            None => None,
-        };
+        let owner_file = settings.owner_key.clone().unwrap_or_else(|| data_dir.join("owner.key"));
+        let owner = OnceLock::new();
+        if settings.owner_key.is_some() || owner_file.exists() {
+            let _ = owner.set(owner::Owner::read(&owner_file)?);
+        }
         Ok(FleetRuntime {
             settings,
             name,
             keypair,
             owner,
-            owner_root,
+            owner_file,
             fabric: OnceLock::new(),
             listening: Mutex::new(vec![]),
             table: Mutex::new(BTreeMap::new()),
@@ -306,7 +290,7 @@ impl Fleet {
         if member {
             return self.ensure_fabric().await;
         }
-        if self.fleet.owner.is_some() {
+        if self.fleet.owner().is_some() {
             self.found_fleet().await?;
             return self.ensure_fabric().await;
         }
@@ -315,9 +299,9 @@ impl Fleet {
 
     /// The owner's node makes itself the fleet's first member.
     async fn found_fleet(&self) -> NodeResult<()> {
-        let Some(owner) = &self.fleet.owner else {
+        let Some(owner) = self.fleet.owner() else {
             return Err(NodeError::Conflict(
-                "this node holds no fleet owner key: set [fleet] owner_key (see `warren fleet init`)".into(),
+                "this node holds no fleet owner key: run `warren fleet init` (or set [fleet] owner_key)".into(),
             ));
         };
         let mut cat = self.catalog.lock().await;

@@ -201,7 +201,7 @@ impl super::Fleet {
     /// owner's node, whose admin holds the fleet owner key and so speaks for
     /// the fleet.
     pub fn local_forwarding_token(&self, node_id: &str) -> NodeResult<String> {
-        let Some(owner) = &self.fleet.owner_root else {
+        let Some(owner) = self.fleet.owner_root() else {
             return Err(NodeError::Forbidden(format!(
                 "node {} is another member: a forwarded call carries the caller's own token, and this node's local admin (its Unix socket, its admin.token) has no authority beyond it; call with a token the fleet trusts (one signed by the fleet owner key: `warren token mint --key-file OWNER_KEY ...`, then WARREN_URL and WARREN_TOKEN)",
                 self.member_name(node_id)
@@ -234,7 +234,7 @@ impl super::Fleet {
 
     /// The fleet owner key as a token signer, on the node that holds it.
     pub(crate) fn fleet_owner_root(&self) -> Option<&capabilities::RootKey> {
-        self.fleet.owner_root.as_ref()
+        self.fleet.owner_root()
     }
 
     /// The other members, certified by the fleet root and not removed,

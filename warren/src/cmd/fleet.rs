@@ -1,6 +1,6 @@
-//! `warren fleet`: the owner key (`init`), join codes (`invite`), joining
-//! (`join`) and the members (`nodes`). `invite` and `join` are local-only:
-//! they go over the node's Unix socket.
+//! `warren fleet`: founding (`init`), join codes (`invite`), joining
+//! (`join`) and the members (`nodes`). `init`, `invite` and `join` are
+//! local-only: they go over the node's Unix socket.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,14 +14,23 @@ use crate::client;
 
 #[derive(Subcommand)]
 pub enum FleetVerb {
-    /// Create a fleet owner key: its private half signs tokens offline
-    /// (`warren token mint --key-file`) and, on the node that holds it
-    /// (`DATA_DIR/owner.key` or `[fleet] owner_key`), membership certificates;
-    /// its public half goes into each node's `trusted_roots`.
+    /// Found a fleet. With the local node running, at once (no restart): it
+    /// makes the fleet owner key in its data dir (or uses --key-file's), and
+    /// is the fleet's first member. With no node running, only write a new
+    /// owner key to --key-file: a node holding it (`DATA_DIR/owner.key` or
+    /// `[fleet] owner_key`) founds the fleet when it starts. The key's private
+    /// half signs tokens offline (`warren token mint --key-file`) and
+    /// membership certificates; its public half can go into other nodes'
+    /// `trusted_roots`.
     Init {
-        /// Where to write the private key (created 0600, never overwritten).
-        #[arg(long, default_value = "owner.key")]
-        key_file: PathBuf,
+        /// The owner key file. Running node: it is given to the node (a new
+        /// one is made here first when the file does not exist). No node
+        /// running: where the new key is written (default ./owner.key;
+        /// created 0600, never overwritten).
+        #[arg(long)]
+        key_file: Option<PathBuf>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
     },
     /// Print a single-use join code (on a node that holds the owner key).
     Invite {
@@ -70,7 +79,7 @@ pub(crate) fn parse_ttl(text: &str) -> anyhow::Result<u64> {
 
 pub async fn fleet(verb: FleetVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
     match verb {
-        FleetVerb::Init { key_file } => super::tokens::fleet_init(key_file, out),
+        FleetVerb::Init { key_file, data_dir } => init(key_file, &client::data_dir(data_dir), out).await,
         FleetVerb::Invite { ttl, data_dir } => {
             let p = json!({ "ttl_secs": parse_ttl(&ttl)? });
             let r = client::unix_call(&client::data_dir(data_dir), m::FLEET_INVITE, p).await;
@@ -114,6 +123,63 @@ pub async fn fleet(verb: FleetVerb, conn: Conn, out: Output) -> anyhow::Result<E
             })
         }
     }
+}
+
+/// `warren fleet init`: on the running node when one answers on the data
+/// dir's socket, else offline (the key file only). The output says which.
+async fn init(key_file: Option<PathBuf>, dir: &std::path::Path, out: Output) -> anyhow::Result<ExitCode> {
+    use anyhow::Context;
+    let socket = dir.join("warren.sock");
+    if tokio::net::UnixStream::connect(&socket).await.is_err() {
+        let key_file = key_file.unwrap_or_else(|| PathBuf::from("owner.key"));
+        return super::tokens::fleet_init(key_file, dir, out);
+    }
+    // The key to give the node: the file's, or a new one written there once
+    // the node took it.
+    let (params, new_key) = match &key_file {
+        Some(f) if f.exists() => {
+            let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+            (json!({ "owner_key": text.trim() }), None)
+        }
+        Some(_) => {
+            let key = capabilities::RootKey::generate();
+            (json!({ "owner_key": key.private_hex() }), Some(key))
+        }
+        None => (json!({}), None),
+    };
+    let r = client::unix_call(dir, m::FLEET_INIT, params).await;
+    if let (Ok(_), Some(key), Some(f)) = (&r, &new_key, &key_file) {
+        super::tokens::write_key_file(f, key)?;
+    }
+    let r = r.map(|mut v| {
+        v["running_node"] = json!(true);
+        if let Some(f) = &key_file {
+            v["key_file"] = json!(f);
+        }
+        v
+    });
+    finish(out, r, |v| {
+        println!(
+            "fleet {} founded on the running node ({}): {} member(s), no restart needed",
+            s(v, "fleet_id"),
+            dir.display(),
+            v["members"]
+        );
+        let held = if v["wrote_owner_key"] == true {
+            "written to"
+        } else {
+            "in"
+        };
+        println!(
+            "owner key {held} {} (public key {})",
+            s(v, "owner_key_file"),
+            s(v, "public_key")
+        );
+        if let Some(f) = &key_file {
+            println!("also in {} (keep it safe: it signs the fleet's tokens)", f.display());
+        }
+        println!("add a node: `warren fleet invite` here, then `warren fleet join CODE` there");
+    })
 }
 
 #[cfg(test)]

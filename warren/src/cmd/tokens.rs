@@ -227,11 +227,35 @@ fn print_inspection(v: &Value) {
     }
 }
 
-/// `warren fleet init`: writes a new owner key to `key_file`.
-pub(super) fn fleet_init(key_file: PathBuf, out: Output) -> anyhow::Result<ExitCode> {
+/// `warren fleet init` with no node running: only a new owner key file.
+pub(super) fn fleet_init(key_file: PathBuf, dir: &std::path::Path, out: Output) -> anyhow::Result<ExitCode> {
+    let key = capabilities::RootKey::generate();
+    write_key_file(&key_file, &key)?;
+    if out.json {
+        println!(
+            "{}",
+            json!({ "running_node": false, "key_file": key_file, "public_key": key.public_hex() })
+        );
+    } else {
+        println!(
+            "no node is running at {}: only the owner key was made (a node holding it founds the fleet when it starts)",
+            dir.display()
+        );
+        println!("fleet owner key written to {}", key_file.display());
+        println!("public key: {}", key.public_hex());
+        println!(
+            "trust it on each node, in warren.toml: trusted_roots = [\"{}\"]",
+            key.public_hex()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes a new owner key file (0600, never over an existing one), making
+/// its directory (0700) as a first `warren up` would.
+pub(super) fn write_key_file(key_file: &std::path::Path, key: &capabilities::RootKey) -> anyhow::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let key = capabilities::RootKey::generate();
     // The usual place is the node's data dir, which a first `warren up` has
     // not made yet: create it as the node would (0700).
     if let Some(dir) = key_file.parent().filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
@@ -246,18 +270,8 @@ pub(super) fn fleet_init(key_file: PathBuf, out: Output) -> anyhow::Result<ExitC
         .create_new(true)
         .write(true)
         .mode(0o600)
-        .open(&key_file)
+        .open(key_file)
         .with_context(|| format!("creating {} (it must not exist yet)", key_file.display()))?;
     writeln!(f, "{}", key.private_hex())?;
-    if out.json {
-        println!("{}", json!({ "key_file": key_file, "public_key": key.public_hex() }));
-    } else {
-        println!("fleet owner key written to {}", key_file.display());
-        println!("public key: {}", key.public_hex());
-        println!(
-            "trust it on each node, in warren.toml: trusted_roots = [\"{}\"]",
-            key.public_hex()
-        );
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -1,4 +1,5 @@
-//! Fleet methods: the members this node knows, invites, joining and removal.
+//! Fleet methods: founding on the running node, the members this node
+//! knows, invites, joining and removal.
 
 use console_api::{ErrorCode, RpcError, methods as m};
 use serde_json::Value;
@@ -9,6 +10,15 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
     let fleet = &c.app.fleet;
     let v = match c.method.name {
         m::FLEET_NODES => fleet.fleet_nodes().await?,
+        m::FLEET_INIT => {
+            #[derive(serde::Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct P {
+                #[serde(default)]
+                owner_key: Option<String>,
+            }
+            fleet.fleet_init(c.params::<P>()?.owner_key.as_deref()).await?
+        }
         m::FLEET_INVITE => {
             #[derive(serde::Deserialize)]
             #[serde(deny_unknown_fields)]
