@@ -282,9 +282,15 @@ function defaultsPanel(d) {
     h("h2", {}, "Supervision defaults"),
     h("p", {}, "Master switch: ", h("b", { id: "master-switch" }, d.enabled ? "on" : "off"), " · mail ", words(d.mail_mode), " · stall ", String(d.stall_mins), " min · ", String(d.nudge_retries), " nudges"),
     h("p", { class: "muted small" }, "Nudge: ", d.nudge_text),
-    table(
-      ["class", "action"],
-      Object.keys(classes).map((c) => h("tr", { "data-class": c }, h("td", {}, words(c)), h("td", {}, words(classes[c])))),
+    // The class grid folded, so the agents below stay in view.
+    h(
+      "details",
+      {},
+      h("summary", {}, "Dialog classes"),
+      table(
+        ["class", "action"],
+        Object.keys(classes).map((c) => h("tr", { "data-class": c }, h("td", {}, words(c)), h("td", {}, words(classes[c])))),
+      ),
     ),
     h("p", { class: "muted small" }, "Changing the defaults is local-only: ", h("code", {}, "warren config set --supervision '{\"enabled\": true}'"), " on the node."),
   );
