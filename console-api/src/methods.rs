@@ -137,8 +137,9 @@ methods! {
     MONITOR_LIST = "monitor.list" => on(F::Monitors, S::Narrowest, O::Observe);
     MONITOR_DETACH = "monitor.detach" => on(F::Monitors, S::Node, O::Supervise);
     MONITOR_REARM = "monitor.rearm" => on(F::Monitors, S::Node, O::Supervise);
-    /// Planned: in the policy table, not served yet (-32601 once authorized).
-    CONFIG_SET = "config.set" => on(F::Node, S::Node, O::Admin).local_only().unserved();
+    /// `{supervision}`: the global supervision defaults, the master switch
+    /// among them (local-only: standing authority).
+    CONFIG_SET = "config.set" => on(F::Node, S::Node, O::Admin).local_only().params::<ConfigSet>();
 }
 
 /// The method `name`, if the API has it.
@@ -153,6 +154,9 @@ pub const ALL: &[&str] = &names::<{ count(REGISTRY, Select::Served) }>(REGISTRY,
 /// notification's method name.
 pub const EVENT_SUPERVISION_ACTED: &str = "event.supervision.acted";
 pub const EVENT_SUPERVISION_NEEDS_YOU: &str = "event.supervision.needs_you";
+/// Supervision settings changed: `{agent, override, effective}` after a
+/// `supervision.set`, `{agent: null, defaults}` after a `config.set`.
+pub const EVENT_SUPERVISION_CHANGED: &str = "event.supervision.changed";
 pub const EVENT_MONITOR_TRIPPED: &str = "event.monitor.tripped";
 pub const EVENT_FLEET_CHANGED: &str = "event.fleet.changed";
 /// `{agent, from, message_id, seq}`: mail reached an agent's inbox (no body).
@@ -165,6 +169,7 @@ pub const EVENT_KINDS: &[&str] = &[
     EVENT_MAIL_ARRIVED,
     EVENT_SUPERVISION_ACTED,
     EVENT_SUPERVISION_NEEDS_YOU,
+    EVENT_SUPERVISION_CHANGED,
     EVENT_MONITOR_TRIPPED,
     EVENT_FLEET_CHANGED,
     EVENT_BUDGET_EXHAUSTED,
@@ -190,11 +195,11 @@ mod tests {
             assert_eq!(find(m.name).map(|f| f.name), Some(m.name));
         }
         assert!(find("agent.explode").is_none());
-        // `ALL` is what is served: the planned `config.set` is not.
+        // `ALL` is what is served (a planned method, `.unserved()`, is not).
         let served: Vec<&str> = REGISTRY.iter().filter(|m| m.served).map(|m| m.name).collect();
         assert_eq!(ALL, served.as_slice());
-        assert!(!ALL.contains(&CONFIG_SET) && ALL.contains(&AGENT_GET));
-        assert_eq!(ALL.len(), 64);
+        assert!(ALL.contains(&CONFIG_SET) && ALL.contains(&AGENT_GET));
+        assert_eq!(ALL.len(), 65);
     }
 
     #[test]

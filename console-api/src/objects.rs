@@ -405,6 +405,17 @@ pub struct SupervisionSet {
     pub expect_work: Option<bool>,
 }
 
+/// `config.set` (local-only): the node's settings that change at runtime.
+/// Today only `supervision`: the global supervision defaults (warren.toml's
+/// `[supervision]` shape, the master switch `enabled` among them), merged
+/// field by field onto the defaults in force and stored whole as the node's
+/// own override; `null` clears the override (warren.toml's apply again).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigSet {
+    pub supervision: serde_json::Value,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SupervisionAnswer {

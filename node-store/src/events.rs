@@ -119,6 +119,12 @@ pub enum Event {
         agent: String,
         policy: supervision::AgentOverride,
     },
+    /// The node's own global supervision defaults after a `config.set`,
+    /// whole; `None` clears them (warren.toml's `[supervision]` applies again).
+    /// The newest one wins over warren.toml.
+    SupervisionDefaults {
+        defaults: Option<supervision::SupervisionConfig>,
+    },
     /// One supervision audit row (seed 000's `supervision_log`): every action
     /// supervision attempted or declined. Its id is the event's seq.
     SupervisionActed {
@@ -374,6 +380,7 @@ impl Event {
             Event::MailSent { .. } => "mail_sent",
             Event::MailAcked { .. } => "mail_acked",
             Event::SupervisionSet { .. } => "supervision_set",
+            Event::SupervisionDefaults { .. } => "supervision_defaults",
             Event::SupervisionActed { .. } => "supervision_acted",
             Event::ApprovalRule { .. } => "approval_rule",
             Event::DefinitionsAccepted { .. } => "definitions_accepted",

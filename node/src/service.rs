@@ -349,10 +349,14 @@ impl Node {
         (dir.join("home"), dir.join("workspace"))
     }
 
-    /// The agent's effective supervision policy.
+    /// The agent's effective supervision policy, under the global defaults in
+    /// force now (a `config.set` applies to the next decision).
     pub(crate) async fn supervision_policy(&self, agent: &str) -> supervision::Policy {
         let cat = self.catalog.lock().await;
-        supervision::resolve(&self.cfg.supervision, cat.supervision.get(agent))
+        supervision::resolve(
+            cat.supervision_defaults(&self.cfg.supervision),
+            cat.supervision.get(agent),
+        )
     }
 
     fn status_of(&self, c: &ConvEntry) -> Option<Status> {

@@ -55,6 +55,11 @@ enum Command {
         #[command(subcommand)]
         verb: cmd::SupervisionVerb,
     },
+    /// The node's settings that change at runtime: set (local only).
+    Config {
+        #[command(subcommand)]
+        verb: cmd::ConfigVerb,
+    },
     /// An agent's spend-rate budget: get; set and topup (local only).
     Budget {
         #[command(subcommand)]
@@ -301,6 +306,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Console { verb } => cmd::console(verb, out).await,
         Command::Fleet { verb } => cmd::fleet(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Supervision { verb } => cmd::supervision(verb, cmd::Conn::new(cli.url, cli.token), out).await,
+        Command::Config { verb } => cmd::config(verb, out).await,
         Command::Budget { verb } => cmd::budget(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Mail { verb } => cmd::mail(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Monitor { verb } => cmd::monitor(verb, cmd::Conn::new(cli.url, cli.token), out).await,

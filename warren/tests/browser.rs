@@ -172,6 +172,27 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
             .await
             .expect("token");
         tokens_seen.push(token.as_str().expect("a stored token").to_string());
+        // The node's supervision defaults show, and follow a `config.set` live.
+        wait_js(
+            &c,
+            "the supervision defaults, master switch off",
+            Duration::from_secs(20),
+            "const d = document.querySelector('#supervision-defaults'); \
+             return d && d.querySelector('#master-switch').textContent === 'off' \
+             && d.querySelector('[data-class=command_exec]').textContent.includes('auto approve')",
+        )
+        .await;
+        let dir = node.path();
+        let flip = |on: Value| warren::client::unix_call(&dir, "config.set", json!({ "supervision": on }));
+        flip(json!({ "enabled": true })).await.expect("config.set");
+        wait_js(
+            &c,
+            "the flipped master switch, without a reload",
+            Duration::from_secs(20),
+            "return document.querySelector('#master-switch')?.textContent === 'on'",
+        )
+        .await;
+        flip(Value::Null).await.expect("config.set null");
         shot(
             &c,
             &format!("{label}-1-fleet"),

@@ -59,6 +59,9 @@ pub struct Catalog {
     pub conversations: BTreeMap<String, ConvEntry>,
     /// Per-agent supervision overrides.
     pub supervision: BTreeMap<String, supervision::AgentOverride>,
+    /// The global supervision defaults set at runtime (`config.set`), which
+    /// win over warren.toml's `[supervision]`; `None`: warren.toml's apply.
+    pub supervision_defaults: Option<supervision::SupervisionConfig>,
     /// How far each agent has acknowledged its inbox.
     pub mail_cursors: BTreeMap<String, u64>,
     /// Learned approval rules: workspace directory -> confirmed patterns.
@@ -81,6 +84,15 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// The global supervision defaults in force: those set at runtime, else
+    /// `configured` (warren.toml's `[supervision]`).
+    pub fn supervision_defaults<'a>(
+        &'a self,
+        configured: &'a supervision::SupervisionConfig,
+    ) -> &'a supervision::SupervisionConfig {
+        self.supervision_defaults.as_ref().unwrap_or(configured)
+    }
+
     pub fn fold<'a>(events: impl IntoIterator<Item = &'a StoredEvent>) -> Catalog {
         let mut c = Catalog::default();
         for e in events {
@@ -176,6 +188,9 @@ impl Catalog {
             }
             Event::SupervisionSet { agent, policy } => {
                 self.supervision.insert(agent.clone(), policy.clone());
+            }
+            Event::SupervisionDefaults { defaults } => {
+                self.supervision_defaults = defaults.clone();
             }
             Event::InstanceTokenIssued {
                 conversation,

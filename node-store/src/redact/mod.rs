@@ -145,6 +145,7 @@ pub fn carries_outside_text(e: &Event) -> bool {
         | Event::ConversationArchived { .. }
         | Event::MailAcked { .. }
         | Event::SupervisionSet { .. }
+        | Event::SupervisionDefaults { .. }
         | Event::ApprovalRule { .. }
         | Event::DefinitionsAccepted { .. }
         | Event::TokenRevoked { .. }

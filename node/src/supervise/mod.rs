@@ -12,6 +12,7 @@
 //! folded into one row when read.
 
 mod audit;
+mod defaults;
 pub mod definitions;
 mod holds;
 mod hooks;

@@ -1,5 +1,7 @@
 //! Supervision settings on the node: `supervision.get/set/status` over the
-//! `[supervision]` defaults and the per-agent overrides in the catalog.
+//! global defaults (warren.toml's `[supervision]`, or the node's own override
+//! set by `config.set`: `defaults.rs`) and the per-agent overrides in the
+//! catalog.
 
 use console_api as api;
 use serde_json::Value;
@@ -11,11 +13,11 @@ impl super::Supervisor {
     /// `supervision.get`: the global defaults, the agent's override and the
     /// effective policy (both keys of the lock shown).
     pub async fn supervision_get(&self, agent: Option<&str>) -> NodeResult<Value> {
-        let defaults = &self.cfg.supervision;
+        let cat = self.catalog.lock().await;
+        let defaults = cat.supervision_defaults(&self.cfg.supervision);
         let Some(agent) = agent else {
             return Ok(serde_json::json!({ "defaults": defaults, "agent": null, "effective": null }));
         };
-        let cat = self.catalog.lock().await;
         cat.agent(agent)?;
         let over = cat.supervision.get(agent);
         let effective = supervision::resolve(defaults, over);
@@ -23,7 +25,7 @@ impl super::Supervisor {
     }
 
     /// `supervision.set` (local-only): merges the given fields into the agent's
-    /// override and stores it whole.
+    /// override and stores it whole; announces `event.supervision.changed`.
     pub async fn supervision_set(&self, p: api::SupervisionSet) -> NodeResult<Value> {
         let mut cat = self.catalog.lock().await;
         cat.agent(&p.agent)?;
@@ -67,33 +69,36 @@ impl super::Supervisor {
             o.expect_work = w;
         }
         o.validate().map_err(|e| NodeError::Invalid(e.to_string()))?;
-        let effective = supervision::resolve(&self.cfg.supervision, Some(&o));
+        let effective = supervision::resolve(cat.supervision_defaults(&self.cfg.supervision), Some(&o));
         let e = Event::SupervisionSet {
             agent: p.agent.clone(),
             policy: o.clone(),
         };
         self.commit(&mut cat, vec![e]).await?;
+        drop(cat);
+        self.publish(
+            api::methods::EVENT_SUPERVISION_CHANGED,
+            serde_json::json!({ "agent": p.agent, "override": o, "effective": effective }),
+        );
         Ok(serde_json::json!({ "agent": o, "effective": effective }))
     }
 
     /// `supervision.status`: the master switch, each agent's opt-in and its
     /// last audit row.
     pub async fn supervision_status(&self, agent: Option<&str>) -> NodeResult<Value> {
-        let rows: Vec<(String, supervision::Policy)> = {
+        let (master, rows): (bool, Vec<(String, supervision::Policy)>) = {
             let cat = self.catalog.lock().await;
             if let Some(a) = agent {
                 cat.agent(a)?;
             }
-            cat.agents
+            let defaults = cat.supervision_defaults(&self.cfg.supervision);
+            let rows = cat
+                .agents
                 .keys()
                 .filter(|name| agent.is_none_or(|a| a == name.as_str()))
-                .map(|name| {
-                    (
-                        name.clone(),
-                        supervision::resolve(&self.cfg.supervision, cat.supervision.get(name)),
-                    )
-                })
-                .collect()
+                .map(|name| (name.clone(), supervision::resolve(defaults, cat.supervision.get(name))))
+                .collect();
+            (defaults.enabled, rows)
         };
         let names: Vec<String> = rows.iter().map(|(n, _)| n.clone()).collect();
         let mut lasts = self.last_audit_rows(&names).await?;
@@ -107,7 +112,7 @@ impl super::Supervisor {
                 "last": last,
             }));
         }
-        Ok(serde_json::json!({ "master": self.cfg.supervision.enabled, "agents": agents }))
+        Ok(serde_json::json!({ "master": master, "agents": agents }))
     }
 }
 

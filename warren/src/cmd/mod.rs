@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use crate::client::{self, CallError, Client, Target};
 
 mod budget;
+mod config;
 mod console;
 mod fleet;
 pub mod hook;
@@ -27,6 +28,7 @@ mod tokens;
 mod usage;
 
 pub use budget::{BudgetVerb, budget};
+pub use config::{ConfigVerb, config};
 pub use console::{ConsoleVerb, console};
 pub use fleet::{FleetVerb, fleet};
 pub use mail::{MailVerb, mail};

@@ -29,7 +29,11 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
             info["fleet"] = json!(fleet);
             info
         }
-        // `config.set` is planned: it passes authorization, then -32601.
+        // Local-only (the registry refuses it over the network with -32010).
+        m::CONFIG_SET => {
+            let p: console_api::ConfigSet = c.params()?;
+            app.supervisor.config_set(&p.supervision).await?
+        }
         _ => return Err(not_served(c.method)),
     };
     Ok(v)

@@ -1,5 +1,5 @@
 // The console's views over the public API: the fleet at a glance (with
-// unread mail and today's spend), one agent (definition, grants,
+// unread mail, today's spend and this node's supervision defaults), one agent (definition, grants,
 // conversations, its supervision panel, read-only here since supervision.set
 // is local-only, and its mail). Monitors are monitors.js.
 
@@ -36,12 +36,14 @@ export function fleetView(main, ctx) {
     body,
     ctx,
     async () => {
-      const [nodes, agents, convs, holds, monitors] = await Promise.all([
+      const [nodes, agents, convs, holds, monitors, sup] = await Promise.all([
         ctx.rpc.call("fleet.nodes", {}),
         ctx.rpc.call("agent.list", {}),
         ctx.rpc.call("conversation.list", {}),
         ctx.rpc.call("supervision.holds", {}),
         ctx.rpc.call("monitor.list", {}).catch(() => ({ attachments: [] })),
+        // A companion's token may not read settings: no defaults shown then.
+        ctx.rpc.call("supervision.get", {}).catch(() => null),
       ]);
       const rows = agents.agents
         .filter((a) => !a.archived)
@@ -69,6 +71,7 @@ export function fleetView(main, ctx) {
             ),
           ),
         ),
+        sup ? defaultsPanel(sup.defaults) : null,
         h("h2", {}, "Agents"),
         rows.length
           ? h(
@@ -267,6 +270,30 @@ function auditRow(e) {
 /** `command_exec` as `command exec` (it wraps on a phone). */
 function words(v) {
   return String(v ?? "").replaceAll("_", " ");
+}
+
+/** This node's global supervision defaults (warren.toml's, or those
+ * `config.set` stored), read-only here: setting them is local-only. */
+function defaultsPanel(d) {
+  const classes = d.classes || {};
+  return h(
+    "section",
+    { class: "card", id: "supervision-defaults", "data-master": d.enabled ? "on" : "off" },
+    h("h2", {}, "Supervision defaults"),
+    h("p", {}, "Master switch: ", h("b", { id: "master-switch" }, d.enabled ? "on" : "off"), " · mail ", words(d.mail_mode), " · stall ", String(d.stall_mins), " min · ", String(d.nudge_retries), " nudges"),
+    h("p", { class: "muted small" }, "Nudge: ", d.nudge_text),
+    // The class grid folded, so the agents below stay in view.
+    h(
+      "details",
+      {},
+      h("summary", {}, "Dialog classes"),
+      table(
+        ["class", "action"],
+        Object.keys(classes).map((c) => h("tr", { "data-class": c }, h("td", {}, words(c)), h("td", {}, words(classes[c])))),
+      ),
+    ),
+    h("p", { class: "muted small" }, "Changing the defaults is local-only: ", h("code", {}, "warren config set --supervision '{\"enabled\": true}'"), " on the node."),
+  );
 }
 
 /** The class grid: default vs this agent's override, read-only here. */
