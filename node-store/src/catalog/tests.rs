@@ -393,6 +393,6 @@ mod mail_tests {
             (14, 7),
             "a nudge never counts as full body; clamped to its own seq"
         );
-        assert!(c.mail_delivered.get("b").is_none());
+        assert!(!c.mail_delivered.contains_key("b"));
     }
 }
