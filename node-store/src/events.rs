@@ -114,6 +114,16 @@ pub enum Event {
         agent: String,
         cursor: u64,
     },
+    /// The node delivered `agent`'s mail up to `upto` (a mail event's seq)
+    /// into `conversation`, confirmed by the CLI taking it: as each message's
+    /// full body (`full_body`), or as one nudge line. Committed once the CLI
+    /// has taken it, so a restarted node does not deliver it again.
+    MailDelivered {
+        agent: String,
+        conversation: String,
+        upto: u64,
+        full_body: bool,
+    },
     /// An agent's supervision override, whole, after a `supervision.set`.
     SupervisionSet {
         agent: String,
@@ -379,6 +389,7 @@ impl Event {
             Event::ConversationArchived { .. } => "conversation_archived",
             Event::MailSent { .. } => "mail_sent",
             Event::MailAcked { .. } => "mail_acked",
+            Event::MailDelivered { .. } => "mail_delivered",
             Event::SupervisionSet { .. } => "supervision_set",
             Event::SupervisionDefaults { .. } => "supervision_defaults",
             Event::SupervisionActed { .. } => "supervision_acted",

@@ -215,11 +215,29 @@ pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
         }
     };
 
+    // A confirmed learned rule that covers an already repo-scoped command.
+    let learned = match (class, dialog.command.as_deref(), repo_scoped) {
+        (DialogClass::CommandExec, Some(cmd), true) => ctx.learned_rules.iter().find(|r| r.matches(cmd)),
+        _ => None,
+    };
     if let Some(off) = ctx.policy.off_reason() {
-        return hold(
-            PolicySource::SupervisionOff,
-            format!("{off}; {class} `{what}` waits for a human"),
-        );
+        // Supervision off equals the behaviour before it (seed 000): the
+        // learned-rule path still approves a routine command its rule covers,
+        // behind the same checks (read for sure, a permission prompt, no
+        // always-escalate shape); everything else waits for a human.
+        let routine =
+            dialog.doubt.is_none() && prompt == PromptKind::Permission && escalation_in_normalized(&action).is_none();
+        return match learned.filter(|_| routine) {
+            Some(rule) => answer(
+                Verdict::Approve,
+                PolicySource::LearnedRule,
+                format!("{off}; learned rule `{}` covers `{what}`", rule.pattern),
+            ),
+            None => hold(
+                PolicySource::SupervisionOff,
+                format!("{off}; {class} `{what}` waits for a human"),
+            ),
+        };
     }
     if let Some(doubt) = &dialog.doubt {
         return hold(
@@ -258,22 +276,16 @@ pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
             PolicySource::ClassPolicy,
             format!("{class} is auto_deny"),
         ),
-        Action::Hold => {
-            let learned = match (class, dialog.command.as_deref(), repo_scoped) {
-                (DialogClass::CommandExec, Some(cmd), true) => ctx.learned_rules.iter().find(|r| r.matches(cmd)),
-                _ => None,
-            };
-            match learned {
-                Some(rule) => answer(
-                    Verdict::Approve,
-                    PolicySource::LearnedRule,
-                    format!("learned rule `{}` covers `{what}`", rule.pattern),
-                ),
-                None => hold(
-                    PolicySource::ClassPolicy,
-                    format!("{class} is hold: `{what}` waits for a human"),
-                ),
-            }
-        }
+        Action::Hold => match learned {
+            Some(rule) => answer(
+                Verdict::Approve,
+                PolicySource::LearnedRule,
+                format!("learned rule `{}` covers `{what}`", rule.pattern),
+            ),
+            None => hold(
+                PolicySource::ClassPolicy,
+                format!("{class} is hold: `{what}` waits for a human"),
+            ),
+        },
     }
 }

@@ -40,7 +40,10 @@ pub use dialog::{Answer, Answers, Dialog, ESCAPE, Meaning};
 pub use dialog::{FRAME_UNVERIFIED, prompt_kind};
 pub use escalate::{Escalation, always_escalate, escalation_in};
 pub use learned::{LearnedRule, simple_command_words};
-pub use mail::{MAIL_RETRY_BACKOFF, MailEffect, MailEvent, MailMode, MailState, SendOutcome, decide_mail};
+pub use mail::{
+    MAIL_RETRY_BACKOFF, MailEffect, MailEvent, MailMode, MailState, SendOutcome, decide_mail, delivery_mode,
+    undelivered,
+};
 pub use options::{PromptKind, approve_option, deny_option, is_standing, prompt_kind_of};
 pub use paths::{GitAt, Link, NoSymlinks, PathResolver, Scope, resolve_path};
 pub use policy::{Action, AgentOverride, ClassActions, Policy, SupervisionConfig, resolve};

@@ -99,6 +99,25 @@ pub fn decide_mail(state: MailState, event: MailEvent, mode: MailMode, backoff: 
     }
 }
 
+/// How mail reaches an agent (seed 000, wake-on-mail): an agent supervision
+/// does not act on keeps receiving each message's full body; a supervised
+/// agent gets its `mail_mode`, but a nudge only when it can read its own
+/// inbox (it has the `mail` tool), else the full body.
+pub fn delivery_mode(supervised: bool, has_mail_tool: bool, mail_mode: MailMode) -> MailMode {
+    match (supervised, mail_mode, has_mail_tool) {
+        (true, MailMode::Nudge, true) => MailMode::Nudge,
+        _ => MailMode::FullBody,
+    }
+}
+
+/// The mail an agent has not acted on yet: past its acknowledged cursor and
+/// past what a confirmed full-body delivery typed into its CLI (a nudge does
+/// not count: the agent still has to read its inbox). `newest` is the seq of
+/// its newest message. Counts as outstanding work for stall nudges.
+pub fn undelivered(newest: Option<u64>, acked: u64, delivered: u64) -> Option<u64> {
+    newest.filter(|top| *top > acked.max(delivered))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,5 +229,50 @@ mod tests {
         assert!(json.contains("\"state\":\"retry_at\""), "{json}");
         let back: MailState = serde_json::from_str(&json).unwrap();
         assert_eq!(back, MailState::RetryAt { retry_at: secs(30) });
+    }
+
+    #[test]
+    fn delivery_mode_table() {
+        use MailMode::*;
+        // (supervised, has the mail tool, mail_mode) -> how mail is delivered.
+        let table = [
+            (false, false, Nudge, FullBody),
+            (false, true, Nudge, FullBody),
+            (false, false, FullBody, FullBody),
+            (false, true, FullBody, FullBody),
+            (true, false, Nudge, FullBody),
+            (true, true, Nudge, Nudge),
+            (true, false, FullBody, FullBody),
+            (true, true, FullBody, FullBody),
+        ];
+        for (supervised, tool, mode, want) in table {
+            assert_eq!(
+                delivery_mode(supervised, tool, mode),
+                want,
+                "supervised {supervised}, mail tool {tool}, mail_mode {mode:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn delivered_mail_is_no_outstanding_work() {
+        // (newest, acked, delivered) -> undelivered top.
+        let table = [
+            (None, 0, 0, None),
+            (Some(5), 0, 0, Some(5)),
+            (Some(5), 5, 0, None),
+            (Some(5), 0, 5, None),
+            (Some(5), 0, 7, None),
+            (Some(9), 0, 5, Some(9)),
+            (Some(9), 7, 5, Some(9)),
+            (Some(9), 9, 5, None),
+        ];
+        for (newest, acked, delivered, want) in table {
+            assert_eq!(
+                undelivered(newest, acked, delivered),
+                want,
+                "newest {newest:?}, acked {acked}, delivered {delivered}"
+            );
+        }
     }
 }

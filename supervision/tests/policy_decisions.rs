@@ -35,12 +35,92 @@ fn two_key_lock() {
             ("no override row", &config, None),
             ("both off", &master_off, Some(&not_opted)),
         ] {
-            let got = decide_with(dialog, cfg, ag, &[LearnedRule::confirmed("cargo test *")]);
+            let got = decide_with(dialog, cfg, ag, &[]);
             assert_eq!((got.verdict, got.source), (Hold, SupervisionOff), "{name}: {dialog:?}");
             assert!(got.keys.is_empty());
         }
     }
     assert_eq!(decide_with(&d, &config, Some(&agent), &[]).verdict, Approve);
+}
+
+/// Seed 000, "Supervision-off equals today's behavior": with supervision off
+/// (either key) the learned-rule path still approves a routine, repo-scoped
+/// command its confirmed rule covers; nothing else is answered.
+#[test]
+fn supervision_off_keeps_the_learned_rule_path() {
+    let (config, agent) = on();
+    let master_off = SupervisionConfig {
+        enabled: false,
+        ..config.clone()
+    };
+    let not_opted = AgentOverride {
+        enabled: false,
+        ..agent.clone()
+    };
+    let rules = [
+        LearnedRule::confirmed("cargo test *"),
+        LearnedRule::confirmed("cat *"),
+        LearnedRule::confirmed("git push *"),
+        LearnedRule::confirmed("src/lib.rs"),
+        LearnedRule::confirmed("rm *"),
+    ];
+    let unconfirmed = [LearnedRule {
+        pattern: "cargo test *".into(),
+        confirmed: false,
+    }];
+    for (name, cfg, ag) in [
+        ("master off", &master_off, Some(&agent)),
+        ("agent not opted in", &config, Some(&not_opted)),
+        ("no override row", &config, None),
+    ] {
+        let cases: Vec<(&str, Dialog, Want)> = vec![
+            (
+                "rule covers",
+                claude_bash("cargo test -p x"),
+                Want(Approve, CommandExec, true, PolicySource::LearnedRule, "1"),
+            ),
+            (
+                "rule covers codex",
+                codex_cmd("cargo test"),
+                Want(Approve, CommandExec, true, PolicySource::LearnedRule, "y"),
+            ),
+            (
+                "no rule",
+                claude_bash("cargo build"),
+                Want(Hold, CommandExec, true, SupervisionOff, ""),
+            ),
+            (
+                "rule but unscoped",
+                claude_bash("cat /etc/passwd"),
+                Want(Hold, CommandExec, false, SupervisionOff, ""),
+            ),
+            (
+                "rule but veto",
+                claude_bash("git push --force"),
+                Want(Hold, PushRemote, false, SupervisionOff, ""),
+            ),
+            (
+                "rule but rm -rf",
+                claude_bash("rm -rf src"),
+                Want(Hold, Deletion, true, SupervisionOff, ""),
+            ),
+            (
+                "never a file write",
+                claude_edit("/w/repo/src/lib.rs"),
+                Want(Hold, FileWrite, true, SupervisionOff, ""),
+            ),
+        ];
+        for (case, dialog, want) in &cases {
+            let got = decide_with(dialog, cfg, ag, &rules);
+            check(&format!("{name}: {case}"), &got, want);
+        }
+        let got = decide_with(&claude_bash("cargo test"), cfg, ag, &unconfirmed);
+        check(
+            &format!("{name}: unconfirmed"),
+            &got,
+            &Want(Hold, CommandExec, true, SupervisionOff, ""),
+        );
+    }
 }
 
 #[test]

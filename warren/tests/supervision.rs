@@ -466,7 +466,13 @@ async fn mail_wakes_a_supervised_agent_once_per_batch() {
         json!({ "name": "boss", "harness": "fake", "grants": { "peers": "all" } }),
     )
     .await;
-    create_agent(&mut c, "sup").await;
+    // It can read its own inbox (the mail tool): mail wakes it with the nudge.
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "sup", "harness": "fake", "grants": { "tools": ["mail"] } }),
+    )
+    .await;
     json_of(&["supervision", "set", "sup", "--enable"], &node);
     let id = conversation_id(&mut c, "sup").await;
 

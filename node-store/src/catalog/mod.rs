@@ -22,6 +22,15 @@ pub enum CatalogError {
     Forbidden(String),
 }
 
+/// How far an agent's mail reached its CLI (`Event::MailDelivered`), as mail seqs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MailDelivery {
+    /// Delivered in any form, a nudge or the full body: never delivered again.
+    pub woken: u64,
+    /// Typed as the full body: no longer outstanding work.
+    pub full_body: u64,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentEntry {
     pub record: AgentRecord,
@@ -64,6 +73,8 @@ pub struct Catalog {
     pub supervision_defaults: Option<supervision::SupervisionConfig>,
     /// How far each agent has acknowledged its inbox.
     pub mail_cursors: BTreeMap<String, u64>,
+    /// How far the node has delivered each agent's mail into its CLI.
+    pub mail_delivered: BTreeMap<String, MailDelivery>,
     /// Learned approval rules: workspace directory -> confirmed patterns.
     pub approval_rules: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// Revocation ids of revoked tokens (hex).
@@ -174,6 +185,17 @@ impl Catalog {
                 // own seq (stored before acks were clamped) folds to that seq.
                 let c = self.mail_cursors.entry(agent.clone()).or_default();
                 *c = (*c).max((*cursor).min(e.seq));
+            }
+            Event::MailDelivered {
+                agent, upto, full_body, ..
+            } => {
+                // Only mail committed before it can have been delivered.
+                let upto = (*upto).min(e.seq);
+                let d = self.mail_delivered.entry(agent.clone()).or_default();
+                d.woken = d.woken.max(upto);
+                if *full_body {
+                    d.full_body = d.full_body.max(upto);
+                }
             }
             Event::MailSent { .. }
             | Event::SupervisionActed { .. }

@@ -368,4 +368,31 @@ mod mail_tests {
         });
         assert_eq!(c.mail_cursors.get("a"), Some(&200));
     }
+
+    #[test]
+    fn mail_deliveries_only_move_forward() {
+        let mut c = with_agents();
+        let delivered = |upto: u64, full_body: bool| Event::MailDelivered {
+            agent: "a".into(),
+            conversation: "c".into(),
+            upto,
+            full_body,
+        };
+        for (seq, event) in [
+            (10, delivered(5, false)),
+            (11, delivered(3, true)),
+            (12, delivered(7, true)),
+            (13, delivered(6, false)),
+            (14, delivered(u64::MAX, false)),
+        ] {
+            c.apply(&StoredEvent { seq, ts: 0, event });
+        }
+        let d = c.mail_delivered.get("a").copied().expect("folded");
+        assert_eq!(
+            (d.woken, d.full_body),
+            (14, 7),
+            "a nudge never counts as full body; clamped to its own seq"
+        );
+        assert!(!c.mail_delivered.contains_key("b"));
+    }
 }

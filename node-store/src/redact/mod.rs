@@ -144,6 +144,7 @@ pub fn carries_outside_text(e: &Event) -> bool {
         | Event::ConversationContinued { .. }
         | Event::ConversationArchived { .. }
         | Event::MailAcked { .. }
+        | Event::MailDelivered { .. }
         | Event::SupervisionSet { .. }
         | Event::SupervisionDefaults { .. }
         | Event::ApprovalRule { .. }

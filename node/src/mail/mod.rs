@@ -11,6 +11,15 @@ use serde_json::Value;
 use crate::service::{Node, NodeError, NodeResult};
 use node_store::util::new_id;
 
+/// Where one agent's mail stands (seqs of mail events).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MailStanding {
+    pub acked: u64,
+    pub delivered: node_store::catalog::MailDelivery,
+    /// The newest message past `acked`.
+    pub newest: Option<u64>,
+}
+
 /// The mailbox: a subsystem over the core, owning each sender's rate bucket
 /// (the messages themselves are the log's and the store's `mail` projection).
 pub struct Mail {
@@ -77,16 +86,29 @@ impl Mail {
         })
     }
 
-    /// The seq of the newest message past `agent`'s acknowledged cursor.
-    pub(crate) async fn newest_unread(&self, agent: &str) -> Option<u64> {
-        let acked = self.catalog.lock().await.mail_cursors.get(agent).copied().unwrap_or(0);
-        self.store.newest_mail(agent, acked).await.ok().flatten()
+    /// Where `agent`'s mail stands: its acknowledged cursor, how far the node
+    /// delivered it into the CLI, and the seq of its newest message past the
+    /// cursor.
+    pub(crate) async fn standing(&self, agent: &str) -> MailStanding {
+        let (acked, delivered) = {
+            let cat = self.catalog.lock().await;
+            let acked = cat.mail_cursors.get(agent).copied().unwrap_or(0);
+            (acked, cat.mail_delivered.get(agent).copied().unwrap_or_default())
+        };
+        let newest = self.store.newest_mail(agent, acked).await.ok().flatten();
+        MailStanding {
+            acked,
+            delivered,
+            newest,
+        }
     }
 
-    /// Unread mail up to `upto`, one compact line each, for full-body delivery.
-    pub(crate) async fn unread_lines(&self, agent: &str, upto: u64) -> String {
-        let acked = self.catalog.lock().await.mail_cursors.get(agent).copied().unwrap_or(0);
-        let msgs = self.store.inbox(agent, acked, 100).await.unwrap_or_default();
+    /// Mail past the cursor and not delivered yet, up to `upto`, one compact
+    /// line each, for full-body delivery.
+    pub(crate) async fn undelivered_lines(&self, agent: &str, upto: u64) -> String {
+        let s = self.standing(agent).await;
+        let after = s.acked.max(s.delivered.woken);
+        let msgs = self.store.inbox(agent, after, 100).await.unwrap_or_default();
         msgs.iter()
             .filter(|m| m.seq <= upto)
             .map(|m| {
@@ -97,12 +119,32 @@ impl Mail {
             .join("\n")
     }
 
+    /// Records that `agent`'s mail up to `upto` reached its CLI in
+    /// `conversation` (the CLI took it), so it is not delivered again, even
+    /// by a restarted node; as the full body, it is no longer outstanding work.
+    pub(crate) async fn mark_delivered(&self, agent: &str, conversation: &str, upto: u64, full_body: bool) {
+        let e = node_store::events::Event::MailDelivered {
+            agent: agent.to_string(),
+            conversation: conversation.to_string(),
+            upto,
+            full_body,
+        };
+        let mut cat = self.catalog.lock().await;
+        if let Err(e) = self.commit(&mut cat, vec![e]).await {
+            tracing::error!(agent, error = %e, "could not record a mail delivery");
+        }
+    }
+
     /// `mailbox.inbox`: messages after `after` (default: the acknowledged cursor).
     pub async fn inbox(&self, p: console_api::MailInbox) -> NodeResult<Value> {
-        let acked = {
+        let (acked, delivered) = {
             let cat = self.catalog.lock().await;
             cat.agent(&p.agent)?;
-            cat.mail_cursors.get(&p.agent).copied().unwrap_or(0)
+            let delivered = cat.mail_delivered.get(&p.agent).copied().unwrap_or_default();
+            (
+                cat.mail_cursors.get(&p.agent).copied().unwrap_or(0),
+                delivered.full_body,
+            )
         };
         let after = p.after.unwrap_or(acked);
         let limit = p.limit.unwrap_or(100);
@@ -111,7 +153,7 @@ impl Mail {
         }
         let messages = self.store.inbox(&p.agent, after, limit).await?;
         let cursor = messages.last().map(|m| m.seq).unwrap_or(after);
-        Ok(serde_json::json!({ "messages": messages, "cursor": cursor, "acked": acked }))
+        Ok(serde_json::json!({ "messages": messages, "cursor": cursor, "acked": acked, "delivered": delivered }))
     }
 
     /// `mailbox.ack`: the agent has read up to `cursor`, clamped to its

@@ -10,6 +10,7 @@ use supervision::{AuditFields, Outcome, Trigger};
 
 use super::Supervisor;
 use crate::live::Live;
+use crate::mail::MailStanding;
 
 impl Supervisor {
     /// Starts the stall watch of a live conversation: a one-second tick that
@@ -34,14 +35,15 @@ impl Supervisor {
                 };
                 let now = origin.elapsed();
                 let policy = node.supervision_policy(&live.agent).await;
+                // Mail reaches every agent: unsupervised as the full body,
+                // supervised in its mail mode (`delivery_mode`).
+                let standing = node.mail.standing(&live.agent).await;
+                let delivered = node.wake_on_mail(&live, &policy, now, &standing, &mut mail).await;
                 if !policy.enabled {
                     // Unsupervised: no screen reads or stall nudges (start
-                    // fresh if enabled later). Mail is the mailbox's, not
-                    // supervision's: the backlog is surfaced either way.
+                    // fresh if enabled later).
                     episode = supervision::StallEpisode::default();
                     unchanged_since = None;
-                    let unread_top = node.mail.newest_unread(&live.agent).await;
-                    node.wake_on_mail(&live, &policy, now, unread_top, &mut mail).await;
                     continue;
                 }
                 let screen = live.session.screen().text();
@@ -49,12 +51,17 @@ impl Supervisor {
                     last_screen = screen;
                     unchanged_since = Some(now);
                 }
-                let unread_top = node.mail.newest_unread(&live.agent).await;
-                let unread = unread_top.is_some();
-                node.wake_on_mail(&live, &policy, now, unread_top, &mut mail).await;
+                let standing = if delivered {
+                    node.mail.standing(&live.agent).await
+                } else {
+                    standing
+                };
+                // Mail typed in full is no outstanding work; unread mail the
+                // agent was only nudged about still is.
+                let unread = supervision::undelivered(standing.newest, standing.acked, standing.delivered.full_body);
                 let seen = supervision::StallObservation {
                     now,
-                    outstanding_work: policy.expect_work || unread,
+                    outstanding_work: policy.expect_work || unread.is_some(),
                     eligible: live.status() == Status::Idle,
                     last_activity: live.last_activity().saturating_duration_since(origin),
                     pane_unchanged_since: unchanged_since,
@@ -66,19 +73,23 @@ impl Supervisor {
         });
     }
 
-    /// Wake-on-mail (seed 000): a new group of unread mail is delivered once
-    /// when the CLI is idle, as the nudge text or the messages themselves,
-    /// retried once after the backoff, then needs-you (`decide_mail`).
+    /// Wake-on-mail (seed 000): a new group of mail not yet delivered is
+    /// delivered once when the CLI is idle, as the nudge text or the messages
+    /// themselves (`delivery_mode`), retried once after the backoff, then
+    /// needs-you (`decide_mail`). A delivery the CLI took is recorded
+    /// durably, so no node types it twice. Returns whether one was.
     async fn wake_on_mail(
         &self,
         live: &Live,
         policy: &supervision::Policy,
         now: Duration,
-        unread_top: Option<u64>,
+        standing: &MailStanding,
         group: &mut Option<(u64, supervision::MailState)>,
-    ) {
+    ) -> bool {
         use supervision::{MailEffect, MailEvent, MailState, SendOutcome};
-        let Some(top) = unread_top else { return };
+        let Some(top) = supervision::undelivered(standing.newest, standing.acked, standing.delivered.woken) else {
+            return false;
+        };
         match group {
             Some((covered, MailState::Delivered | MailState::DeliveryFailed)) if top > *covered => {
                 *group = Some((top, MailState::Queued));
@@ -86,25 +97,33 @@ impl Supervisor {
             None => *group = Some((top, MailState::Queued)),
             _ => {}
         }
-        let Some((covered, state)) = group.as_mut() else { return };
+        let Some((covered, state)) = group.as_mut() else {
+            return false;
+        };
         let eligible = live.status() == Status::Idle;
+        let mode = supervision::delivery_mode(policy.enabled, self.has_mail_tool(&live.agent).await, policy.mail_mode);
         let (next, effect) = supervision::decide_mail(
             *state,
             MailEvent::Tick { now, eligible },
-            policy.mail_mode,
+            mode,
             policy.mail_retry_backoff,
         );
         *state = next;
         let MailEffect::Send { mode, retry } = effect else {
-            return;
+            return false;
         };
         let (text, decision) = match mode {
             supervision::MailMode::Nudge => (policy.nudge_text.clone(), supervision::AuditDecision::Nudge),
             supervision::MailMode::FullBody => (
-                self.mail.unread_lines(&live.agent, *covered).await,
+                self.mail.undelivered_lines(&live.agent, *covered).await,
                 supervision::AuditDecision::FullBody,
             ),
         };
+        if text.is_empty() {
+            // Read and acknowledged meanwhile: nothing left to deliver.
+            *group = None;
+            return false;
+        }
         let covered_now = *covered;
         let (sent, _, _) = self
             .audited_message(live, text, |outcome, why| {
@@ -118,6 +137,11 @@ impl Supervisor {
             })
             .await;
         let outcome = if sent == Outcome::Sent {
+            // The CLI took it (its echo came back as the user's turn).
+            let full_body = mode == supervision::MailMode::FullBody;
+            self.mail
+                .mark_delivered(&live.agent, &live.id, covered_now, full_body)
+                .await;
             SendOutcome::Sent
         } else {
             SendOutcome::Skipped
@@ -135,6 +159,14 @@ impl Supervisor {
                 json!({ "reason": "mail could not be delivered", "agent": live.agent, "conversation": live.id }),
             );
         }
+        outcome == SendOutcome::Sent
+    }
+
+    /// Whether `agent` can read its own inbox: it is granted the `mail` tool.
+    async fn has_mail_tool(&self, agent: &str) -> bool {
+        let cat = self.catalog.lock().await;
+        cat.agent(agent)
+            .is_ok_and(|a| a.record.grants.tools.iter().any(|t| t == "mail"))
     }
 
     async fn act_on_stall(&self, live: &Live, action: supervision::StallAction, policy: &supervision::Policy) {

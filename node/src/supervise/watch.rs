@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use console_api::Status;
-use supervision::{Answer, AuditFields, DecisionContext, Meaning, Outcome, Verdict};
+use supervision::{Answer, AuditFields, DecisionContext, Meaning, Outcome, Trigger, Verdict};
 
 use super::{FsResolver, Supervisor, capture};
 use crate::live::Live;
@@ -118,11 +118,41 @@ impl Supervisor {
                     option: decision.option,
                     keys: decision.keys.concat(),
                 };
+                // Supervision off: only the learned-rule path answers (seed
+                // 000's legacy path), audited as `legacy_rule`.
+                let legacy = !policy.enabled;
                 let (outcome, _) = self
                     .verified_send(live, shown, meaning, &answer, |outcome, why| {
-                        AuditFields::for_dialog(&decision, outcome, why)
+                        let mut fields = AuditFields::for_dialog(&decision, outcome, why);
+                        if legacy {
+                            fields.trigger = Trigger::LegacyRule;
+                        }
+                        fields
                     })
                     .await;
+                if legacy && outcome != Outcome::Sent {
+                    // Not typed (the dialog changed or went away): the human
+                    // still hears about it, as about any dialog supervision
+                    // does not answer.
+                    if capture(live).as_ref() == Some(shown) {
+                        let mut held = decision.clone();
+                        held.verdict = Verdict::Hold;
+                        held.keys.clear();
+                        held.source = supervision::PolicySource::SupervisionOff;
+                        held.reason = format!("{}; not typed: held for a human", decision.reason);
+                        self.hold(live, shown, dialog, &held).await;
+                    } else {
+                        self.publish(
+                            console_api::methods::EVENT_SUPERVISION_NEEDS_YOU,
+                            serde_json::json!({
+                                "reason": format!("a learned rule's approval of `{}` was not typed: the dialog changed", decision.subject),
+                                "agent": live.agent,
+                                "conversation": live.id,
+                            }),
+                        );
+                    }
+                    return;
+                }
                 // What a routine approval let the agent write counts against
                 // running repository code later in this conversation.
                 if outcome == Outcome::Sent && decision.verdict == Verdict::Approve {

@@ -76,7 +76,7 @@ async fn the_mounted_tools_are_the_grant_and_an_owner_secret_never_reaches_the_g
         &mut c,
         "agent.create",
         json!({ "name": "b", "harness": "fake", "grants": { "tools": ["mail", "vault"] },
-                "rules": [{ "match": "warren mail", "actions": [{ "shell": probe }] }] }),
+                "rules": [{ "match": "WARREN MAIL", "actions": [{ "shell": probe }] }] }),
     )
     .await;
     call(&mut c, "agent.create", json!({ "name": "c", "harness": "fake" })).await;
@@ -105,8 +105,9 @@ async fn the_mounted_tools_are_the_grant_and_an_owner_secret_never_reaches_the_g
         "b was granted no peers"
     );
 
-    // b's next conversation surfaces the backlog once idle; its rule reads
-    // the inbox with the granted tool, whose output is the tool output.
+    // b's next conversation surfaces the backlog once idle (b is not
+    // supervised: as the full body); its rule reads the inbox with the
+    // granted tool, whose output is the tool output.
     let id = start_idle(&mut c, "b").await["id"].as_str().expect("id").to_string();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let tool_line = loop {

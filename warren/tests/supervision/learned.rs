@@ -350,3 +350,46 @@ async fn nothing_routine_reaches_the_home_or_plants_code() {
     );
     wait_runs(&node, &id, "make", 3).await;
 }
+
+/// Seed 000, "Supervision-off equals today's behavior": with the master
+/// switch off, a confirmed learned rule still approves the routine command it
+/// covers, through verified send, audited as `legacy_rule`; a command no rule
+/// covers, or one out of scope, still waits for a human.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_supervision_off_the_learned_rule_path_still_answers() {
+    let (node, id) = supervised_node(false).await;
+    let mut c = node.client().await;
+    json_of(&["supervision", "learn", "sup", "cargo build"], &node);
+    json_of(&["supervision", "learn", "sup", "cat *"], &node);
+
+    send(&mut c, &id, "/fake tool bash cargo build").await;
+    let row = audit_row_after(&mut c, "cargo build", 0, |e| e["outcome"] != "attempted").await;
+    assert_eq!(
+        (
+            row["trigger"].as_str(),
+            row["decision"].as_str(),
+            row["policy_source"].as_str(),
+            row["outcome"].as_str()
+        ),
+        (Some("legacy_rule"), Some("approve"), Some("learned_rule"), Some("sent")),
+        "{row}"
+    );
+    wait_runs(&node, &id, "cargo build", 1).await;
+    assert!(hold_of(&mut c, "cargo build").await.is_none(), "answered, not held");
+
+    for (message, subject) in [
+        ("/fake tool bash cargo test", "cargo test"),
+        ("/fake tool bash cat /etc/passwd", "cat /etc/passwd"),
+    ] {
+        wait_idle_or_dialog_gone(&mut c, &id).await;
+        send(&mut c, &id, message).await;
+        let row = audit_row_after(&mut c, subject, 0, |e| e["outcome"] == "held").await;
+        assert_eq!(
+            (row["trigger"].as_str(), row["policy_source"].as_str()),
+            (Some("dialog"), Some("supervision_off")),
+            "{row}"
+        );
+        let hold = hold_of(&mut c, subject).await.expect("held for a human");
+        json_of(&["supervision", "answer", &hold, "deny"], &node);
+    }
+}
