@@ -143,7 +143,11 @@ fn subject(dialog: &Dialog) -> String {
 }
 
 /// Decides one dialog. Order, each step able only to hold:
-/// 1. supervision off (master switch or the agent's opt-in) -> hold;
+/// 1. supervision off (master switch or the agent's opt-in) -> hold, but
+///    for the learned-rule path, which stays as it was before supervision
+///    (seed 000): a confirmed rule still approves an already repo-scoped
+///    `command_exec` read for sure, in a permission prompt, with no
+///    always-escalate shape;
 /// 2. content the adapter did not read for sure (`doubt`) -> hold;
 /// 3. a decision prompt -> hold;
 /// 4. the always-escalate veto -> hold;

@@ -2,8 +2,9 @@
 //! fake CLI: a command whose lines draw a dashed rule, an option block, a
 //! question or a footer is held (never approved as its first line), such rows
 //! never make supervision type a standing permission, a human's deny of such a
-//! dialog is typed as the dialog's real "No" (the command does not run), and a
-//! long edit path cut by the screen's width is read whole.
+//! dialog is typed as the dialog's real "No" (the command does not run), a
+//! long edit path cut by the screen's width is read whole, and a held dialog
+//! drawn again at another width keeps its hold and takes a human's answer.
 
 mod support;
 
@@ -204,4 +205,60 @@ async fn a_long_edit_path_is_read_whole_and_held() {
         "{row:#}"
     );
     wait_event(&mut c, &id, "agent", &format!("Edited {notes}")).await;
+}
+
+/// A held dialog the CLI draws again at another width (the console or a
+/// phone resized the terminal) is the same dialog: its hold stays, with its
+/// id, and a human's answer to it is typed, not refused as "changed".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_dialog_redrawn_at_another_width_keeps_its_hold_and_takes_the_answer() {
+    let (node, id) = node_with(&[]).await;
+    let mut c = node.client().await;
+    // Outside the worktree: held. Short enough that neither width wraps it
+    // (a wrap can change what is read, and then it is another dialog).
+    let cmd = "cat /etc/hostname";
+    send(&mut c, &id, &format!("/fake tool bash {cmd}")).await;
+    let row = row_for(&mut c, "cat /etc/hostname", 0).await;
+    assert_eq!(
+        (row["decision"].as_str(), row["outcome"].as_str()),
+        (Some("hold"), Some("held")),
+        "{row:#}"
+    );
+    let hold = hold_for(&mut c, "cat /etc/hostname").await;
+    let before = call(&mut c, "conversation.screen", json!({ "conversation": id })).await;
+    call(
+        &mut c,
+        "conversation.resize",
+        json!({ "conversation": id, "rows": 40, "cols": 110 }),
+    )
+    .await;
+    // Redrawn: the rows differ (the dialog's rules are as wide as the
+    // screen); the watch polls every 200 ms: give it time to see the
+    // repaint several times over.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let redrawn = loop {
+        let now = call(&mut c, "conversation.screen", json!({ "conversation": id })).await;
+        if now["lines"] != before["lines"] {
+            break now;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not redrawn at 110 columns: {now:#}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let again = hold_for(&mut c, "cat /etc/hostname").await;
+    assert_eq!(
+        again["id"], hold["id"],
+        "the same hold: {again:#}\nwas {hold:#}\n{redrawn:#}"
+    );
+    let answered = call(
+        &mut c,
+        "supervision.answer",
+        json!({ "hold": hold["id"], "decision": "deny" }),
+    )
+    .await;
+    assert_eq!(answered["outcome"].as_str(), Some("sent"), "{answered}");
+    wait_event(&mut c, &id, "agent", "Permission denied: cat /etc/hostname").await;
 }

@@ -36,8 +36,7 @@ async fn still_shown(
             None => why = "the dialog is no longer on screen",
             Some(now) if &now == expected => return Ok(now),
             Some(now) => {
-                let read = |d: &ScreenDialog| live.harness.supervision_dialog(d, workspace, None);
-                if read(&now) == read(expected) {
+                if reads_the_same(live, &now, expected, workspace) {
                     return Ok(now);
                 }
                 // Where, not what: a screen's rows can hold a secret.
@@ -55,6 +54,15 @@ async fn still_shown(
         }
     }
     Err(why)
+}
+
+/// Whether two captures of a dialog are the same dialog drawn differently
+/// (a repaint, rows wrapped at another width): the adapter reads the same
+/// title, question, command, content, paths, options, template answers and
+/// doubt from both.
+pub(super) fn reads_the_same(live: &Live, a: &ScreenDialog, b: &ScreenDialog, workspace: &std::path::Path) -> bool {
+    let read = |d: &ScreenDialog| live.harness.supervision_dialog(d, workspace, None);
+    a == b || read(a) == read(b)
 }
 
 impl Supervisor {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use console_api::Status;
 use supervision::{Answer, AuditFields, DecisionContext, Meaning, Outcome, Trigger, Verdict};
 
+use super::send::reads_the_same;
 use super::{FsResolver, Supervisor, capture};
 use crate::live::Live;
 use node_runtime::harness::Dialog as ScreenDialog;
@@ -47,8 +48,11 @@ impl Supervisor {
                 };
                 let Some(node) = weak.upgrade() else { return };
                 node.handle_dialog(&live, &shown).await;
+                let workspace = node.agent_home_dirs(&live.agent).1;
                 drop(node);
-                // Wait until this dialog is gone (answered, changed, or the CLI moved on).
+                // Wait until this dialog is gone (answered, changed, or the
+                // CLI moved on). A repaint of the same dialog (a resize, say)
+                // is not a change: its hold stays, and so does its id.
                 loop {
                     if let Ok(Err(_)) = tokio::time::timeout(Duration::from_millis(200), status.changed()).await {
                         // The conversation's watcher is gone: so is this loop.
@@ -57,8 +61,9 @@ impl Supervisor {
                     if *status.borrow() == Status::Exited {
                         return;
                     }
-                    if capture(&live).as_ref() != Some(&shown) {
-                        break;
+                    match capture(&live) {
+                        Some(now) if reads_the_same(&live, &now, &shown, &workspace) => {}
+                        _ => break,
                     }
                 }
                 // A hold whose dialog went away (answered on the terminal, say) is over.
