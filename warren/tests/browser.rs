@@ -494,8 +494,17 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
             type_into(&c, "#attach-monitor", "watcher").await;
             type_into(&c, "#attach-target", &agent).await;
             type_into(&c, "#attach-keywords", "panic, segfault").await;
-            click(&c, "#attach-advise").await;
+            c.execute("document.querySelector('#attach-inject').value = 'watch';", vec![])
+                .await
+                .expect("choose watch-only");
             click(&c, "#attach-form button[type=submit]").await;
+            wait_js(
+                &c,
+                "the attach form's outcome",
+                Duration::from_secs(20),
+                "return !!document.querySelector('#attach-done')",
+            )
+            .await;
             wait_js(
                 &c,
                 "the new attachment, armed",
