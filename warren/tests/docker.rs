@@ -351,11 +351,14 @@ async fn a_restarted_node_readopts_its_running_guest() {
     node.kill9();
     node.restart();
     let mut c = node.client().await;
-    wait_event(
+    // The node waits up to readopt_grace_secs (20) for the guest, counted
+    // from its own start: wait longer than that for the outcome.
+    wait_event_within(
         &mut c,
         &id,
         "system",
         "re-adopted: the guest came back after the node restarted",
+        Duration::from_secs(45),
     )
     .await;
     // The CLI got a fresh instance token in its token file; the last run's is revoked.

@@ -329,7 +329,13 @@ pub async fn transcript(c: &mut Client, id: &str) -> Vec<Value> {
 
 /// Waits until the transcript holds an event with this speaker and text.
 pub async fn wait_event(c: &mut Client, id: &str, speaker: &str, text: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    wait_event_within(c, id, speaker, text, Duration::from_secs(20)).await
+}
+
+/// As `wait_event`, for something with a deadline of its own (a wait for it
+/// must outlast that deadline, or a slow machine fails what still works).
+pub async fn wait_event_within(c: &mut Client, id: &str, speaker: &str, text: &str, within: Duration) -> Value {
+    let deadline = Instant::now() + within;
     loop {
         let events = transcript(c, id).await;
         if let Some(e) = events.iter().find(|e| e["speaker"] == speaker && e["text"] == text) {
