@@ -52,7 +52,10 @@ impl Supervisor {
                 drop(node);
                 // Wait until this dialog is gone (answered, changed, or the
                 // CLI moved on). A repaint of the same dialog (a resize, say)
-                // is not a change: its hold stays, and so does its id.
+                // is not a change: its hold stays, and so does its id. The
+                // last drawing seen is kept, so a dialog that sits repainted
+                // is compared row by row, not read again every poll.
+                let mut drawn = shown.clone();
                 loop {
                     if let Ok(Err(_)) = tokio::time::timeout(Duration::from_millis(200), status.changed()).await {
                         // The conversation's watcher is gone: so is this loop.
@@ -62,7 +65,8 @@ impl Supervisor {
                         return;
                     }
                     match capture(&live) {
-                        Some(now) if reads_the_same(&live, &now, &shown, &workspace) => {}
+                        Some(now) if now == drawn => {}
+                        Some(now) if reads_the_same(&live, &now, &shown, &workspace) => drawn = now,
                         _ => break,
                     }
                 }
@@ -139,7 +143,7 @@ impl Supervisor {
                     // Not typed (the dialog changed or went away): the human
                     // still hears about it, as about any dialog supervision
                     // does not answer.
-                    if capture(live).as_ref() == Some(shown) {
+                    if capture(live).is_some_and(|now| reads_the_same(live, &now, shown, &dir.1)) {
                         let mut held = decision.clone();
                         held.verdict = Verdict::Hold;
                         held.keys.clear();
