@@ -90,11 +90,7 @@ impl Mail {
     /// delivered it into the CLI, and the seq of its newest message past the
     /// cursor.
     pub(crate) async fn standing(&self, agent: &str) -> MailStanding {
-        let (acked, delivered) = {
-            let cat = self.catalog.lock().await;
-            let acked = cat.mail_cursors.get(agent).copied().unwrap_or(0);
-            (acked, cat.mail_delivered.get(agent).copied().unwrap_or_default())
-        };
+        let (acked, delivered) = self.marks(agent).await;
         let newest = self.store.newest_mail(agent, acked).await.ok().flatten();
         MailStanding {
             acked,
@@ -106,8 +102,9 @@ impl Mail {
     /// Mail past the cursor and not delivered yet, up to `upto`, one compact
     /// line each, for full-body delivery.
     pub(crate) async fn undelivered_lines(&self, agent: &str, upto: u64) -> String {
-        let s = self.standing(agent).await;
-        let after = s.acked.max(s.delivered.woken);
+        // Read again now: an ack or a delivery may have moved them meanwhile.
+        let (acked, delivered) = self.marks(agent).await;
+        let after = acked.max(delivered.woken);
         let msgs = self.store.inbox(agent, after, 100).await.unwrap_or_default();
         msgs.iter()
             .filter(|m| m.seq <= upto)
@@ -117,6 +114,15 @@ impl Mail {
             })
             .collect::<Vec<_>>()
             .join("\n")
+    }
+
+    /// `agent`'s acknowledged cursor and how far its mail was delivered.
+    async fn marks(&self, agent: &str) -> (u64, node_store::catalog::MailDelivery) {
+        let cat = self.catalog.lock().await;
+        (
+            cat.mail_cursors.get(agent).copied().unwrap_or(0),
+            cat.mail_delivered.get(agent).copied().unwrap_or_default(),
+        )
     }
 
     /// Records that `agent`'s mail up to `upto` reached its CLI in
