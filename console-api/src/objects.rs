@@ -52,6 +52,9 @@ pub struct Agent {
     pub rules: Vec<FakeRule>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<Resources>,
+    /// The repository the agent works on (`agent.create {workspace}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<AgentWorkspace>,
     pub created_at: u64,
     pub updated_at: u64,
     pub archived: bool,
@@ -76,6 +79,87 @@ pub struct AgentCreate {
     /// A spend-rate bucket: the agent's conversations wait when it is empty.
     #[serde(default)]
     pub budget: Option<BudgetSpec>,
+    /// A real repository to work on (a path on the agent's node, or a URL
+    /// the node clones once).
+    #[serde(default)]
+    pub workspace: Option<WorkspaceSpec>,
+}
+
+/// `agent.create {workspace}` as asked.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceSpec {
+    pub repo: String,
+    #[serde(default)]
+    pub base: Option<String>,
+    #[serde(default)]
+    pub mode: WorkspaceMode,
+}
+
+/// Each conversation on its own worktree and branch, or in the repository
+/// itself under a lease.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkspaceMode {
+    #[default]
+    Worktree,
+    InPlace,
+}
+
+/// An agent's repository as the node resolved it: `repo` is the absolute
+/// path of its top level (a clone in the agent's home for a URL, which is
+/// kept in `url`), `base` the branch conversations are cut from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentWorkspace {
+    pub repo: String,
+    pub base: String,
+    pub mode: WorkspaceMode,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+/// `conversation.get {workspace}`: where the conversation works; commits as
+/// full hashes (`head` read from git when asked).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConversationWorkspace {
+    pub path: String,
+    pub branch: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+}
+
+/// `conversation.diff`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationDiff {
+    pub conversation: String,
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+}
+
+/// One changed file of a diff: `status` is git's letter spelled out
+/// (`added`, `modified`, `deleted`, `renamed`, `copied`, `type_changed`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiffFile {
+    pub path: String,
+    pub status: String,
+    /// Lines added and deleted (0 and 0 for a binary file).
+    pub additions: u64,
+    pub deletions: u64,
+}
+
+/// Committed and uncommitted changes of a workspace against its baseline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diff {
+    pub baseline: String,
+    pub head: String,
+    pub files: Vec<DiffFile>,
+    pub patch: String,
+    /// The patch was cut at `max_bytes` (the file list is whole).
+    pub truncated: bool,
 }
 
 /// `agent.create {budget}`: dollars per hour and the bucket's size.
@@ -186,6 +270,9 @@ pub struct Conversation {
     /// (`"waiting"`: it continues by itself; `"exhausted"`: a human must act).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<String>,
+    /// Where it works, when its agent has a workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<ConversationWorkspace>,
 }
 
 /// `conversation.continue`: resume with the CLI's native resume, or (`fresh`)

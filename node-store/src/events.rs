@@ -47,6 +47,9 @@ pub struct AgentRecord {
     /// Container limits (Docker runtime); unset fields: the node's defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<console_api::Resources>,
+    /// The repository it works on, as resolved at `agent.create`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<console_api::AgentWorkspace>,
 }
 
 /// One fact in the log.
@@ -99,6 +102,15 @@ pub enum Event {
     ConversationArchived {
         id: String,
         reason: String,
+    },
+    /// The conversation holds workspace `path` (its worktree, or the
+    /// repository itself in place) from its creation until it is archived;
+    /// `branch` is what it works on, cut from `baseline`.
+    WorkspaceLeased {
+        id: String,
+        path: String,
+        branch: String,
+        baseline: String,
     },
     /// A message from one agent to another (the mailbox's command).
     MailSent {
@@ -387,6 +399,7 @@ impl Event {
             Event::ConversationPaused { .. } => "conversation_paused",
             Event::ConversationContinued { .. } => "conversation_continued",
             Event::ConversationArchived { .. } => "conversation_archived",
+            Event::WorkspaceLeased { .. } => "workspace_leased",
             Event::MailSent { .. } => "mail_sent",
             Event::MailAcked { .. } => "mail_acked",
             Event::MailDelivered { .. } => "mail_delivered",
@@ -431,7 +444,8 @@ impl Event {
             | Event::ConversationLaunched { id, .. }
             | Event::ConversationPaused { id, .. }
             | Event::ConversationContinued { id, .. }
-            | Event::ConversationArchived { id, .. } => Some(id),
+            | Event::ConversationArchived { id, .. }
+            | Event::WorkspaceLeased { id, .. } => Some(id),
             Event::Transcript { conversation, .. } | Event::UsageRecorded { conversation, .. } => Some(conversation),
             Event::SupervisionActed { conversation, .. } => conversation.as_deref(),
             Event::Guest { conversation, .. }

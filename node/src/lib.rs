@@ -21,6 +21,7 @@ pub mod supervise;
 pub mod tokens;
 pub mod tools;
 pub mod transcript;
+pub mod workspace;
 
 pub use config::Config;
 pub use node_runtime::{exits, harness, images, progress, runtime};

@@ -59,6 +59,17 @@ pub struct ConvEntry {
     pub guest_key: Option<String>,
     /// A login session (`agent.login`): unsupervised, archived when it ends.
     pub login: bool,
+    /// Where it works, when its agent has a workspace.
+    pub workspace: Option<Leased>,
+}
+
+/// A conversation's workspace: its path (leased until the conversation is
+/// archived), branch and baseline commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leased {
+    pub path: String,
+    pub branch: String,
+    pub baseline: String,
 }
 
 /// Agents and conversations as of some point of the log.
@@ -162,6 +173,7 @@ impl Catalog {
                         cursor_floor: 0,
                         guest_key: None,
                         login: *login,
+                        workspace: None,
                     },
                 );
             }
@@ -180,6 +192,20 @@ impl Catalog {
                 }
             }
             Event::ConversationArchived { id, .. } => self.set_state(id, ts, ConversationState::Archived, None, 0),
+            Event::WorkspaceLeased {
+                id,
+                path,
+                branch,
+                baseline,
+            } => {
+                if let Some(c) = self.conversations.get_mut(id) {
+                    c.workspace = Some(Leased {
+                        path: path.clone(),
+                        branch: branch.clone(),
+                        baseline: baseline.clone(),
+                    });
+                }
+            }
             Event::MailAcked { agent, cursor } => {
                 // No ack can cover mail committed after it: a cursor past its
                 // own seq (stored before acks were clamped) folds to that seq.
@@ -329,6 +355,7 @@ impl Catalog {
             grants: grants_record(p.grants.unwrap_or_default()),
             rules: rules_record(p.rules.unwrap_or_default()),
             resources: p.resources,
+            workspace: None,
         };
         check_record(&agent)?;
         Ok(Event::AgentCreated { agent })
@@ -380,6 +407,30 @@ impl Catalog {
             return Err(CatalogError::Conflict(format!("agent {agent:?} is archived")));
         }
         Ok(a)
+    }
+
+    /// Conversation `id` takes workspace `path`: refused (naming the holder)
+    /// while another conversation that is not archived holds the same path,
+    /// one inside it, or one it is inside.
+    pub fn decide_lease(&self, id: &str, path: &str, branch: &str, baseline: &str) -> Result<Event, CatalogError> {
+        let holder = self.conversations.values().find(|c| {
+            c.id != id
+                && c.state != ConversationState::Archived
+                && c.workspace.as_ref().is_some_and(|w| paths_overlap(&w.path, path))
+        });
+        if let Some(h) = holder {
+            let held = h.workspace.as_ref().map(|w| w.path.as_str()).unwrap_or_default();
+            return Err(CatalogError::Conflict(format!(
+                "workspace {path} overlaps {held}, held by conversation {} of agent {:?}: terminate it first",
+                h.id, h.agent
+            )));
+        }
+        Ok(Event::WorkspaceLeased {
+            id: id.to_string(),
+            path: path.to_string(),
+            branch: branch.to_string(),
+            baseline: baseline.to_string(),
+        })
     }
 
     /// The pause of a conversation whose CLI stopped by itself, with how it left.
@@ -642,6 +693,27 @@ fn rules_record(rules: Vec<console_api::FakeRule>) -> Vec<RuleRecord> {
         .collect()
 }
 
+/// The same path, or one inside the other, by whole components (`/a/b` and
+/// `/a/bc` do not overlap); `.` and `..` components are resolved lexically.
+pub fn paths_overlap(a: &str, b: &str) -> bool {
+    fn parts(p: &str) -> Vec<&str> {
+        let mut out: Vec<&str> = vec![];
+        for c in p.split('/') {
+            match c {
+                "" | "." => {}
+                ".." => {
+                    out.pop();
+                }
+                c => out.push(c),
+            }
+        }
+        out
+    }
+    let (a, b) = (parts(a), parts(b));
+    let n = a.len().min(b.len());
+    a[..n] == b[..n]
+}
+
 impl AgentEntry {
     pub fn to_wire(&self) -> console_api::Agent {
         let r = &self.record;
@@ -665,6 +737,7 @@ impl AgentEntry {
                 })
                 .collect(),
             resources: r.resources.clone(),
+            workspace: r.workspace.clone(),
             created_at: self.created_at,
             updated_at: self.updated_at,
             archived: self.archived,
@@ -688,6 +761,12 @@ impl ConvEntry {
             exit_code: self.exit.as_ref().and_then(|x| x.code),
             last_lines: self.exit.as_ref().map(|x| x.last_lines.clone()).unwrap_or_default(),
             budget: None,
+            workspace: self.workspace.as_ref().map(|w| console_api::ConversationWorkspace {
+                path: w.path.clone(),
+                branch: w.branch.clone(),
+                baseline: Some(w.baseline.clone()),
+                head: None,
+            }),
         }
     }
 }

@@ -143,6 +143,7 @@ pub fn carries_outside_text(e: &Event) -> bool {
         | Event::ConversationLaunched { .. }
         | Event::ConversationContinued { .. }
         | Event::ConversationArchived { .. }
+        | Event::WorkspaceLeased { .. }
         | Event::MailAcked { .. }
         | Event::MailDelivered { .. }
         | Event::SupervisionSet { .. }
