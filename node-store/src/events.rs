@@ -510,6 +510,7 @@ mod tests {
                     },
                     rules: vec![],
                     resources: None,
+                    workspace: None,
                 }
             }),
             (arb_text(), arb_text(), any::<bool>()).prop_map(|(workspace, pattern, learned)| Event::ApprovalRule {

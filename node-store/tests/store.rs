@@ -167,7 +167,7 @@ proptest! {
             for op in ops {
                 let decided: Option<Event> = match op {
                     Op::Create(a) => live.decide_create_agent(AgentCreate {
-                        name: format!("agent-{a}"), harness: "fake".into(), persona: None, model: None, grants: None, rules: None, resources: None, budget: None,
+                        name: format!("agent-{a}"), harness: "fake".into(), persona: None, model: None, grants: None, rules: None, resources: None, budget: None, workspace: None,
                     }).ok(),
                     Op::Update(a, p) => live.decide_update_agent(console_api::AgentUpdate {
                         agent: format!("agent-{a}"), persona: Some(p), model: None, grants: None, rules: None, resources: None,

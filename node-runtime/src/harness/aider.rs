@@ -398,6 +398,7 @@ echo hi > ran.txt
             },
             rules: vec![],
             resources: None,
+            workspace: None,
         };
         let settings = HarnessSettings {
             env: [("OPENAI_API_BASE".to_string(), "http://m/v1".to_string())].into(),

@@ -20,6 +20,7 @@ fn create(name: &str) -> console_api::AgentCreate {
         rules: None,
         resources: None,
         budget: None,
+        workspace: None,
     }
 }
 
@@ -306,6 +307,7 @@ mod mail_tests {
                         },
                         rules: vec![],
                         resources: None,
+                        workspace: None,
                     },
                 },
             });

@@ -199,6 +199,7 @@ pub(super) async fn bench_recall(args: &BenchArgs) -> anyhow::Result<()> {
             },
             rules: vec![],
             resources: None,
+            workspace: None,
         };
         let mut setup = vec![];
         for a in ["ada", "bob"] {

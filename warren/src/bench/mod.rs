@@ -490,6 +490,7 @@ async fn bench_startup(args: &BenchArgs) -> anyhow::Result<()> {
                     },
                     rules: vec![],
                     resources: None,
+                    workspace: None,
                 },
             });
             for k in 0..5 {
