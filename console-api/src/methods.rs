@@ -59,6 +59,9 @@ methods! {
         .routed().companion_read().instance().tool("read").params::<ConversationRef>();
     CONVERSATION_LIST = "conversation.list" => on(F::Conversation, S::Narrowest, O::Observe)
         .routed().fanout("conversations").companion_read().instance().params::<ConversationList>();
+    /// Its worktree's committed and uncommitted changes against the baseline.
+    CONVERSATION_DIFF = "conversation.diff" => on(F::Conversation, S::Conversation, O::Observe)
+        .routed().companion_read().params::<ConversationDiff>().result::<Diff>();
     CONVERSATION_SCREEN = "conversation.screen" => on(F::Conversation, S::Conversation, O::Observe)
         .routed().companion_read().params::<ScreenRead>().result::<Screen>();
     CONVERSATION_SEND_MESSAGE = "conversation.sendMessage" => on(F::Conversation, S::Conversation, O::Inject)
@@ -199,7 +202,7 @@ mod tests {
         let served: Vec<&str> = REGISTRY.iter().filter(|m| m.served).map(|m| m.name).collect();
         assert_eq!(ALL, served.as_slice());
         assert!(ALL.contains(&CONFIG_SET) && ALL.contains(&AGENT_GET));
-        assert_eq!(ALL.len(), 65);
+        assert_eq!(ALL.len(), 66);
     }
 
     #[test]

@@ -92,6 +92,9 @@ pub struct LiveParts {
     pub on_exit: mpsc::Sender<String>,
     /// The CLI was launched with its native resume.
     pub resumed: bool,
+    /// Where it works: its worktree, the repository in place, or the
+    /// agent's own workspace directory (supervision's repository scope).
+    pub workspace: PathBuf,
 }
 
 pub struct Live {
@@ -109,6 +112,8 @@ pub struct Live {
     pub hook: Mutex<Option<node_runtime::harness::hooks::ToolRequest>>,
     /// The CLI was launched with its native resume.
     pub resumed: bool,
+    /// Where it works (supervision's repository scope).
+    pub workspace: PathBuf,
     /// The CLI has been ready for input (IDLE or a dialog) at least once.
     ready: Arc<std::sync::atomic::AtomicBool>,
     /// Flips to true once the node has recorded how the CLI left.
@@ -237,6 +242,7 @@ impl Live {
             limits,
             on_exit,
             resumed,
+            workspace,
         } = parts;
         let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let pending = Arc::new(Mutex::new(VecDeque::new()));
@@ -284,6 +290,7 @@ impl Live {
             last_activity,
             hook: Mutex::new(None),
             resumed,
+            workspace,
             ready,
             exit_recorded: watch::channel(false).0,
             changed: Mutex::new(Vec::new()),

@@ -386,9 +386,36 @@ impl Node {
             Some(b) => Some(node_store::folds::budget::create_event(&p.name, b).map_err(NodeError::Invalid)?),
             None => None,
         };
-        let mut cat = self.catalog.lock().await;
         let name = p.name.clone();
-        let e = cat.decide_create_agent(p)?;
+        let Some(ask) = p.workspace.clone() else {
+            let mut cat = self.catalog.lock().await;
+            let e = cat.decide_create_agent(p)?;
+            self.commit(&mut cat, std::iter::once(e).chain(budget).collect())
+                .await?;
+            return Ok(cat.agent(&name)?.to_wire());
+        };
+        // The name and the rest are checked before git runs (a clone can
+        // take a while), and again after: a racing create of the same name
+        // loses, and its clone is removed.
+        self.catalog.lock().await.decide_create_agent(p.clone())?;
+        let agent_dir = self.agent_dir(&name);
+        let docker = self.runtime_name() == "docker";
+        let resolved = crate::workspace::agent::resolve(&ask, &self.cfg.data_dir, &agent_dir, docker)
+            .await
+            .map_err(NodeError::Invalid)?;
+        let mut cat = self.catalog.lock().await;
+        let mut e = match cat.decide_create_agent(p) {
+            Ok(e) => e,
+            Err(err) => {
+                if resolved.url.is_some() {
+                    let _ = std::fs::remove_dir_all(&resolved.repo);
+                }
+                return Err(err.into());
+            }
+        };
+        if let Event::AgentCreated { agent } = &mut e {
+            agent.workspace = Some(resolved);
+        }
         self.commit(&mut cat, std::iter::once(e).chain(budget).collect())
             .await?;
         Ok(cat.agent(&name)?.to_wire())

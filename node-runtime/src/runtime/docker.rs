@@ -291,6 +291,11 @@ impl DockerRuntime {
                 binds.push(format!("{0}:{0}:ro", tools.display()));
             }
         }
+        // In order: a read-only mount over part of a writable one comes after it.
+        for m in &spec.extra_mounts {
+            let mode = if m.read_only { "ro" } else { "rw" };
+            binds.push(format!("{0}:{0}:{mode}", m.path.display()));
+        }
         ContainerCreateBody {
             image: Some(image.to_string()),
             cmd: Some(cmd),
@@ -331,7 +336,7 @@ impl DockerRuntime {
             setting: format!("harnesses.{}.image", spec.harness),
             reason,
         })?;
-        let user = guest_user(&spec.mounts).map_err(fail)?;
+        let user = guest_user(&spec.mounts, spec.run_as).map_err(fail)?;
         let name = self.container_name(&spec.conversation);
         // A leftover of an earlier run of this conversation would block the
         // name (it may be being removed right now: wait until it is gone).
@@ -647,24 +652,26 @@ async fn logs_tail(docker: &Docker, id: &str) -> String {
 }
 
 /// The user the guest runs as: the node's own user, or (when the node runs as
-/// root) an unprivileged uid that is made the owner of the mounted dirs.
-fn guest_user(mounts: &[PathBuf]) -> Result<String, String> {
+/// root) `run_as` (a repository's owner) or else an unprivileged uid; the
+/// mounted dirs are made that user's.
+fn guest_user(mounts: &[PathBuf], run_as: Option<(u32, u32)>) -> Result<String, String> {
     // SAFETY: getuid/getgid cannot fail and touch no memory.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     if uid != 0 {
         return Ok(format!("{uid}:{gid}"));
     }
+    let (uid, gid) = run_as.filter(|(u, _)| *u != 0).unwrap_or((GUEST_UID, GUEST_UID));
     for m in mounts {
-        chown_tree(m, GUEST_UID).map_err(|e| format!("giving {} to uid {GUEST_UID}: {e}", m.display()))?;
+        chown_tree(m, uid, gid).map_err(|e| format!("giving {} to uid {uid}: {e}", m.display()))?;
     }
-    Ok(format!("{GUEST_UID}:{GUEST_UID}"))
+    Ok(format!("{uid}:{gid}"))
 }
 
-fn chown_tree(path: &Path, uid: u32) -> std::io::Result<()> {
-    std::os::unix::fs::lchown(path, Some(uid), Some(uid))?;
+fn chown_tree(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
+    std::os::unix::fs::lchown(path, Some(uid), Some(gid))?;
     if std::fs::symlink_metadata(path)?.is_dir() {
         for entry in std::fs::read_dir(path)? {
-            chown_tree(&entry?.path(), uid)?;
+            chown_tree(&entry?.path(), uid, gid)?;
         }
     }
     Ok(())

@@ -98,6 +98,13 @@ pub struct LaunchSpec {
     /// Directories the CLI reads and writes (the agent's home and workspace):
     /// a container runtime mounts them at the same paths.
     pub mounts: Vec<PathBuf>,
+    /// More paths a container runtime mounts at the same paths, as they are
+    /// (never re-owned): a repository's worktree and git directory, and
+    /// read-only ones over parts of them (`read_only`).
+    pub extra_mounts: Vec<ExtraMount>,
+    /// The uid and gid the CLI runs as in a container (a repository's
+    /// owner); None: the runtime's own unprivileged user.
+    pub run_as: Option<(u32, u32)>,
     /// The agent's container limits (unset: the runtime's defaults).
     pub resources: console_api::Resources,
     pub program: PathBuf,
@@ -108,6 +115,13 @@ pub struct LaunchSpec {
     pub rows: u16,
     pub cols: u16,
     pub status: StatusFn,
+}
+
+/// One more bind mount of a container runtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtraMount {
+    pub path: PathBuf,
+    pub read_only: bool,
 }
 
 /// Raw PTY output chunks.

@@ -148,9 +148,21 @@ impl Conversations {
         }
     }
 
-    /// Starts a conversation for `agent`, or returns its live one.
+    /// Starts a conversation for `agent`, or returns its live one. An agent
+    /// with a workspace has it leased in the same commit that creates the
+    /// conversation (two racing starts cannot both hold one path), then its
+    /// worktree made before the CLI spawns.
     pub async fn conversation_start(&self, agent: &str) -> NodeResult<api::Conversation> {
-        let id = {
+        let id = new_id("c-");
+        let record = {
+            let cat = self.catalog.lock().await;
+            if let Some(live) = cat.live_conversation_of(agent) {
+                return Ok(self.conv_wire(live));
+            }
+            cat.check_can_start(agent)?.record.clone()
+        };
+        let planned = self.plan_workspace(&record, &id).await?;
+        {
             let mut cat = self.catalog.lock().await;
             if let Some(live) = cat.live_conversation_of(agent) {
                 return Ok(self.conv_wire(live));
@@ -162,8 +174,20 @@ impl Conversations {
                 setting: Some(p.setting),
                 conversation: String::new(),
             })?;
-            self.create_conversation(&mut cat, agent, false).await?
-        };
+            let mut events = vec![Self::created(&id, agent, false)];
+            if let Some(p) = &planned {
+                let l = &p.lease;
+                events.push(cat.decide_lease(&id, &l.path, &l.branch, &l.baseline)?);
+            }
+            self.commit(&mut cat, events).await?;
+        }
+        if let Some(p) = &planned
+            && let Err(e) = self.make_workspace(&record, p).await
+        {
+            let why = format!("could not make its workspace: {e}");
+            let _ = self.node.stop(&id, Transition::Terminate, &why).await;
+            return Err(e);
+        }
         self.launch(&id, Spawn::Fresh).await
     }
 
@@ -196,14 +220,17 @@ impl Conversations {
     /// up front); returns its id.
     async fn create_conversation(&self, cat: &mut Catalog, agent: &str, login: bool) -> NodeResult<String> {
         let id = new_id("c-");
-        let e = Event::ConversationCreated {
-            id: id.clone(),
+        self.commit(cat, vec![Self::created(&id, agent, login)]).await?;
+        Ok(id)
+    }
+
+    fn created(id: &str, agent: &str, login: bool) -> Event {
+        Event::ConversationCreated {
+            id: id.to_string(),
             agent: agent.to_string(),
             resume_ref: Some(new_uuid()),
             login,
-        };
-        self.commit(cat, vec![e]).await?;
-        Ok(id)
+        }
     }
 
     /// Relaunches a paused conversation: with the CLI's native resume, or
@@ -253,9 +280,11 @@ impl Conversations {
         };
         // The workspace's definitions as this launch finds them, the first time
         // the node sees the workspace (the repository-code rule's baseline).
-        self.supervisor
-            .workspace_facts(&self.agent_home_dirs(&entry.agent).1)
-            .await;
+        let workspace = match &entry.workspace {
+            Some(l) => std::path::PathBuf::from(&l.path),
+            None => self.agent_home_dirs(&entry.agent).1,
+        };
+        self.supervisor.workspace_facts(&workspace).await;
         let live = match self.spawn_cli(&entry, &agent, how).await {
             Ok((live, note)) => {
                 let mut cat = self.catalog.lock().await;
@@ -359,7 +388,17 @@ impl Conversations {
         setup::check_launchable(&agent.harness)?;
         let adapter = harness::adapter(&agent.harness).map_err(LaunchError::internal)?;
         let home = self.agent_dir(&agent.name).join("home");
-        let workspace = self.agent_dir(&agent.name).join("workspace");
+        let repo = if c.login {
+            None
+        } else {
+            self.workspace_for_launch(c, agent)
+                .await
+                .map_err(|e| LaunchError::setup("workspace", e.to_string()))?
+        };
+        let workspace = match &repo {
+            Some(r) => r.cwd.clone(),
+            None => self.agent_dir(&agent.name).join("workspace"),
+        };
         for dir in [&home, &workspace] {
             std::fs::create_dir_all(dir)
                 .map_err(|e| LaunchError::setup("data_dir", format!("cannot create {}: {e}", dir.display())))?;
@@ -468,21 +507,31 @@ impl Conversations {
         env.extend(plan.env);
         env.retain(|(k, _)| !secrets.contains_key(k));
         env.extend(secrets);
+        let (extra_mounts, run_as, mounts) = match repo {
+            Some(r) => {
+                env.extend(r.env);
+                (r.mounts, r.run_as, vec![home.clone()])
+            }
+            None => (vec![], None, vec![home.clone(), workspace.clone()]),
+        };
         let spec = LaunchSpec {
             conversation: c.id.clone(),
             agent: agent.name.clone(),
             harness: agent.harness.clone(),
             image: settings.image.clone(),
-            mounts: vec![home.clone(), workspace.clone()],
+            mounts,
+            extra_mounts,
+            run_as,
             resources: agent.resources.clone().unwrap_or_default(),
             program: plan.program,
             args: plan.args,
-            cwd: workspace,
+            cwd: workspace.clone(),
             env,
             rows: self.cfg.rows,
             cols: self.cfg.cols,
             status: Arc::new(move |s| adapter.status(s)),
         };
+        let cwd_for_live = workspace;
         let session = match how {
             Spawn::Adopt { key_hash, grace } => self.runtime.adopt(spec, key_hash, grace).await,
             Spawn::Fresh | Spawn::Resume | Spawn::Login => self.runtime.launch(spec).await,
@@ -502,6 +551,7 @@ impl Conversations {
             },
             on_exit: self.exits.clone(),
             resumed: resume,
+            workspace: cwd_for_live,
         });
         let note = match fresh_note {
             Some(n) => n,

@@ -5,6 +5,7 @@
 //! a handle to the core and owns the task that notices exits.
 
 pub mod launch;
+pub mod workspace;
 
 use std::sync::Arc;
 
@@ -65,8 +66,12 @@ impl Conversations {
         self.stop(id, Transition::Pause, PLANNED_PAUSE).await
     }
 
+    /// Ends it for good: its worktree is put away (its branch kept when it
+    /// has commits).
     pub async fn conversation_terminate(&self, id: &str) -> NodeResult<api::Conversation> {
-        self.stop(id, Transition::Terminate, "terminated on request").await
+        let wire = self.stop(id, Transition::Terminate, "terminated on request").await?;
+        self.archive_workspace(id).await;
+        Ok(wire)
     }
 
     /// The core's stop, and the conversation's holds with it.

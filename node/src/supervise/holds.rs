@@ -216,8 +216,7 @@ impl Supervisor {
                 if verdict == supervision::AuditDecision::Approve {
                     live.accept_changed(&held.redefined);
                     if !held.redefined.is_empty() {
-                        let workspace = self.agent_home_dirs(&held.agent).1;
-                        self.accept_definitions(&workspace, &held.redefined, "human via supervision.answer")
+                        self.accept_definitions(&live.workspace, &held.redefined, "human via supervision.answer")
                             .await;
                     }
                 }

@@ -82,7 +82,7 @@ impl Supervisor {
         fields: impl Fn(Outcome, Option<&str>) -> AuditFields,
     ) -> (Outcome, Option<String>) {
         let pane = excerpt(expected);
-        let workspace = self.agent_home_dirs(&live.agent).1;
+        let workspace = live.workspace.clone();
         let skip = match still_shown(live, expected, &workspace).await {
             Err(why) => Some(why.to_string()),
             Ok(now) => {

@@ -48,7 +48,7 @@ impl Supervisor {
                 };
                 let Some(node) = weak.upgrade() else { return };
                 node.handle_dialog(&live, &shown).await;
-                let workspace = node.agent_home_dirs(&live.agent).1;
+                let workspace = live.workspace.clone();
                 drop(node);
                 // Wait until this dialog is gone (answered, changed, or the
                 // CLI moved on). A repaint of the same dialog (a resize, say)
@@ -80,7 +80,9 @@ impl Supervisor {
 
     async fn handle_dialog(&self, live: &Live, shown: &ScreenDialog) {
         self.spend.observe_limit_screen(live, shown).await;
-        let dir = self.agent_home_dirs(&live.agent);
+        // The repository scope is where the conversation works (its
+        // worktree); learned rules stay the agent's.
+        let dir = (self.agent_home_dirs(&live.agent).0, live.workspace.clone());
         // The CLI's own report of the tool call, when fresh, is the source of
         // the command or path; the adapter checks the screen agrees.
         let now = std::time::Instant::now();
@@ -91,7 +93,7 @@ impl Supervisor {
             .and_then(|h| h.as_ref().filter(|r| r.fresh(now)).cloned());
         let dialog = live.harness.supervision_dialog(shown, &dir.1, hook.as_ref());
         let policy = self.supervision_policy(&live.agent).await;
-        let learned = self.learned_rules(&dir.1.to_string_lossy()).await;
+        let learned = self.learned_rules(&self.rules_workspace(&live.agent)).await;
         // What defines repository code, as changed since a human accepted it
         // (durable, per workspace, by any route), and git's hook directories.
         let facts = self.workspace_facts(&dir.1).await;

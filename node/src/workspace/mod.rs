@@ -8,6 +8,8 @@
 //! errors, as the repository's owner); `repo` and `diff` are the operations
 //! the node needs; `hooks` writes the hooks.
 
+pub mod address;
+pub mod agent;
 pub mod diff;
 pub mod git;
 pub mod hooks;

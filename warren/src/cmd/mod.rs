@@ -26,6 +26,7 @@ mod spend;
 mod supervision;
 mod tokens;
 mod usage;
+mod workspace;
 
 pub use budget::{BudgetVerb, budget};
 pub use config::{ConfigVerb, config};
@@ -125,6 +126,8 @@ pub enum AgentVerb {
         rules_file: Option<PathBuf>,
         #[command(flatten)]
         resources: ResourceArgs,
+        #[command(flatten)]
+        workspace: workspace::RepoArgs,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -215,6 +218,18 @@ pub enum ConvVerb {
         /// Every member's conversations.
         #[arg(long)]
         fleet: bool,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Its worktree's changes against the baseline: committed and not.
+    Diff {
+        conversation: String,
+        /// Cut the patch at this many bytes (the file list stays whole).
+        #[arg(long)]
+        max_bytes: Option<u64>,
+        /// Only the changed files and their +/- counts.
+        #[arg(long)]
+        stat: bool,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -349,6 +364,7 @@ fn print_agent(v: &Value) {
         .map(|n| format!("@{n}"))
         .unwrap_or_default();
     println!("{}{at}\t{}{}", s(a, "name"), s(a, "harness"), archived);
+    workspace::print_agent_workspace(a);
 }
 
 /// Members a fleet-wide list could not ask, on stderr.
@@ -380,6 +396,7 @@ fn print_conv(v: &Value) {
         s(c, "status"),
         reason
     );
+    workspace::print_conv_workspace(c);
 }
 
 fn print_event(e: &Value) {
@@ -431,6 +448,7 @@ pub async fn agent(verb: AgentVerb, conn: Conn, out: Output) -> anyhow::Result<E
             tools,
             rules_file,
             resources,
+            workspace,
             data_dir,
         } => {
             let (name, node) = match name.rsplit_once('@') {
@@ -458,6 +476,7 @@ pub async fn agent(verb: AgentVerb, conn: Conn, out: Output) -> anyhow::Result<E
             if let Some(rules) = read_rules(&rules_file)? {
                 p["rules"] = rules;
             }
+            workspace.put_into(&mut p)?;
             let mut c = conn.connect(data_dir).await?;
             finish(out, c.call(m::AGENT_CREATE, p).await, print_agent)
         }
@@ -614,6 +633,17 @@ async fn conv_other(verb: ConvVerb, conn: Conn, out: Output) -> anyhow::Result<E
                 }
                 print_unreachable(v);
             })
+        }
+        ConvVerb::Diff {
+            conversation,
+            max_bytes,
+            stat,
+            data_dir,
+        } => {
+            let mut c = conn.connect(data_dir).await?;
+            let mut p = json!({ "conversation": conversation });
+            put(&mut p, "max_bytes", max_bytes);
+            finish(out, c.call(m::CONVERSATION_DIFF, p).await, |v| workspace::print_diff(v, stat))
         }
         ConvVerb::Screen { conversation, data_dir } => {
             let mut c = conn.connect(data_dir).await?;

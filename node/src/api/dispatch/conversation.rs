@@ -23,7 +23,11 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
         m::CONVERSATION_TERMINATE => {
             json!({ "conversation": c.app.conversations.conversation_terminate(&c.conversation()?).await? })
         }
-        m::CONVERSATION_GET => json!({ "conversation": node.conversation_get(&c.conversation()?).await? }),
+        m::CONVERSATION_GET => {
+            let wire = node.conversation_get(&c.conversation()?).await?;
+            json!({ "conversation": crate::conversations::workspace::with_head(wire).await })
+        }
+        m::CONVERSATION_DIFF => to_value(c.app.conversations.conversation_diff(c.params()?).await?)?,
         m::CONVERSATION_LIST => json!({ "conversations": node.conversation_list(c.params()?).await? }),
         m::CONVERSATION_SCREEN => {
             let read: console_api::ScreenRead = c.params()?;
