@@ -101,6 +101,19 @@ pub struct Config {
     pub tls: TlsSettings,
     /// `[pricing]`: the live price source and how often it is asked.
     pub pricing: crate::spend::pricing::PricingSettings,
+    /// `[workspaces]`: where conversations' worktrees live.
+    pub workspaces: WorkspaceSettings,
+}
+
+/// `[workspaces]` in warren.toml.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkspaceSettings {
+    /// The directory conversations' worktrees are made under
+    /// (`ROOT/<agent>/<conversation>`); default `<data_dir>/worktrees`. A
+    /// repository owned by another user than the node's needs one that user
+    /// can reach (the node's data dir is private to the node).
+    pub root: Option<PathBuf>,
 }
 
 /// `[mail]` in warren.toml.
@@ -162,6 +175,7 @@ impl Default for Config {
             console: Default::default(),
             tls: Default::default(),
             pricing: Default::default(),
+            workspaces: Default::default(),
         }
     }
 }

@@ -122,6 +122,8 @@ pub struct CoreConfig {
     pub mail_rate: mailbox::RateLimit,
     /// `[budget] max_wait_secs`: the longest wait for accrual.
     pub budget_max_wait: Duration,
+    /// `[workspaces] root`: where conversations' worktrees are made.
+    pub worktrees: PathBuf,
 }
 
 /// What the core hands the conversations subsystem at start: the
@@ -339,6 +341,11 @@ impl Node {
         self.events.subscribe()
     }
 
+    /// Where conversations' worktrees are made (`[workspaces] root`).
+    pub(crate) fn worktrees_root(&self) -> PathBuf {
+        self.cfg.worktrees.clone()
+    }
+
     pub(crate) fn agent_dir(&self, agent: &str) -> PathBuf {
         self.cfg.data_dir.join("agents").join(agent)
     }
@@ -400,7 +407,7 @@ impl Node {
         self.catalog.lock().await.decide_create_agent(p.clone())?;
         let agent_dir = self.agent_dir(&name);
         let docker = self.runtime_name() == "docker";
-        let resolved = crate::workspace::agent::resolve(&ask, &self.cfg.data_dir, &agent_dir, docker)
+        let resolved = crate::workspace::agent::resolve(&ask, &self.cfg.data_dir, &agent_dir, &self.worktrees_root(), docker)
             .await
             .map_err(NodeError::Invalid)?;
         let mut cat = self.catalog.lock().await;

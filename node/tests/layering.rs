@@ -23,6 +23,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("mail", 5),
     ("service", 4),
     ("live", 3),
+    ("workspace", 3),
     ("idempotent", 3),
     ("transcript", 2),
     ("console", 1),

@@ -58,8 +58,10 @@ impl Conversations {
                 let baseline = repo::resolve_base(&facts, &ws.base)
                     .await
                     .map_err(|e| failed(&format!("base {:?}", ws.base), e))?;
+                let root = self.worktrees_root();
+                crate::workspace::agent::reachable_by(&root, facts.owner).map_err(|e| failed(&ws.repo, e))?;
                 Leased {
-                    path: self.agent_dir(&agent.name).join("worktrees").join(id).display().to_string(),
+                    path: root.join(&agent.name).join(id).display().to_string(),
                     branch: spec::branch_name(&agent.name, id),
                     baseline,
                 }

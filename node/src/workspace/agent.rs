@@ -14,7 +14,13 @@ use super::address;
 
 /// Resolves `ask` for an agent whose own directory is `agent_dir`. `docker`:
 /// its guests run unprivileged, so a repository owned by root is refused.
-pub async fn resolve(ask: &WorkspaceSpec, data_dir: &Path, agent_dir: &Path, docker: bool) -> Result<AgentWorkspace, String> {
+pub async fn resolve(
+    ask: &WorkspaceSpec,
+    data_dir: &Path,
+    agent_dir: &Path,
+    worktrees: &Path,
+    docker: bool,
+) -> Result<AgentWorkspace, String> {
     let (facts, url) = match spec::classify(&ask.repo, data_dir).map_err(|e| format!("workspace.repo: {e}"))? {
         RepoSource::Path(path) => {
             let facts = repo::inspect(&path)
@@ -45,7 +51,10 @@ pub async fn resolve(ask: &WorkspaceSpec, data_dir: &Path, agent_dir: &Path, doc
             }
         }
     };
-    let done = check_and_base(ask, &facts, data_dir, docker).await;
+    let done = match (ask.mode, reachable_by(worktrees, facts.owner)) {
+        (console_api::WorkspaceMode::Worktree, Err(e)) => Err(format!("workspace.repo: {e}")),
+        _ => check_and_base(ask, &facts, data_dir, docker).await,
+    };
     if done.is_err()
         && url.is_some()
         && let Err(e) = std::fs::remove_dir_all(&facts.toplevel)
@@ -85,4 +94,64 @@ async fn check_and_base(ask: &WorkspaceSpec, facts: &RepoFacts, data_dir: &Path,
         .await
         .map_err(|e| format!("workspace.base: {base:?}: {}", e.stderr))?;
     Ok(base)
+}
+
+/// Whether `owner` (who the node's git and the guest act as) can reach
+/// `root`, where worktrees are made: every existing ancestor must let it
+/// pass. The node running as that user (or as root for a root-owned
+/// repository) reaches anything it made.
+pub fn reachable_by(root: &Path, owner: super::git::Owner) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid cannot fail and touches no memory.
+    let me = unsafe { libc::geteuid() };
+    if owner.uid == me || me != 0 {
+        return Ok(());
+    }
+    for dir in root.ancestors() {
+        let Ok(m) = std::fs::metadata(dir) else { continue };
+        let mode = m.mode();
+        let passes = if m.uid() == owner.uid {
+            mode & 0o100 != 0
+        } else if m.gid() == owner.gid {
+            mode & 0o010 != 0
+        } else {
+            mode & 0o001 != 0
+        };
+        if !passes {
+            return Err(format!(
+                "the repository is owned by uid {}, who cannot reach {} (worktrees are made under {}): set [workspaces] root in warren.toml to a directory that user can reach",
+                owner.uid,
+                dir.display(),
+                root.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::git::Owner;
+
+    #[test]
+    fn a_private_directory_on_the_way_is_named() {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let private = tmp.path().join("private");
+        let root = private.join("worktrees");
+        std::fs::create_dir_all(&root).expect("dirs");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        let someone = Owner { uid: 4242, gid: 4242 };
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            let e = reachable_by(&root, someone).expect_err("private");
+            assert!(e.contains(&private.display().to_string()) && e.contains("[workspaces] root"), "{e}");
+            std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o711)).expect("chmod");
+            reachable_by(&root, someone).expect("passable");
+        } else {
+            reachable_by(&root, someone).expect("a node that is not root runs git as itself");
+        }
+    }
 }
