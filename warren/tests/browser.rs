@@ -14,6 +14,8 @@
 mod beyond;
 mod support;
 mod web;
+#[path = "browser/workspace.rs"]
+mod workspace;
 
 use std::path::Path;
 use std::time::Duration;

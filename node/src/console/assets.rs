@@ -32,6 +32,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("dom.js", JS),
     asset!("views.js", JS),
     asset!("conversation.js", JS),
+    asset!("workspace.js", JS),
     asset!("terminal.js", JS),
     asset!("holds.js", JS),
     asset!("usage.js", JS),

@@ -2,10 +2,12 @@
 // cells, re-fetched when terminal.data says it changed, at most one fetch in
 // flight, or polled for a companion), the atomic
 // send box, the attributed transcript (resumed from its cursor after a
-// reconnection; monitor advice marked), and pause / continue / terminate.
+// reconnection; monitor advice marked), pause / continue / terminate, and
+// its workspace and diff when its agent works on a repository.
 
 import { h, put, ago, errorLine, action } from "./dom.js";
 import { drawScreen } from "./terminal.js";
+import { workspaceSection } from "./workspace.js";
 
 const MAX_EVENTS = 2000;
 
@@ -37,6 +39,7 @@ export function conversationView(main, ctx, id) {
   const termState = h("div", { class: "muted small", id: "terminal-state" });
   const usage = h("div", { class: "muted small", id: "usage" });
   const events = h("ol", { id: "transcript", class: "transcript" });
+  const workspace = workspaceSection(ctx, id);
   // Keystrokes waiting for their echo: when each was sent (the latency
   // figures in window.warrenStats().keys).
   const unechoed = [];
@@ -98,11 +101,13 @@ export function conversationView(main, ctx, id) {
     meta,
     controls,
     h("section", { class: "split" }, h("div", { class: "pane" }, h("h2", {}, "Terminal"), term, termState, ctx.readOnly ? null : keysInput, ctx.readOnly ? null : form, sendStatus), h("div", { class: "pane" }, h("h2", {}, "Transcript"), events, usage)),
+    workspace.el,
   );
 
   let shown = "";
   const showConv = (c) => {
     conv = c;
+    workspace.show(c.workspace);
     const key = JSON.stringify([c.state, c.status, c.pause_reason]);
     if (key === shown) return;
     shown = key;
@@ -208,6 +213,7 @@ export function conversationView(main, ctx, id) {
   }, ctx.live ? 2000 : 1000);
   return () => {
     alive = false;
+    workspace.stop();
     clearInterval(timer);
     undoUp();
     ctx.rpc.cancel(termSub);
