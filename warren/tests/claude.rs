@@ -11,3 +11,4 @@ const RUNTIME: &str = "local";
 
 include!("cases/claude.rs");
 include!("cases/claude_agents.rs");
+include!("cases/claude_workspace.rs");

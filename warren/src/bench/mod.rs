@@ -18,6 +18,7 @@ mod mail;
 mod monitors;
 mod redaction;
 mod spend;
+mod workspace;
 
 use crate::client::{Client, Target};
 use node::events::{Durability, Event};
@@ -26,7 +27,7 @@ use node::store::Store;
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// Which benchmark: store | latency | redaction | rss | startup | auth | supervision |
-    /// monitor | mail | recall | spend | docker | all (`all` skips docker, which needs a Docker engine)
+    /// monitor | mail | recall | spend | workspace | docker | all (`all` skips docker, which needs a Docker engine)
     #[arg(default_value = "all")]
     which: String,
     /// Scratch directory (default: a new temp dir, removed afterwards).
@@ -112,6 +113,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "mail",
         "recall",
         "spend",
+        "workspace",
         "docker",
     ];
     if !known.contains(&args.which.as_str()) {
@@ -134,6 +136,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if all || args.which == "auth" {
         decisions::bench_auth(&args)?;
+    }
+    if all || args.which == "workspace" {
+        workspace::bench_workspace(&args).await?;
     }
     if all || args.which == "supervision" {
         decisions::bench_supervision(&args).await?;

@@ -7,6 +7,12 @@ use support::*;
 const API_KEY: &str = "sk-ant-warren-test-0123456789abcdefghij";
 
 async fn claude_node(model: &fake_model::FakeModel) -> (TestNode, String) {
+    claude_node_with(model, "", json!({ "name": "cc", "harness": "claude" })).await
+}
+
+/// A node with `extra` added to its warren.toml and agent `cc` created from
+/// `agent` (supervised); its conversation's id.
+async fn claude_node_with(model: &fake_model::FakeModel, extra: &str, agent: Value) -> (TestNode, String) {
     // Local CLIs reach the model on loopback; guests reach the host by its
     // standard name (the model listens on every interface for them).
     let (program, url) = match RUNTIME {
@@ -24,11 +30,11 @@ async fn claude_node(model: &fake_model::FakeModel) -> (TestNode, String) {
         RUNTIME,
         &format!(
             "[supervision]\nenabled = true\n\n[harnesses.claude]\n{program}{image}\n[harnesses.claude.env]\n\
-             ANTHROPIC_BASE_URL = {url:?}\nANTHROPIC_API_KEY = {API_KEY:?}\nCLAUDE_CODE_MAX_RETRIES = \"0\"\n",
+             ANTHROPIC_BASE_URL = {url:?}\nANTHROPIC_API_KEY = {API_KEY:?}\nCLAUDE_CODE_MAX_RETRIES = \"0\"\n{extra}",
         ),
     );
     let mut c = node.client().await;
-    call(&mut c, "agent.create", json!({ "name": "cc", "harness": "claude" })).await;
+    call(&mut c, "agent.create", agent).await;
     let (code, out, err) = warren(&["supervision", "set", "cc", "--enable"], &node.path());
     assert_eq!(code, 0, "{err}{out}");
     let id = conversation_id(&mut c, "cc").await;

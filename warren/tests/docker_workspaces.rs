@@ -1,0 +1,85 @@
+//! Workspaces in Docker guests on a real engine: a repository owned by an
+//! ordinary user (uid 1000) is worked on by a guest running as that user, so
+//! what the CLI writes and commits keeps that owner on the host; git's
+//! config and hooks in the repository are read-only to the guest, and a push
+//! from inside is refused by the node's hook.
+
+mod support;
+mod workspace;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use serde_json::json;
+use support::{TestNode, call, start_idle};
+use workspace::{create_on, git, make_repo, sh, workspace_of};
+
+/// Every file and directory under `dir` that uid 1000 does not own.
+fn not_owned_by_1000(dir: &Path, out: &mut Vec<String>) {
+    let Ok(m) = std::fs::symlink_metadata(dir) else { return };
+    if m.uid() != 1000 {
+        out.push(format!("{} (uid {})", dir.display(), m.uid()));
+    }
+    if m.is_dir() {
+        for e in std::fs::read_dir(dir).expect("read dir").flatten() {
+            not_owned_by_1000(&e.path(), out);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_commits_on_its_branch_as_the_repositorys_owner() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("tmp");
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let repo = tmp.path().join("proj");
+    let base = make_repo(&repo, &[("a.txt", "a\n")]);
+    let worktrees = tmp.path().join("worktrees");
+    std::fs::create_dir_all(&worktrees).expect("worktrees");
+    for p in [&repo, &worktrees] {
+        let st = std::process::Command::new("chown")
+            .args(["-R", "1000:1000", &p.display().to_string()])
+            .status()
+            .expect("chown");
+        assert!(st.success());
+    }
+    let node = TestNode::start_on("docker", &format!("[workspaces]\nroot = {:?}\n", worktrees.display().to_string()));
+    let mut c = node.client().await;
+    create_on(&mut c, "g", json!({ "repo": repo.display().to_string() })).await;
+    let id = start_idle(&mut c, "g").await["id"].as_str().expect("id").to_string();
+    let ws = workspace_of(&mut c, &id).await;
+    let path = ws["path"].as_str().expect("path").to_string();
+    assert!(path.starts_with(&worktrees.display().to_string()), "{ws}");
+
+    let out = sh(&node, &mut c, &id, "id -u && echo hi > g.txt && git add g.txt && git commit -qm 'g adds g' && git log --format=%s -1").await;
+    assert!(out.contains("1000") && out.contains("g adds g"), "the guest runs as the owner and commits: {out}");
+    let mut wrong = vec![];
+    not_owned_by_1000(&repo, &mut wrong);
+    not_owned_by_1000(Path::new(&path), &mut wrong);
+    assert!(wrong.is_empty(), "files keep the repository owner's uid: {wrong:?}");
+    assert_eq!(git(&repo, &["rev-parse", "main"]), base, "the base is untouched");
+
+    // The repository's config and hooks are read-only in the guest; a push
+    // is refused by the node's hook.
+    let common = repo.join(".git");
+    let out = sh(
+        &node,
+        &mut c,
+        &id,
+        &format!(
+            "(echo '[core]' >> {0}/config) 2>&1; (touch {0}/hooks/pre-commit) 2>&1; git push {1} HEAD 2>&1; echo end",
+            common.display(),
+            repo.display()
+        ),
+    )
+    .await;
+    assert!(out.matches("Read-only file system").count() >= 2, "{out}");
+    assert!(out.contains("pushes from inside a conversation are refused"), "{out}");
+    assert!(!common.join("hooks/pre-commit").exists());
+
+    let d = call(&mut c, "conversation.diff", json!({ "conversation": id })).await;
+    assert_eq!(d["files"][0]["path"], "g.txt", "{d}");
+    call(&mut c, "conversation.terminate", json!({ "conversation": id })).await;
+    assert!(!Path::new(&path).exists(), "the worktree is removed");
+    assert!(git(&repo, &["branch", "--list"]).contains(&format!("warren/g/{id}")));
+}
