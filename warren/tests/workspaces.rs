@@ -247,3 +247,38 @@ async fn bad_workspaces_are_refused_naming_the_field_and_nothing_is_stored() {
     let out = sh(&node, &mut c, &id, "cat a.txt && git log --format=%s").await;
     assert!(out.contains("first"), "{out}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn supervision_scope_is_the_conversations_worktree() {
+    let node = TestNode::start_with_config("[supervision]\nenabled = true\n");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let repo = tmp.path().join("proj");
+    make_repo(&repo, &[("a.txt", "a\n")]);
+    let mut c = node.client().await;
+    create_on(&mut c, "sup", json!({ "repo": repo.display().to_string() })).await;
+    let (code, _, err) = warren(&["supervision", "set", "sup", "--enable"], &node.path());
+    assert_eq!(code, 0, "{err}");
+    let id = start_idle(&mut c, "sup").await["id"].as_str().expect("id").to_string();
+    let path = workspace_of(&mut c, &id).await["path"].as_str().expect("path").to_string();
+
+    // An edit in its worktree is routine: approved, and it happens.
+    support::send(&mut c, &id, "/fake edit notes.txt").await;
+    let row = support::supervised::row_after(&mut c, "notes.txt", 0).await;
+    assert_eq!(
+        (row["decision"].as_str(), row["repo_scoped"].as_bool()),
+        (Some("approve"), Some(true)),
+        "{row:#}"
+    );
+    support::wait_event(&mut c, &id, "agent", "Edited notes.txt").await;
+    assert!(Path::new(&path).join("notes.txt").exists());
+    // The main checkout (the repository itself) is outside its scope: held.
+    wait_idle(&mut c, &id).await;
+    let outside = repo.join("a.txt").display().to_string();
+    support::send(&mut c, &id, &format!("/fake edit {outside}")).await;
+    let row = support::supervised::row_after(&mut c, &outside, 0).await;
+    assert_eq!(
+        (row["decision"].as_str(), row["outcome"].as_str(), row["repo_scoped"].as_bool()),
+        (Some("hold"), Some("held"), Some(false)),
+        "{row:#}"
+    );
+}
