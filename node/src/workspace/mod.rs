@@ -15,3 +15,6 @@ pub mod repo;
 pub mod spec;
 
 pub use git::GitError;
+
+#[cfg(test)]
+mod tests;
