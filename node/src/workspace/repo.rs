@@ -225,7 +225,12 @@ async fn worktree_branch(path: &Path, owner: Owner) -> Option<String> {
         .text()
         .await
         .ok()?;
-    if super::spec::normalize(Path::new(&top)) != super::spec::normalize(path) {
+    // Compared resolved: git prints the real path, symlinks followed.
+    let same = match (std::fs::canonicalize(&top), std::fs::canonicalize(path)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if !same {
         return None;
     }
     current_branch(path, owner).await.ok().flatten()

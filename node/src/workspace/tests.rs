@@ -150,6 +150,12 @@ async fn add_worktree_cuts_a_branch_and_leaves_the_repo_alone() {
     git(&wt, &["commit", "-q", "-m", "work"]);
     let again = repo::add_worktree(&f, &wt, "warren/a/c1", &base).await.expect("again");
     assert_eq!(again, base);
+    let link = root.path().join("link");
+    std::os::unix::fs::symlink(root.path().join("data"), &link).expect("symlink");
+    let again = repo::add_worktree(&f, &link.join("wt/c1"), "warren/a/c1", &base)
+        .await
+        .expect("via a symlink");
+    assert_eq!(again, base);
     assert!(wt.join("new.txt").exists());
 
     // The same path for another branch, or a taken branch: git's words.
