@@ -17,3 +17,6 @@ pub mod repo;
 pub mod spec;
 
 pub use git::GitError;
+
+#[cfg(test)]
+mod tests;
