@@ -237,7 +237,13 @@ async fn bad_workspaces_are_refused_naming_the_field_and_nothing_is_stored() {
     let bare = tmp.path().join("origin.git");
     git(tmp.path(), &["clone", "-q", "--bare", &r, &bare.display().to_string()]);
     let url = format!("file://{}", bare.display());
-    let (code, out, err) = warren(&["agent", "create", "cloned", "--repo", &url, "--base", "main"], &node.path());
+    let rules = tmp.path().join("rules.json");
+    std::fs::write(&rules, workspace::shell_rules().to_string()).expect("rules");
+    let rules = rules.display().to_string();
+    let (code, out, err) = warren(
+        &["agent", "create", "cloned", "--repo", &url, "--base", "main", "--rules-file", &rules],
+        &node.path(),
+    );
     assert_eq!(code, 0, "{out}{err}");
     let a = call(&mut c, "agent.get", json!({ "agent": "cloned" })).await;
     let cloned = node.path().join("agents/cloned/repo").display().to_string();
