@@ -6,16 +6,18 @@ use console_api::{ErrorCode, RpcError, methods as m};
 use serde_json::{Value, json};
 
 use super::{Call, not_served, to_value};
+use crate::conversations::workspace::with_head;
 
 pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
     let conn = c.conn;
     let node = &c.app.node;
     let v = match c.method.name {
         m::CONVERSATION_START => {
-            json!({ "conversation": c.app.conversations.conversation_start(&c.params::<console_api::AgentRef>()?.agent).await? })
+            let wire = c.app.conversations.conversation_start(&c.params::<console_api::AgentRef>()?.agent).await?;
+            json!({ "conversation": with_head(wire).await })
         }
         m::CONVERSATION_CONTINUE => {
-            json!({ "conversation": c.app.conversations.conversation_continue(c.params()?).await? })
+            json!({ "conversation": with_head(c.app.conversations.conversation_continue(c.params()?).await?).await })
         }
         m::CONVERSATION_PAUSE => {
             json!({ "conversation": c.app.conversations.conversation_pause(&c.conversation()?).await? })
@@ -25,7 +27,7 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
         }
         m::CONVERSATION_GET => {
             let wire = node.conversation_get(&c.conversation()?).await?;
-            json!({ "conversation": crate::conversations::workspace::with_head(wire).await })
+            json!({ "conversation": with_head(wire).await })
         }
         m::CONVERSATION_DIFF => to_value(c.app.conversations.conversation_diff(c.params()?).await?)?,
         m::CONVERSATION_LIST => json!({ "conversations": node.conversation_list(c.params()?).await? }),
