@@ -99,6 +99,7 @@ fn the_registry_routes_what_was_routed_before() {
         "conversation.terminate",
         "conversation.get",
         "conversation.list",
+        "conversation.diff",
         "conversation.screen",
         "conversation.sendMessage",
         "conversation.sendKeys",
