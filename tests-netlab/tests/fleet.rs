@@ -16,6 +16,8 @@ use tests_netlab::{Lab, LabNode, wait_for};
 mod monitors;
 #[path = "fleet/routed.rs"]
 mod routed;
+#[path = "fleet/workspaces.rs"]
+mod workspaces;
 
 /// name -> healthy, as `node` sees the fleet.
 async fn health(node: &LabNode) -> BTreeMap<String, bool> {
