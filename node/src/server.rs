@@ -189,7 +189,11 @@ pub async fn run(
                 burst: cfg.mail.burst,
             },
             budget_max_wait: Duration::from_secs(cfg.budget.max_wait_secs),
-            worktrees: cfg.workspaces.root.clone().unwrap_or_else(|| data_dir.join("worktrees")),
+            worktrees: cfg
+                .workspaces
+                .root
+                .clone()
+                .unwrap_or_else(|| data_dir.join("worktrees")),
         },
         store,
         runtime.clone(),

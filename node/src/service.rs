@@ -407,9 +407,10 @@ impl Node {
         self.catalog.lock().await.decide_create_agent(p.clone())?;
         let agent_dir = self.agent_dir(&name);
         let docker = self.runtime_name() == "docker";
-        let resolved = crate::workspace::agent::resolve(&ask, &self.cfg.data_dir, &agent_dir, &self.worktrees_root(), docker)
-            .await
-            .map_err(NodeError::Invalid)?;
+        let resolved =
+            crate::workspace::agent::resolve(&ask, &self.cfg.data_dir, &agent_dir, &self.worktrees_root(), docker)
+                .await
+                .map_err(NodeError::Invalid)?;
         let mut cat = self.catalog.lock().await;
         let mut e = match cat.decide_create_agent(p) {
             Ok(e) => e,

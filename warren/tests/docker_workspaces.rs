@@ -43,7 +43,10 @@ async fn a_guest_commits_on_its_branch_as_the_repositorys_owner() {
             .expect("chown");
         assert!(st.success());
     }
-    let node = TestNode::start_on("docker", &format!("[workspaces]\nroot = {:?}\n", worktrees.display().to_string()));
+    let node = TestNode::start_on(
+        "docker",
+        &format!("[workspaces]\nroot = {:?}\n", worktrees.display().to_string()),
+    );
     let mut c = node.client().await;
     create_on(&mut c, "g", json!({ "repo": repo.display().to_string() })).await;
     let id = start_idle(&mut c, "g").await["id"].as_str().expect("id").to_string();
@@ -51,8 +54,17 @@ async fn a_guest_commits_on_its_branch_as_the_repositorys_owner() {
     let path = ws["path"].as_str().expect("path").to_string();
     assert!(path.starts_with(&worktrees.display().to_string()), "{ws}");
 
-    let out = sh(&node, &mut c, &id, "id -u && echo hi > g.txt && git add g.txt && git commit -qm 'g adds g' && git log --format=%s -1").await;
-    assert!(out.contains("1000") && out.contains("g adds g"), "the guest runs as the owner and commits: {out}");
+    let out = sh(
+        &node,
+        &mut c,
+        &id,
+        "id -u && echo hi > g.txt && git add g.txt && git commit -qm 'g adds g' && git log --format=%s -1",
+    )
+    .await;
+    assert!(
+        out.contains("1000") && out.contains("g adds g"),
+        "the guest runs as the owner and commits: {out}"
+    );
     let mut wrong = vec![];
     not_owned_by_1000(&repo, &mut wrong);
     not_owned_by_1000(Path::new(&path), &mut wrong);

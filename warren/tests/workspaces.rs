@@ -24,8 +24,16 @@ async fn two_agents_work_on_one_repository_each_on_its_own_worktree() {
     let mut c = node.client().await;
     let repo_s = repo.display().to_string();
     let agent = create_on(&mut c, "one", json!({ "repo": repo_s })).await;
-    assert_eq!(agent["workspace"], json!({ "repo": repo_s, "base": "main", "mode": "worktree" }));
-    create_on(&mut c, "two", json!({ "repo": format!("{repo_s}/src"), "base": "main" })).await;
+    assert_eq!(
+        agent["workspace"],
+        json!({ "repo": repo_s, "base": "main", "mode": "worktree" })
+    );
+    create_on(
+        &mut c,
+        "two",
+        json!({ "repo": format!("{repo_s}/src"), "base": "main" }),
+    )
+    .await;
 
     let one = start_idle(&mut c, "one").await["id"].as_str().expect("id").to_string();
     let two = start_idle(&mut c, "two").await["id"].as_str().expect("id").to_string();
@@ -43,11 +51,23 @@ async fn two_agents_work_on_one_repository_each_on_its_own_worktree() {
     let (r1, r2) = tokio::join!(
         async {
             let mut c = node.client().await;
-            sh(&node, &mut c, &one, "pwd && echo one >> a.txt && git commit -qam 'one edits a' && echo new > new.txt && echo ok").await
+            sh(
+                &node,
+                &mut c,
+                &one,
+                "pwd && echo one >> a.txt && git commit -qam 'one edits a' && echo new > new.txt && echo ok",
+            )
+            .await
         },
         async {
             let mut c = node.client().await;
-            sh(&node, &mut c, &two, "echo two > b.txt && git add b.txt && git commit -qm 'two adds b' && echo ok").await
+            sh(
+                &node,
+                &mut c,
+                &two,
+                "echo two > b.txt && git add b.txt && git commit -qm 'two adds b' && echo ok",
+            )
+            .await
         }
     );
     assert!(r1.contains(&p1) && r1.trim_end().ends_with("ok"), "{r1}");
@@ -78,23 +98,54 @@ async fn two_agents_work_on_one_repository_each_on_its_own_worktree() {
     let patch = d["patch"].as_str().expect("patch");
     assert!(patch.contains("+one") && patch.contains("+new"), "{patch}");
     assert_eq!(d["truncated"], false);
-    let cut = call(&mut c, "conversation.diff", json!({ "conversation": one, "max_bytes": 40 })).await;
+    let cut = call(
+        &mut c,
+        "conversation.diff",
+        json!({ "conversation": one, "max_bytes": 40 }),
+    )
+    .await;
     assert_eq!(cut["truncated"], true);
     assert!(cut["patch"].as_str().expect("patch").len() <= 40);
-    assert_eq!(cut["files"].as_array().expect("files").len(), 2, "the file list stays whole");
+    assert_eq!(
+        cut["files"].as_array().expect("files").len(),
+        2,
+        "the file list stays whole"
+    );
     // The worktree's own index was not touched by the diff.
     assert_eq!(git(Path::new(&p1), &["status", "--porcelain"]), "?? new.txt");
     let (code, out, err) = warren(&["conv", "diff", &one, "--stat"], &node.path());
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("a.txt") && out.contains("+1") && out.contains("2 files"), "{out}");
+    assert!(
+        out.contains("a.txt") && out.contains("+1") && out.contains("2 files"),
+        "{out}"
+    );
 
     // Nothing inside pushes or rewrites the base branch (supervision is off).
-    let push = sh(&node, &mut c, &one, &format!("git push {} HEAD:refs/heads/x 2>&1; echo exit=$?", remote.display())).await;
-    assert!(push.contains("pushes from inside a conversation are refused") && push.contains("exit=1"), "{push}");
+    let push = sh(
+        &node,
+        &mut c,
+        &one,
+        &format!("git push {} HEAD:refs/heads/x 2>&1; echo exit=$?", remote.display()),
+    )
+    .await;
+    assert!(
+        push.contains("pushes from inside a conversation are refused") && push.contains("exit=1"),
+        "{push}"
+    );
     assert_eq!(git(&remote, &["for-each-ref"]), "", "nothing reached the remote");
-    let rewrite = sh(&node, &mut c, &one, "git update-ref refs/heads/main HEAD 2>&1; git branch -f main HEAD 2>&1; echo done").await;
+    let rewrite = sh(
+        &node,
+        &mut c,
+        &one,
+        "git update-ref refs/heads/main HEAD 2>&1; git branch -f main HEAD 2>&1; echo done",
+    )
+    .await;
     assert!(rewrite.contains("done"), "{rewrite}");
-    assert_eq!(git(&repo, &["rev-parse", "main"]), base, "the base branch is not rewritten: {rewrite}");
+    assert_eq!(
+        git(&repo, &["rev-parse", "main"]),
+        base,
+        "the base branch is not rewritten: {rewrite}"
+    );
 
     // Terminate: the uncommitted file is committed onto the branch, the
     // worktree removed, the branch (it has commits) kept; its diff still reads.
@@ -110,7 +161,12 @@ async fn two_agents_work_on_one_repository_each_on_its_own_worktree() {
     let three = start_idle(&mut c, "two").await["id"].as_str().expect("id").to_string();
     call(&mut c, "conversation.terminate", json!({ "conversation": three })).await;
     assert_eq!(git(&repo, &["branch", "--list", &format!("warren/two/{three}")]), "");
-    assert_eq!(git(&repo, &["worktree", "list", "--porcelain"]).matches("worktree ").count(), 1);
+    assert_eq!(
+        git(&repo, &["worktree", "list", "--porcelain"])
+            .matches("worktree ")
+            .count(),
+        1
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -125,14 +181,23 @@ async fn overlapping_workspaces_are_refused_before_anything_spawns() {
     let r = repo.display().to_string();
     create_on(&mut c, "p1", json!({ "repo": r, "mode": "in_place" })).await;
     create_on(&mut c, "p2", json!({ "repo": r, "mode": "in_place" })).await;
-    create_on(&mut c, "p3", json!({ "repo": nested.display().to_string(), "mode": "in_place" })).await;
+    create_on(
+        &mut c,
+        "p3",
+        json!({ "repo": nested.display().to_string(), "mode": "in_place" }),
+    )
+    .await;
 
     let first = start_idle(&mut c, "p1").await["id"].as_str().expect("id").to_string();
     assert_eq!(workspace_of(&mut c, &first).await["path"], r);
     for other in ["p2", "p3"] {
         let e = call_err(&mut c, "conversation.start", json!({ "agent": other })).await;
         assert_eq!(e.code, -32009, "{e:?}");
-        assert!(e.message.contains(&first), "the refusal names the holder: {}", e.message);
+        assert!(
+            e.message.contains(&first),
+            "the refusal names the holder: {}",
+            e.message
+        );
         let list = call(&mut c, "conversation.list", json!({ "agent": other })).await;
         assert_eq!(list["conversations"], json!([]), "nothing was created or spawned");
     }
@@ -155,7 +220,11 @@ async fn overlapping_workspaces_are_refused_before_anything_spawns() {
         }
     );
     let won = [a.is_ok(), b.is_ok()];
-    assert_eq!(won.iter().filter(|w| **w).count(), 1, "exactly one racing start wins: {a:?} {b:?}");
+    assert_eq!(
+        won.iter().filter(|w| **w).count(),
+        1,
+        "exactly one racing start wins: {a:?} {b:?}"
+    );
     let lost = if won[0] { b } else { a };
     match lost {
         Err(warren::client::CallError::Rpc(e)) => assert_eq!(e.code, -32009, "{e:?}"),
@@ -178,15 +247,19 @@ async fn a_kill_9_and_continue_keep_the_worktree() {
     node.kill9();
     node.restart();
     let mut c = node.client().await;
-    support::wait_until("the crash is recorded as a pause", std::time::Duration::from_secs(20), || {
-        let target = node.target();
-        let id = id.clone();
-        async move {
-            let mut c = warren::client::Client::connect(&target).await.ok()?;
-            let v = c.call("conversation.get", json!({ "conversation": id })).await.ok()?;
-            (v["conversation"]["state"] == "paused").then_some(())
-        }
-    })
+    support::wait_until(
+        "the crash is recorded as a pause",
+        std::time::Duration::from_secs(20),
+        || {
+            let target = node.target();
+            let id = id.clone();
+            async move {
+                let mut c = warren::client::Client::connect(&target).await.ok()?;
+                let v = c.call("conversation.get", json!({ "conversation": id })).await.ok()?;
+                (v["conversation"]["state"] == "paused").then_some(())
+            }
+        },
+    )
     .await;
     call(&mut c, "conversation.continue", json!({ "conversation": id })).await;
     wait_idle(&mut c, &id).await;
@@ -195,7 +268,10 @@ async fn a_kill_9_and_continue_keep_the_worktree() {
     assert_eq!(after["branch"], before["branch"]);
     assert_eq!(after["baseline"], before["baseline"]);
     let out = sh(&node, &mut c, &id, "cat draft.txt").await;
-    assert!(out.contains("draft"), "the same worktree, with its uncommitted file: {out}");
+    assert!(
+        out.contains("draft"),
+        "the same worktree, with its uncommitted file: {out}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -211,23 +287,59 @@ async fn bad_workspaces_are_refused_naming_the_field_and_nothing_is_stored() {
     let r = repo.display().to_string();
     let mut c = node.client().await;
     let cases = [
-        (json!({ "repo": plain.display().to_string() }), "workspace.repo", "not a git repository"),
+        (
+            json!({ "repo": plain.display().to_string() }),
+            "workspace.repo",
+            "not a git repository",
+        ),
         (json!({ "repo": "relative/path" }), "workspace.repo", "not absolute"),
-        (json!({ "repo": tmp.path().join("missing").display().to_string() }), "workspace.repo", "missing"),
-        (json!({ "repo": inside.display().to_string() }), "workspace.repo", "data dir"),
+        (
+            json!({ "repo": tmp.path().join("missing").display().to_string() }),
+            "workspace.repo",
+            "missing",
+        ),
+        (
+            json!({ "repo": inside.display().to_string() }),
+            "workspace.repo",
+            "data dir",
+        ),
         (json!({ "repo": r, "base": "nope" }), "workspace.base", "nope"),
         (json!({ "repo": r, "base": "bad..name" }), "workspace.base", "bad..name"),
-        (json!({ "repo": format!("file://{}/none.git", tmp.path().display()) }), "workspace.repo", "cannot clone"),
-        (json!({ "repo": "ext::sh -c touch% /tmp/pwned" }), "workspace.repo", "ext"),
-        (json!({ "repo": "http://127.0.0.1:9/x.git" }), "workspace.repo", "private or local network"),
+        (
+            json!({ "repo": format!("file://{}/none.git", tmp.path().display()) }),
+            "workspace.repo",
+            "cannot clone",
+        ),
+        (
+            json!({ "repo": "ext::sh -c touch% /tmp/pwned" }),
+            "workspace.repo",
+            "ext",
+        ),
+        (
+            json!({ "repo": "http://127.0.0.1:9/x.git" }),
+            "workspace.repo",
+            "private or local network",
+        ),
         (json!({ "repo": r, "mode": "sideways" }), "mode", "sideways"),
     ];
     for (i, (ws, field, words)) in cases.iter().enumerate() {
         let name = format!("bad{i}");
-        let e = call_err(&mut c, "agent.create", json!({ "name": name, "harness": "fake", "workspace": ws })).await;
+        let e = call_err(
+            &mut c,
+            "agent.create",
+            json!({ "name": name, "harness": "fake", "workspace": ws }),
+        )
+        .await;
         assert_eq!(e.code, -32602, "{ws}: {e:?}");
-        assert!(e.message.contains(field) && e.message.contains(words), "{ws}: {}", e.message);
-        assert!(!node.path().join("agents").join(&name).join("repo").exists(), "no clone is left");
+        assert!(
+            e.message.contains(field) && e.message.contains(words),
+            "{ws}: {}",
+            e.message
+        );
+        assert!(
+            !node.path().join("agents").join(&name).join("repo").exists(),
+            "no clone is left"
+        );
     }
     assert!(!Path::new("/tmp/pwned").exists());
     let agents = call(&mut c, "agent.list", json!({})).await;
@@ -241,7 +353,17 @@ async fn bad_workspaces_are_refused_naming_the_field_and_nothing_is_stored() {
     std::fs::write(&rules, workspace::shell_rules().to_string()).expect("rules");
     let rules = rules.display().to_string();
     let (code, out, err) = warren(
-        &["agent", "create", "cloned", "--repo", &url, "--base", "main", "--rules-file", &rules],
+        &[
+            "agent",
+            "create",
+            "cloned",
+            "--repo",
+            &url,
+            "--base",
+            "main",
+            "--rules-file",
+            &rules,
+        ],
         &node.path(),
     );
     assert_eq!(code, 0, "{out}{err}");
@@ -249,7 +371,10 @@ async fn bad_workspaces_are_refused_naming_the_field_and_nothing_is_stored() {
     let cloned = node.path().join("agents/cloned/repo").display().to_string();
     assert_eq!(a["agent"]["workspace"]["repo"], cloned);
     assert_eq!(a["agent"]["workspace"]["url"], url);
-    let id = start_idle(&mut c, "cloned").await["id"].as_str().expect("id").to_string();
+    let id = start_idle(&mut c, "cloned").await["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
     let out = sh(&node, &mut c, &id, "cat a.txt && git log --format=%s").await;
     assert!(out.contains("first"), "{out}");
 }
@@ -265,7 +390,10 @@ async fn supervision_scope_is_the_conversations_worktree() {
     let (code, _, err) = warren(&["supervision", "set", "sup", "--enable"], &node.path());
     assert_eq!(code, 0, "{err}");
     let id = start_idle(&mut c, "sup").await["id"].as_str().expect("id").to_string();
-    let path = workspace_of(&mut c, &id).await["path"].as_str().expect("path").to_string();
+    let path = workspace_of(&mut c, &id).await["path"]
+        .as_str()
+        .expect("path")
+        .to_string();
 
     // An edit in its worktree is routine: approved, and it happens.
     support::send(&mut c, &id, "/fake edit notes.txt").await;
@@ -283,7 +411,11 @@ async fn supervision_scope_is_the_conversations_worktree() {
     support::send(&mut c, &id, &format!("/fake edit {outside}")).await;
     let row = support::supervised::row_after(&mut c, &outside, 0).await;
     assert_eq!(
-        (row["decision"].as_str(), row["outcome"].as_str(), row["repo_scoped"].as_bool()),
+        (
+            row["decision"].as_str(),
+            row["outcome"].as_str(),
+            row["repo_scoped"].as_bool()
+        ),
         (Some("hold"), Some("held"), Some(false)),
         "{row:#}"
     );

@@ -99,7 +99,11 @@ impl Conversations {
     /// What a launch of conversation `c` adds: its cwd, its git's hooks and
     /// identity, and (for a guest) the mounts and the user to run as. A
     /// worktree removed by hand is made again on its branch.
-    pub(super) async fn workspace_for_launch(&self, c: &ConvEntry, agent: &AgentRecord) -> NodeResult<Option<ForLaunch>> {
+    pub(super) async fn workspace_for_launch(
+        &self,
+        c: &ConvEntry,
+        agent: &AgentRecord,
+    ) -> NodeResult<Option<ForLaunch>> {
         let (Some(leased), Some(ws)) = (&c.workspace, &agent.workspace) else {
             return Ok(None);
         };
@@ -141,15 +145,21 @@ impl Conversations {
         }
         let line = match repo::inspect(Path::new(&ws.repo)).await {
             Err(e) => format!("workspace: the repository could not be read to put the worktree away: {e}"),
-            Ok(facts) => match repo::archive_worktree(&facts, Path::new(&leased.path), &leased.branch, &leased.baseline).await {
-                Err(e) => format!("workspace: the worktree {} was not removed: {e}", leased.path),
-                Ok(a) => format!(
-                    "workspace: worktree removed{}; branch {} {}",
-                    if a.saved_uncommitted { " (its uncommitted changes were committed onto the branch first)" } else { "" },
-                    leased.branch,
-                    if a.kept_branch { "kept" } else { "deleted (no commits)" }
-                ),
-            },
+            Ok(facts) => {
+                match repo::archive_worktree(&facts, Path::new(&leased.path), &leased.branch, &leased.baseline).await {
+                    Err(e) => format!("workspace: the worktree {} was not removed: {e}", leased.path),
+                    Ok(a) => format!(
+                        "workspace: worktree removed{}; branch {} {}",
+                        if a.saved_uncommitted {
+                            " (its uncommitted changes were committed onto the branch first)"
+                        } else {
+                            ""
+                        },
+                        leased.branch,
+                        if a.kept_branch { "kept" } else { "deleted (no commits)" }
+                    ),
+                }
+            }
         };
         tracing::info!(conversation = id, "{line}");
         let _ = self.transcripts.append(id, "system", "lifecycle", line).await;

@@ -8,9 +8,9 @@ use std::path::Path;
 
 use console_api::{AgentWorkspace, WorkspaceSpec};
 
+use super::address;
 use super::repo::{self, RepoFacts};
 use super::spec::{self, RepoSource};
-use super::address;
 
 /// Resolves `ask` for an agent whose own directory is `agent_dir`. `docker`:
 /// its guests run unprivileged, so a repository owned by root is refused.
@@ -72,7 +72,12 @@ pub async fn resolve(
 
 /// The repository's top level is checked again (a path inside a repository
 /// names it), then the base branch.
-async fn check_and_base(ask: &WorkspaceSpec, facts: &RepoFacts, data_dir: &Path, docker: bool) -> Result<String, String> {
+async fn check_and_base(
+    ask: &WorkspaceSpec,
+    facts: &RepoFacts,
+    data_dir: &Path,
+    docker: bool,
+) -> Result<String, String> {
     let top = facts.toplevel.display().to_string();
     if ask.repo.contains("://") || !ask.repo.starts_with('/') {
         // A clone lives in the agent's home by design.
@@ -147,7 +152,10 @@ mod tests {
         // SAFETY: geteuid cannot fail.
         if unsafe { libc::geteuid() } == 0 {
             let e = reachable_by(&root, someone).expect_err("private");
-            assert!(e.contains(&private.display().to_string()) && e.contains("[workspaces] root"), "{e}");
+            assert!(
+                e.contains(&private.display().to_string()) && e.contains("[workspaces] root"),
+                "{e}"
+            );
             std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o711)).expect("chmod");
             reachable_by(&root, someone).expect("passable");
         } else {

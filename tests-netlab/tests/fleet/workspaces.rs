@@ -10,7 +10,17 @@ fn repo_at(dir: &std::path::Path) {
     std::fs::create_dir_all(dir).expect("repo dir");
     for args in [
         vec!["init", "-q", "-b", "main"],
-        vec!["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "first"],
+        vec![
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "first",
+        ],
     ] {
         let st = std::process::Command::new("git")
             .args(&args)
@@ -39,10 +49,16 @@ async fn a_workspace_is_checked_and_made_on_the_agents_own_node() {
         )
         .await
         .expect_err("inside n2's data dir");
-    assert!(e.to_string().contains("workspace.repo") && e.to_string().contains("data dir"), "{e}");
-    n1.call("agent.create", json!({ "name": "near", "harness": "fake", "workspace": { "repo": repo } }))
-        .await
-        .expect("the same path is fine for an agent on n1");
+    assert!(
+        e.to_string().contains("workspace.repo") && e.to_string().contains("data dir"),
+        "{e}"
+    );
+    n1.call(
+        "agent.create",
+        json!({ "name": "near", "harness": "fake", "workspace": { "repo": repo } }),
+    )
+    .await
+    .expect("the same path is fine for an agent on n1");
 
     // A repository elsewhere: the agent lives on n2, its worktree is n2's.
     let tmp = tempfile::tempdir().expect("tmp");
@@ -61,6 +77,12 @@ async fn a_workspace_is_checked_and_made_on_the_agents_own_node() {
         .expect("start through n1");
     let ws = &conv["conversation"]["workspace"];
     let path = ws["path"].as_str().expect("path");
-    assert!(path.starts_with(&n2.dir.join("worktrees").display().to_string()), "{ws}");
-    assert!(std::path::Path::new(path).join(".git").exists(), "the worktree exists: {ws}");
+    assert!(
+        path.starts_with(&n2.dir.join("worktrees").display().to_string()),
+        "{ws}"
+    );
+    assert!(
+        std::path::Path::new(path).join(".git").exists(),
+        "the worktree exists: {ws}"
+    );
 }

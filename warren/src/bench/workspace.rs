@@ -8,7 +8,14 @@ use node::workspace::{diff, repo};
 /// Runs git in `dir` for the bench's own setup, failing with its words.
 fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
     let out = Command::new("git")
-        .args(["-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "init.defaultBranch=main"])
+        .args([
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@localhost",
+            "-c",
+            "init.defaultBranch=main",
+        ])
         .args(args)
         .current_dir(dir)
         .output()
@@ -40,7 +47,9 @@ pub(super) async fn bench_workspace(args: &BenchArgs) -> anyhow::Result<()> {
         let path = scratch.path.join(format!("repo-{n}"));
         make_repo(&path, n)?;
         let facts = repo::inspect(&path).await.map_err(|e| anyhow::anyhow!("{e}"))?;
-        let base = repo::resolve_base(&facts, "main").await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        let base = repo::resolve_base(&facts, "main")
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut ms = vec![];
         for i in 0..samples {
             let wt = scratch.path.join(format!("wt-{n}-{i}"));
@@ -51,7 +60,9 @@ pub(super) async fn bench_workspace(args: &BenchArgs) -> anyhow::Result<()> {
             ms.push(t0.elapsed().as_secs_f64() * 1e3);
         }
         let (p50, _, max) = summary(ms);
-        println!("workspace worktree creation, {n:>6} files, {samples} worktrees: p50 {p50:.0} ms, max {max:.0} ms (target <= 1000 ms at 10,000)");
+        println!(
+            "workspace worktree creation, {n:>6} files, {samples} worktrees: p50 {p50:.0} ms, max {max:.0} ms (target <= 1000 ms at 10,000)"
+        );
         repos.push((n, path, facts, base));
     }
 
@@ -75,14 +86,23 @@ pub(super) async fn bench_workspace(args: &BenchArgs) -> anyhow::Result<()> {
         let mut files = 0;
         for _ in 0..samples {
             let t0 = Instant::now();
-            let d = diff::diff(&facts.toplevel, &wt, &format!("diff/{changed}"), base, facts.owner, 1 << 20)
-                .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let d = diff::diff(
+                &facts.toplevel,
+                &wt,
+                &format!("diff/{changed}"),
+                base,
+                facts.owner,
+                1 << 20,
+            )
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
             ms.push(t0.elapsed().as_secs_f64() * 1e3);
             files = d.files.len();
         }
         let (p50, _, max) = summary(ms);
-        println!("workspace diff, {changed:>5} changed files ({files} listed, patch <= 1 MiB): p50 {p50:.0} ms, max {max:.0} ms (target <= 200 ms at 1,000)");
+        println!(
+            "workspace diff, {changed:>5} changed files ({files} listed, patch <= 1 MiB): p50 {p50:.0} ms, max {max:.0} ms (target <= 200 ms at 1,000)"
+        );
     }
 
     // A conversation's start with and without a workspace, on a real node.
@@ -93,7 +113,8 @@ pub(super) async fn bench_workspace(args: &BenchArgs) -> anyhow::Result<()> {
     let mut c = Client::connect(&node.target).await?;
     let (_, small, _, _) = repos.first().context("the 1,000-file repository")?;
     let big = &repos.last().context("the 10,000-file repository")?.1;
-    c.call(m::AGENT_CREATE, json!({ "name": "plain", "harness": "fake" })).await?;
+    c.call(m::AGENT_CREATE, json!({ "name": "plain", "harness": "fake" }))
+        .await?;
     for (name, path) in [("ws1k", small), ("ws10k", big)] {
         c.call(
             m::AGENT_CREATE,

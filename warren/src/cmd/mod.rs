@@ -643,7 +643,9 @@ async fn conv_other(verb: ConvVerb, conn: Conn, out: Output) -> anyhow::Result<E
             let mut c = conn.connect(data_dir).await?;
             let mut p = json!({ "conversation": conversation });
             put(&mut p, "max_bytes", max_bytes);
-            finish(out, c.call(m::CONVERSATION_DIFF, p).await, |v| workspace::print_diff(v, stat))
+            finish(out, c.call(m::CONVERSATION_DIFF, p).await, |v| {
+                workspace::print_diff(v, stat)
+            })
         }
         ConvVerb::Screen { conversation, data_dir } => {
             let mut c = conn.connect(data_dir).await?;

@@ -61,7 +61,10 @@ pub(super) fn print_diff(v: &Value, stat: bool) {
     let (mut adds, mut dels) = (0, 0);
     let files: Vec<&Value> = items(v, "files").collect();
     for f in &files {
-        let (a, d) = (f["additions"].as_u64().unwrap_or(0), f["deletions"].as_u64().unwrap_or(0));
+        let (a, d) = (
+            f["additions"].as_u64().unwrap_or(0),
+            f["deletions"].as_u64().unwrap_or(0),
+        );
         adds += a;
         dels += d;
         println!("{:<9} +{a:<6} -{d:<6} {}", s(f, "status"), s(f, "path"));

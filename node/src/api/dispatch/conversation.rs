@@ -13,7 +13,11 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
     let node = &c.app.node;
     let v = match c.method.name {
         m::CONVERSATION_START => {
-            let wire = c.app.conversations.conversation_start(&c.params::<console_api::AgentRef>()?.agent).await?;
+            let wire = c
+                .app
+                .conversations
+                .conversation_start(&c.params::<console_api::AgentRef>()?.agent)
+                .await?;
             json!({ "conversation": with_head(wire).await })
         }
         m::CONVERSATION_CONTINUE => {
