@@ -270,6 +270,28 @@ async fn the_conversation_view_shows_its_workspace_diff() {
             &format!("{label}: the same diff's patch, monospace, added lines green, removed red, hunk headers muted"),
         )
         .await;
+
+        // The fleet view's form creates an agent on a repository.
+        c.goto(&format!("{base}#/fleet")).await.expect("the fleet view");
+        let agent = format!("web-repo-{label}");
+        click(&c, "#new-agent").await;
+        type_into(&c, "#new-agent-name", &agent).await;
+        type_into(&c, "#new-agent-repo", &repo.path().display().to_string()).await;
+        type_into(&c, "#new-agent-base", "main").await;
+        click(&c, "#create-agent").await;
+        wait_js(
+            &c,
+            "the new agent's view",
+            Duration::from_secs(20),
+            &format!("return location.hash === '#/agent/{agent}'"),
+        )
+        .await;
+        let created = call(&mut api, "agent.get", json!({ "agent": agent })).await;
+        assert_eq!(
+            created["agent"]["workspace"],
+            json!({ "repo": repo.path().display().to_string(), "base": "main", "mode": "worktree" }),
+            "{label}: {created}"
+        );
         c.close().await.expect("close");
     }
 }

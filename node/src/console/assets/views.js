@@ -132,12 +132,19 @@ function fleetExtra(el, ctx) {
 function createAgentForm(ctx) {
   const name = h("input", { id: "new-agent-name", name: "name", required: true, pattern: "[a-z0-9][a-z0-9_-]*", placeholder: "name", autocapitalize: "off" });
   const harness = h("input", { id: "new-agent-harness", name: "harness", required: true, value: "fake", autocapitalize: "off" });
+  const repo = h("input", { id: "new-agent-repo", name: "repo", placeholder: "/path/to/repo or URL (optional)", autocapitalize: "off" });
+  const base = h("input", { id: "new-agent-base", name: "base", placeholder: "base branch (default: current)", autocapitalize: "off" });
   const status = h("div", { class: "status-line" });
   const submit = async (ev) => {
     ev.preventDefault();
     put(status, "creating...");
     try {
-      const r = await ctx.rpc.call("agent.create", { name: name.value.trim(), harness: harness.value.trim() });
+      const p = { name: name.value.trim(), harness: harness.value.trim() };
+      if (repo.value.trim()) {
+        p.workspace = { repo: repo.value.trim() };
+        if (base.value.trim()) p.workspace.base = base.value.trim();
+      }
+      const r = await ctx.rpc.call("agent.create", p);
       location.hash = `#/agent/${encodeURIComponent(r.agent.name)}`;
     } catch (e) {
       put(status, errorLine(e));
@@ -147,7 +154,7 @@ function createAgentForm(ctx) {
     "details",
     { class: "card" },
     h("summary", { id: "new-agent" }, "New agent"),
-    h("form", { id: "new-agent-form", onsubmit: submit }, h("label", { for: "new-agent-name" }, "Name"), name, h("label", { for: "new-agent-harness" }, "Harness"), harness, h("button", { type: "submit", class: "primary", id: "create-agent" }, "Create"), status),
+    h("form", { id: "new-agent-form", onsubmit: submit }, h("label", { for: "new-agent-name" }, "Name"), name, h("label", { for: "new-agent-harness" }, "Harness"), harness, h("label", { for: "new-agent-repo" }, "Repository"), repo, h("label", { for: "new-agent-base" }, "Base branch"), base, h("button", { type: "submit", class: "primary", id: "create-agent" }, "Create"), status),
   );
 }
 
