@@ -32,6 +32,7 @@ mod reason;
 mod sed;
 mod shell;
 mod text;
+mod walk;
 
 pub use audit::{AuditDecision, AuditFields, Outcome, Trigger};
 pub use class::{DialogClass, classify};
