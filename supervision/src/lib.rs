@@ -27,6 +27,7 @@ pub mod url;
 mod argv;
 mod credentials;
 mod ctx;
+mod memo;
 mod programs;
 mod reason;
 mod sed;

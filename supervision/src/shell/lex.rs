@@ -7,7 +7,7 @@ use std::fmt;
 /// One word after quote removal. `tilde` is set when it began with an
 /// unquoted `~`; `quoted` when any part of it was quoted or escaped (so it is
 /// never a reserved word or an assignment).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Word {
     pub(crate) text: String,
     pub(crate) tilde: bool,
