@@ -19,7 +19,23 @@ use crate::shell::Segment;
 /// ends the walk.
 #[derive(Default)]
 pub(crate) struct Judged<'s> {
-    seen: RefCell<HashMap<&'s Segment, Vec<Passed>, FxBuild>>,
+    seen: RefCell<HashMap<Key<'s>, Vec<Passed>, FxBuild>>,
+}
+
+/// A segment as a map key: equal when the segments are equal, hashed by
+/// their shape and outer words only (cheap; equality decides).
+#[derive(PartialEq, Eq)]
+struct Key<'s>(&'s Segment);
+
+impl std::hash::Hash for Key<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let Segment { words, redirects } = self.0;
+        state.write_usize(words.len());
+        state.write_usize(redirects.len());
+        for word in words.first().into_iter().chain(words.last()) {
+            state.write(word.text.as_bytes());
+        }
+    }
 }
 
 /// A directory a segment passed from, and what judging it there recorded.
@@ -37,8 +53,9 @@ impl<'s> Judged<'s> {
         ctx: &Ctx<'_>,
         judge: impl FnOnce() -> Result<(), NotScoped>,
     ) -> Result<(), NotScoped> {
-        if let Some(v) = self.seen.borrow().get(seg)
-            && let Some((_, records)) = v.iter().find(|(dir, _)| dir == cwd)
+        if let Some(v) = self.seen.borrow().get(&Key(seg))
+            // Compared as text: a directory spelled two ways is judged twice.
+            && let Some((_, records)) = v.iter().find(|(dir, _)| dir.as_os_str() == cwd.as_os_str())
         {
             ctx.replay(records);
             return Ok(());
@@ -48,7 +65,7 @@ impl<'s> Judged<'s> {
         let records = ctx.since(&mark);
         self.seen
             .borrow_mut()
-            .entry(seg)
+            .entry(Key(seg))
             .or_default()
             .push((cwd.to_path_buf(), records));
         Ok(())

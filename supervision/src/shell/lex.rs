@@ -7,7 +7,7 @@ use std::fmt;
 /// One word after quote removal. `tilde` is set when it began with an
 /// unquoted `~`; `quoted` when any part of it was quoted or escaped (so it is
 /// never a reserved word or an assignment).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Word {
     pub(crate) text: String,
     pub(crate) tilde: bool,
@@ -181,7 +181,9 @@ struct Lexer<'a> {
 impl Lexer<'_> {
     fn finish_word(&mut self) {
         if self.in_word {
-            let text = std::mem::take(&mut self.word);
+            // Copied at its final size; the buffer is kept for the next word.
+            let text = self.word.clone();
+            self.word.clear();
             self.toks.push(Tok::Word(Word {
                 text,
                 tilde: self.tilde,
@@ -409,7 +411,7 @@ pub(super) fn tokens(command: &str) -> Result<Vec<Tok>, Refusal> {
     Lexer {
         chars: Cursor { src: command, pos: 0 },
         toks: Vec::new(),
-        word: String::new(),
+        word: String::with_capacity(64),
         in_word: false,
         tilde: false,
         quoted: false,

@@ -14,7 +14,7 @@ pub(crate) use lex::{Refusal, Word};
 use lex::{Op, Tok};
 
 /// A redirection to or from a file (descriptor duplication like `2>&1` is not recorded).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Redirect {
     pub(crate) target: Word,
     /// The file is opened for writing (`>`, `>>`, `>|`, `&>`, `<>`), not only read (`<`).
@@ -22,7 +22,7 @@ pub(crate) struct Redirect {
 }
 
 /// One simple command: its words (the program first) and its redirections.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Segment {
     pub(crate) words: Vec<Word>,
     pub(crate) redirects: Vec<Redirect>,
