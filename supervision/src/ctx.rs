@@ -90,7 +90,7 @@ impl<'a> Ctx<'a> {
             .check_at(&self.at, &word.text, word.tilde, cwd, access, self.resolver)
             .map_err(NotScoped)?;
         if let Some(root) = &self.at.root
-            && let Some(rel) = crate::walk::strip_prefix(&resolved, root)
+            && let Some(rel) = crate::walk::resolved_rel(&resolved, root)
             && let Some(why) = credential_file(rel)
         {
             return Err(no(format!(

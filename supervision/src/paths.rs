@@ -6,7 +6,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::walk::{MAX_LINKS, resolve_joined, starts_with, strip_prefix};
+use crate::walk::{MAX_LINKS, resolve_joined, resolved_under, starts_with, strip_prefix};
 
 /// What one path is on disk, as far as resolution needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +70,8 @@ impl PathResolver for NoSymlinks {
 /// the link's target, not the directory holding the link. Components that do
 /// not exist are kept as they are (a file about to be created). `None` for a
 /// relative path, a symlink loop, or a component the resolver could not read.
+/// What it returns is plain: absolute, with no `.`, `..` or empty component
+/// (the judge compares such paths as text, `walk::resolved_under`).
 pub fn resolve_path(path: &Path, resolver: &dyn PathResolver) -> Option<PathBuf> {
     if !path.is_absolute() {
         return None;
@@ -292,15 +294,15 @@ impl Scope {
             return Some("cannot be checked: the worktree cannot be resolved".into());
         };
         if let Some(home) = &at.home {
-            let worktree_in_home = starts_with(root, home) && root != home;
-            if !worktree_in_home && starts_with(path, home) {
+            let worktree_in_home = resolved_under(root, home) && root != home;
+            if !worktree_in_home && resolved_under(path, home) {
                 return Some(format!(
                     "resolves to {} in the agent's home, which is never repo-scoped",
                     path.display()
                 ));
             }
         }
-        (!starts_with(path, root)).then(|| format!("resolves to {} outside the worktree", path.display()))
+        (!resolved_under(path, root)).then(|| format!("resolves to {} outside the worktree", path.display()))
     }
 
     /// Resolves `raw` as the shell would see it from `cwd` and checks it lands

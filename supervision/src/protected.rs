@@ -411,10 +411,23 @@ fn index() -> &'static Index {
 /// (`.git⁄hooks`) is split where a human reads a slash. A plain lower-case
 /// ASCII component is lent, not copied.
 pub(crate) fn folded_parts(rel: &Path) -> impl Iterator<Item = Cow<'_, str>> + '_ {
-    rel.components().flat_map(|c| {
-        let folded = match c.as_os_str().to_str() {
-            Some(text) => fold(text),
-            None => Cow::Owned(fold(&c.as_os_str().to_string_lossy()).into_owned()),
+    // A plain relative path (what the judge passes: a resolved path less
+    // the worktree) is its components joined by slashes: split as text.
+    let text = rel
+        .to_str()
+        .filter(|t| cfg!(unix) && !t.starts_with('/') && crate::walk::plain(t.as_bytes()));
+    let split = text.into_iter().flat_map(|t| t.split('/')).filter(|t| !t.is_empty());
+    let general = rel
+        .components()
+        .take_while(move |_| text.is_none())
+        .map(|c| match c.as_os_str().to_str() {
+            Some(text) => Cow::Borrowed(text),
+            None => Cow::Owned(c.as_os_str().to_string_lossy().into_owned()),
+        });
+    split.map(Cow::Borrowed).chain(general).flat_map(|part| {
+        let folded = match part {
+            Cow::Borrowed(text) => fold(text),
+            Cow::Owned(text) => Cow::Owned(fold(&text).into_owned()),
         };
         if !folded.contains('/') {
             return Parts::One(Some(folded));
@@ -459,6 +472,44 @@ mod tests {
         assert_eq!(fold("．ｃｌａｕｄｅ"), ".claude");
         assert_eq!(fold("src"), "src");
         assert!(protected_entry(Path::new(".git\u{2044}hooks")).is_some());
+    }
+
+    #[test]
+    fn parts_split_as_text_agree_with_components() {
+        for rel in [
+            "",
+            "a",
+            "a/b",
+            "./a",
+            "a/./b",
+            "a//b",
+            "a/",
+            "/a/b",
+            "a/../b",
+            "..",
+            ".GIT/x",
+            "x/.g\u{200C}it. /y",
+            ".git\u{2044}hooks/x",
+            "./",
+            "/",
+            "src/module_1/file_1.rs",
+        ] {
+            let want: Vec<String> = Path::new(rel)
+                .components()
+                .flat_map(|c| {
+                    let folded = fold(&c.as_os_str().to_string_lossy()).into_owned();
+                    if !folded.contains('/') {
+                        return vec![folded];
+                    }
+                    folded
+                        .split('/')
+                        .map(|p| p.trim_end_matches(['.', ' ']).to_string())
+                        .collect()
+                })
+                .collect();
+            let got: Vec<String> = folded_parts(Path::new(rel)).map(Cow::into_owned).collect();
+            assert_eq!(got, want, "{rel:?}");
+        }
     }
 
     #[test]

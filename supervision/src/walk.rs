@@ -12,12 +12,54 @@ use crate::paths::{Link, PathResolver};
 /// single slashes: no empty component (`//`, a trailing `/`) and no `.`
 /// component. For two such paths a component-wise prefix test is a byte
 /// prefix test ending at a slash.
-fn plain(path: &[u8]) -> bool {
+pub(crate) fn plain(path: &[u8]) -> bool {
     if path.len() > 1 && path.ends_with(b"/") {
         return false;
     }
-    let body = path.strip_prefix(b"/").unwrap_or(path);
-    body.split(|b| *b == b'/').all(|part| !part.is_empty() && part != b".") || body.is_empty()
+    // Each component starts after a slash (or at the start of a relative
+    // path); it must not be empty or `.`.
+    let mut start = !path.starts_with(b"/");
+    for (i, b) in path.iter().enumerate() {
+        if start {
+            let next = path.get(i + 1);
+            if *b == b'/' || (*b == b'.' && matches!(next, None | Some(b'/'))) {
+                return false;
+            }
+        }
+        start = *b == b'/';
+    }
+    true
+}
+
+/// [`starts_with`] for two resolved paths (what [`resolve_joined`] and
+/// `resolve_path` return: absolute and plain), without checking that they are.
+pub(crate) fn resolved_under(path: &Path, base: &Path) -> bool {
+    let (p, b) = (path.as_os_str().as_encoded_bytes(), base.as_os_str().as_encoded_bytes());
+    debug_assert!(plain(p) && plain(b), "{path:?} and {base:?} must be resolved");
+    if !cfg!(unix) {
+        return path.starts_with(base);
+    }
+    b.is_empty() || (p.starts_with(b) && (p.len() == b.len() || b == b"/" || p[b.len()] == b'/'))
+}
+
+/// [`strip_prefix`] for two resolved paths (see [`resolved_under`]).
+pub(crate) fn resolved_rel<'a>(path: &'a Path, base: &Path) -> Option<&'a Path> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        if !resolved_under(path, base) {
+            return None;
+        }
+        let (p, b) = (path.as_os_str().as_bytes(), base.as_os_str().as_bytes());
+        let rest = p.get(b.len()..).unwrap_or_default();
+        Some(Path::new(std::ffi::OsStr::from_bytes(
+            rest.strip_prefix(b"/").unwrap_or(rest),
+        )))
+    }
+    #[cfg(not(unix))]
+    {
+        path.strip_prefix(base).ok()
+    }
 }
 
 /// `path.starts_with(base)`, component-wise, as [`Path::starts_with`].
@@ -212,7 +254,16 @@ mod tests {
             let cwd = format!("{}{}", if absolute { "/" } else { "" }, cwd.join("/"));
             let raw = raw.join("/");
             let want = crate::paths::resolve_general(&Path::new(&cwd).join(&raw), &fs);
-            prop_assert_eq!(resolve_joined(Path::new(&cwd), &raw, &fs), want);
+            let got = resolve_joined(Path::new(&cwd), &raw, &fs);
+            prop_assert_eq!(&got, &want);
+            if let Some(got) = &got {
+                prop_assert!(plain(got.as_os_str().as_encoded_bytes()), "{:?} is not plain", got);
+                for base in ["/", "/w", "/w/sub", "/private/tmp"] {
+                    let base = Path::new(base);
+                    prop_assert_eq!(resolved_under(got, base), got.starts_with(base));
+                    prop_assert_eq!(resolved_rel(got, base), got.strip_prefix(base).ok());
+                }
+            }
             let (p, b) = (Path::new(&cwd), Path::new(&raw));
             prop_assert_eq!(starts_with(p, b), p.starts_with(b));
             prop_assert_eq!(strip_prefix(p, b), p.strip_prefix(b).ok());
