@@ -45,12 +45,16 @@ const TEMPLATES: &[&str] = &[".example", ".sample", ".template", ".dist", ".defa
 /// Why `rel` (a resolved path relative to the worktree) is a credential
 /// file, if it is.
 pub(crate) fn credential_file(rel: &Path) -> Option<&'static str> {
-    let parts: Vec<String> = folded_parts(rel).collect();
-    let (name, dirs) = parts.split_last()?;
-    if dirs.iter().any(|d| DIRECTORIES.contains(&d.as_str())) || DIRECTORIES.contains(&name.as_str()) {
-        return Some("in a directory of keys and credentials");
+    let mut name = None;
+    for part in folded_parts(rel) {
+        if DIRECTORIES.contains(&part.as_ref()) {
+            return Some("in a directory of keys and credentials");
+        }
+        name = Some(part);
     }
-    if NAMES.contains(&name.as_str()) {
+    let name = name?;
+    let name = name.as_ref();
+    if NAMES.contains(&name) {
         return Some("a credentials file");
     }
     if let Some(rest) = name.strip_prefix(".env.")

@@ -13,11 +13,24 @@ use crate::shell::Word;
 
 /// A program run that executes repository code: which runner, from where,
 /// and any definition file named on its command line (`make -f x`).
+#[derive(Clone)]
 pub(crate) struct Run {
     pub(crate) runner: Runner,
     pub(crate) prog: String,
     pub(crate) cwd: PathBuf,
     pub(crate) named: Vec<PathBuf>,
+}
+
+/// How many writes and runs were recorded at some point.
+pub(crate) struct Mark {
+    writes: usize,
+    runs: usize,
+}
+
+/// The writes and runs recorded by one judgment.
+pub(crate) struct Records {
+    writes: Vec<PathBuf>,
+    runs: Vec<Run>,
 }
 
 pub(crate) struct Ctx<'a> {
@@ -47,6 +60,28 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Where the records stand now (see [`Ctx::since`]).
+    pub(crate) fn mark(&self) -> Mark {
+        Mark {
+            writes: self.writes.borrow().len(),
+            runs: self.runs.borrow().len(),
+        }
+    }
+
+    /// What was recorded after `mark`.
+    pub(crate) fn since(&self, mark: &Mark) -> Records {
+        Records {
+            writes: self.writes.borrow().get(mark.writes..).unwrap_or_default().to_vec(),
+            runs: self.runs.borrow().get(mark.runs..).unwrap_or_default().to_vec(),
+        }
+    }
+
+    /// Records again what an identical judgment recorded (see `memo`).
+    pub(crate) fn replay(&self, records: &Records) {
+        self.writes.borrow_mut().extend(records.writes.iter().cloned());
+        self.runs.borrow_mut().extend(records.runs.iter().cloned());
+    }
+
     /// Checks one path the action touches: in scope, not a credential file,
     /// not protected when it may be written; a write is recorded.
     pub(crate) fn path(&self, word: &Word, cwd: &Path, access: Access) -> Result<PathBuf, NotScoped> {
@@ -55,7 +90,7 @@ impl<'a> Ctx<'a> {
             .check_at(&self.at, &word.text, word.tilde, cwd, access, self.resolver)
             .map_err(NotScoped)?;
         if let Some(root) = &self.at.root
-            && let Ok(rel) = resolved.strip_prefix(root)
+            && let Some(rel) = crate::walk::resolved_rel(&resolved, root)
             && let Some(why) = credential_file(rel)
         {
             return Err(no(format!(

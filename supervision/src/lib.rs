@@ -27,11 +27,13 @@ pub mod url;
 mod argv;
 mod credentials;
 mod ctx;
+mod memo;
 mod programs;
 mod reason;
 mod sed;
 mod shell;
 mod text;
+mod walk;
 
 pub use audit::{AuditDecision, AuditFields, Outcome, Trigger};
 pub use class::{DialogClass, classify};

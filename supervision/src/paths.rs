@@ -6,6 +6,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::walk::{MAX_LINKS, resolve_joined, resolved_under, starts_with, strip_prefix};
+
 /// What one path is on disk, as far as resolution needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Link {
@@ -63,15 +65,27 @@ impl PathResolver for NoSymlinks {
     }
 }
 
-/// How many symlinks one resolution may follow before it gives up (as Linux does).
-const MAX_LINKS: usize = 40;
-
 /// Resolves an absolute path the way the kernel walks it: component by
 /// component, following each symlink as it is met, so `link/..` is the parent of
 /// the link's target, not the directory holding the link. Components that do
 /// not exist are kept as they are (a file about to be created). `None` for a
 /// relative path, a symlink loop, or a component the resolver could not read.
+/// What it returns is plain: absolute, with no `.`, `..` or empty component
+/// (the judge compares such paths as text, `walk::resolved_under`).
 pub fn resolve_path(path: &Path, resolver: &dyn PathResolver) -> Option<PathBuf> {
+    if !path.is_absolute() {
+        return None;
+    }
+    match path.to_str() {
+        // The byte-level walk (`walk`), which gives the same.
+        Some(text) if cfg!(unix) => crate::walk::resolve_joined(Path::new("/"), text, resolver),
+        _ => resolve_general(path, resolver),
+    }
+}
+
+/// [`resolve_path`] over `std::path` components: for paths that are not
+/// UTF-8, and the reference the byte-level walk is tested against.
+pub(crate) fn resolve_general(path: &Path, resolver: &dyn PathResolver) -> Option<PathBuf> {
     if !path.is_absolute() {
         return None;
     }
@@ -79,7 +93,6 @@ pub fn resolve_path(path: &Path, resolver: &dyn PathResolver) -> Option<PathBuf>
     // The fast walk: the path's own components, until a link is met.
     let mut parts = path.components();
     let mut pending: Vec<PathBuf> = Vec::new();
-    let mut followed = 0;
     while let Some(c) = parts.next() {
         match c {
             Component::RootDir | Component::Prefix(_) => out = PathBuf::from("/"),
@@ -93,17 +106,27 @@ pub fn resolve_path(path: &Path, resolver: &dyn PathResolver) -> Option<PathBuf>
                     Link::NotLink => {}
                     Link::Link(target) => {
                         out.pop();
-                        followed += 1;
                         // What is left of the path, after the link's target.
                         push_components(&mut pending, parts.as_path());
                         push_components(&mut pending, &target);
-                        break;
+                        return follow_pending(out, pending, 1, resolver);
                     }
                     Link::Unknown => return None,
                 }
             }
         }
     }
+    Some(out)
+}
+
+/// The rest of a resolution after its first link: pops `pending` (see
+/// [`push_components`]) onto `out`, following links as they are met.
+pub(crate) fn follow_pending(
+    mut out: PathBuf,
+    mut pending: Vec<PathBuf>,
+    mut followed: usize,
+    resolver: &dyn PathResolver,
+) -> Option<PathBuf> {
     while let Some(part) = pending.pop() {
         match part.as_os_str().to_str() {
             Some("/") => out = PathBuf::from("/"),
@@ -131,7 +154,7 @@ pub fn resolve_path(path: &Path, resolver: &dyn PathResolver) -> Option<PathBuf>
 }
 
 /// Pushes `path`'s components onto `stack` so that popping yields them in order.
-fn push_components(stack: &mut Vec<PathBuf>, path: &Path) {
+pub(crate) fn push_components(stack: &mut Vec<PathBuf>, path: &Path) {
     let parts: Vec<PathBuf> = path
         .components()
         .map(|c| match c {
@@ -271,15 +294,15 @@ impl Scope {
             return Some("cannot be checked: the worktree cannot be resolved".into());
         };
         if let Some(home) = &at.home {
-            let worktree_in_home = root.starts_with(home) && root != home;
-            if !worktree_in_home && path.starts_with(home) {
+            let worktree_in_home = resolved_under(root, home) && root != home;
+            if !worktree_in_home && resolved_under(path, home) {
                 return Some(format!(
                     "resolves to {} in the agent's home, which is never repo-scoped",
                     path.display()
                 ));
             }
         }
-        (!path.starts_with(root)).then(|| format!("resolves to {} outside the worktree", path.display()))
+        (!resolved_under(path, root)).then(|| format!("resolves to {} outside the worktree", path.display()))
     }
 
     /// Resolves `raw` as the shell would see it from `cwd` and checks it lands
@@ -316,10 +339,15 @@ impl Scope {
                 format!("{raw} names another user's home")
             });
         }
-        if raw.chars().any(|c| c.is_control() || crate::text::is_invisible(c)) {
+        let odd = if raw.is_ascii() {
+            raw.bytes().any(|b| b.is_ascii_control())
+        } else {
+            raw.chars().any(|c| c.is_control() || crate::text::is_invisible(c))
+        };
+        if odd {
             return Err(format!("{raw:?} has a control or invisible character"));
         }
-        let resolved = resolve_path(&cwd.join(raw), resolver).ok_or_else(|| format!("{raw} cannot be resolved"))?;
+        let resolved = resolve_joined(cwd, raw, resolver).ok_or_else(|| format!("{raw} cannot be resolved"))?;
         if let Some(why) = self.outside(&resolved, at) {
             return Err(format!("{raw} {why}"));
         }
@@ -346,7 +374,7 @@ impl Scope {
         resolver: &dyn PathResolver,
     ) -> Option<&'static crate::protected::Protected> {
         let root = at.root.as_ref()?;
-        let rel = path.strip_prefix(root).ok()?;
+        let rel = strip_prefix(path, root)?;
         if let Some(p) = crate::protected::protected_entry(rel) {
             return Some(p);
         }
@@ -354,7 +382,7 @@ impl Scope {
             return Some(&crate::protected::HOOKS_PATH);
         }
         let mut dir = path.to_path_buf();
-        while dir.starts_with(root) && &dir != root {
+        while starts_with(&dir, root) && &dir != root {
             if matches!(resolver.git_at(&dir), GitAt::Bare) {
                 return Some(&crate::protected::GIT_SHAPED);
             }

@@ -7,6 +7,9 @@
 //! and `..` are resolved, one component at a time, folded so that a case
 //! change, an invisible character or a look-alike letter does not hide a name.
 
+use std::borrow::Cow;
+use std::path::Path;
+
 /// How an entry names paths. Every kind matches any component of the path
 /// (relative to the worktree), so `sub/.git/hooks/x` and `.git` itself count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -316,13 +319,13 @@ pub const GIT_SHAPED: Protected = entry(
 /// ASCII letters they imitate, trailing dots and spaces trimmed (names that
 /// case-insensitive or Windows file systems treat as equal, and names a human
 /// would read as equal, fold together).
-pub(crate) fn fold(part: &str) -> String {
+pub(crate) fn fold(part: &str) -> Cow<'_, str> {
     // Plain lower-case ASCII without a trailing dot or space is its own fold.
     let plain = part
         .bytes()
         .all(|b| b.is_ascii() && !b.is_ascii_uppercase() && !b.is_ascii_control());
     if plain {
-        return part.trim_end_matches(['.', ' ']).to_string();
+        return Cow::Borrowed(part.trim_end_matches(['.', ' ']));
     }
     let mut out = String::with_capacity(part.len());
     for c in part.chars().filter(|c| !crate::text::is_invisible(*c)) {
@@ -330,7 +333,9 @@ pub(crate) fn fold(part: &str) -> String {
             out.push(lookalike(c));
         }
     }
-    out.trim_end_matches(['.', ' ']).to_string()
+    let kept = out.trim_end_matches(['.', ' ']).len();
+    out.truncate(kept);
+    Cow::Owned(out)
 }
 
 fn lookalike(c: char) -> char {
@@ -367,12 +372,12 @@ fn lookalike(c: char) -> char {
 
 /// The entry `rel` (a path relative to the worktree, already resolved) falls
 /// under, if any.
-pub fn protected_entry(rel: &std::path::Path) -> Option<&'static Protected> {
+pub fn protected_entry(rel: &Path) -> Option<&'static Protected> {
     let index = index();
     folded_parts(rel).find_map(|part| {
         index
             .names
-            .get(part.as_str())
+            .get(part.as_ref())
             .copied()
             .or_else(|| index.others.iter().copied().find(|p| p.pattern.matches(&part)))
     })
@@ -403,18 +408,53 @@ fn index() -> &'static Index {
 }
 
 /// The folded components of `rel`; a component with a slash look-alike
-/// (`.git⁄hooks`) is split where a human reads a slash.
-pub(crate) fn folded_parts(rel: &std::path::Path) -> impl Iterator<Item = String> + '_ {
-    rel.components().flat_map(|c| {
-        let folded = fold(&c.as_os_str().to_string_lossy());
+/// (`.git⁄hooks`) is split where a human reads a slash. A plain lower-case
+/// ASCII component is lent, not copied.
+pub(crate) fn folded_parts(rel: &Path) -> impl Iterator<Item = Cow<'_, str>> + '_ {
+    // A plain relative path (what the judge passes: a resolved path less
+    // the worktree) is its components joined by slashes: split as text.
+    let text = rel
+        .to_str()
+        .filter(|t| cfg!(unix) && !t.starts_with('/') && crate::walk::plain(t.as_bytes()));
+    let split = text.into_iter().flat_map(|t| t.split('/')).filter(|t| !t.is_empty());
+    let general = rel
+        .components()
+        .take_while(move |_| text.is_none())
+        .map(|c| match c.as_os_str().to_str() {
+            Some(text) => Cow::Borrowed(text),
+            None => Cow::Owned(c.as_os_str().to_string_lossy().into_owned()),
+        });
+    split.map(Cow::Borrowed).chain(general).flat_map(|part| {
+        let folded = match part {
+            Cow::Borrowed(text) => fold(text),
+            Cow::Owned(text) => Cow::Owned(fold(&text).into_owned()),
+        };
         if !folded.contains('/') {
-            return vec![folded];
+            return Parts::One(Some(folded));
         }
-        folded
+        let split: Vec<Cow<'_, str>> = folded
             .split('/')
-            .map(|p| p.trim_end_matches(['.', ' ']).to_string())
-            .collect::<Vec<_>>()
+            .map(|p| Cow::Owned(p.trim_end_matches(['.', ' ']).to_string()))
+            .collect();
+        Parts::Split(split.into_iter())
     })
+}
+
+/// What one component folds to: itself, or the pieces a slash look-alike splits it into.
+enum Parts<'a> {
+    One(Option<Cow<'a, str>>),
+    Split(std::vec::IntoIter<Cow<'a, str>>),
+}
+
+impl<'a> Iterator for Parts<'a> {
+    type Item = Cow<'a, str>;
+
+    fn next(&mut self) -> Option<Cow<'a, str>> {
+        match self {
+            Parts::One(one) => one.take(),
+            Parts::Split(many) => many.next(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -432,6 +472,44 @@ mod tests {
         assert_eq!(fold("．ｃｌａｕｄｅ"), ".claude");
         assert_eq!(fold("src"), "src");
         assert!(protected_entry(Path::new(".git\u{2044}hooks")).is_some());
+    }
+
+    #[test]
+    fn parts_split_as_text_agree_with_components() {
+        for rel in [
+            "",
+            "a",
+            "a/b",
+            "./a",
+            "a/./b",
+            "a//b",
+            "a/",
+            "/a/b",
+            "a/../b",
+            "..",
+            ".GIT/x",
+            "x/.g\u{200C}it. /y",
+            ".git\u{2044}hooks/x",
+            "./",
+            "/",
+            "src/module_1/file_1.rs",
+        ] {
+            let want: Vec<String> = Path::new(rel)
+                .components()
+                .flat_map(|c| {
+                    let folded = fold(&c.as_os_str().to_string_lossy()).into_owned();
+                    if !folded.contains('/') {
+                        return vec![folded];
+                    }
+                    folded
+                        .split('/')
+                        .map(|p| p.trim_end_matches(['.', ' ']).to_string())
+                        .collect()
+                })
+                .collect();
+            let got: Vec<String> = folded_parts(Path::new(rel)).map(Cow::into_owned).collect();
+            assert_eq!(got, want, "{rel:?}");
+        }
     }
 
     #[test]

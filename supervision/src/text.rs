@@ -140,7 +140,44 @@ fn bounded(text: &str, start: usize, end: usize) -> bool {
 /// a marker in it as a whole word, as a bit set (bit `i` for table `i`).
 pub(crate) struct MarkerSets {
     tables: &'static [&'static [&'static str]],
-    automaton: std::sync::OnceLock<Option<(aho_corasick::AhoCorasick, Vec<u32>)>>,
+    automaton: std::sync::OnceLock<Option<Markers>>,
+}
+
+/// How many pieces of a text [`MarkerSets::found`] walks at once.
+const LANES: usize = 4;
+
+/// The tables' markers in one automaton, and the table bit of each marker.
+/// The DFA is walked directly (not through `AhoCorasick`, which dispatches
+/// each byte's step dynamically): a 4 KB command is read twice per decision.
+struct Markers {
+    dfa: aho_corasick::dfa::DFA,
+    owner: Vec<u32>,
+}
+
+/// The table bits of the whole-word markers that end at `end` in state
+/// `sid` (a special state: a match, or the dead state, which has none), and
+/// are not in `set` yet.
+#[cold]
+fn matched(
+    dfa: &aho_corasick::dfa::DFA,
+    owner: &[u32],
+    text: &str,
+    sid: aho_corasick::automaton::StateID,
+    end: usize,
+    mut set: u32,
+) -> u32 {
+    use aho_corasick::automaton::Automaton;
+    if !dfa.is_match(sid) {
+        return set;
+    }
+    for i in 0..dfa.match_len(sid) {
+        let pattern = dfa.match_pattern(sid, i);
+        let bit = owner[pattern.as_usize()];
+        if set & bit == 0 && bounded(text, end - dfa.pattern_len(pattern), end) {
+            set |= bit;
+        }
+    }
+    set
 }
 
 impl MarkerSets {
@@ -153,6 +190,8 @@ impl MarkerSets {
 
     /// The bit set of tables with a whole-word marker in `text` (normalised).
     pub(crate) fn found(&self, text: &str) -> u32 {
+        use aho_corasick::Anchored;
+        use aho_corasick::automaton::Automaton;
         let built = self.automaton.get_or_init(|| {
             let mut patterns = Vec::new();
             let mut owner = Vec::new();
@@ -162,27 +201,60 @@ impl MarkerSets {
                     owner.push(1u32 << i);
                 }
             }
-            aho_corasick::AhoCorasick::builder()
+            aho_corasick::dfa::DFA::builder()
                 .match_kind(aho_corasick::MatchKind::Standard)
-                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                .prefilter(false)
                 .build(&patterns)
                 .ok()
-                .map(|ac| (ac, owner))
+                .map(|dfa| Markers { dfa, owner })
         });
-        let Some((ac, owner)) = built else {
-            // Not built (cannot happen with these tables): search one by one.
-            return self
-                .tables
+        // Not built, or no unanchored start (neither can happen with these
+        // tables and this builder): search one by one.
+        let one_by_one = || {
+            self.tables
                 .iter()
                 .enumerate()
                 .filter(|(_, t)| contains_any(text, t))
-                .fold(0, |set, (i, _)| set | (1 << i));
+                .fold(0, |set, (i, _)| set | (1 << i))
         };
+        let Some(Markers { dfa, owner }) = built else {
+            return one_by_one();
+        };
+        let bytes = text.as_bytes();
+        // The text is read in `LANES` pieces stepped together: one DFA walk is
+        // a chain of dependent table loads, several independent ones overlap.
+        // Each lane starts early enough (the longest marker, less one byte)
+        // to see every marker that ends in its piece, and reports only those.
+        let piece = bytes.len().div_ceil(LANES).max(1);
+        let lead = dfa.max_pattern_len().saturating_sub(1);
+        let Ok(start) = dfa.start_state(Anchored::No) else {
+            return one_by_one();
+        };
+        // Per lane: the first byte read, the first byte a match may end at to
+        // be reported here, and the end of its piece.
+        let lanes: [(usize, usize, usize); LANES] = std::array::from_fn(|k| {
+            let from = (k * piece).min(bytes.len());
+            (from.saturating_sub(lead), from, ((k + 1) * piece).min(bytes.len()))
+        });
         let mut set = 0;
-        for m in ac.find_overlapping_iter(text) {
-            let bit = owner[m.pattern().as_usize()];
-            if set & bit == 0 && bounded(text, m.start(), m.end()) {
-                set |= bit;
+        // All lanes together for as long as the shortest, then each to its end.
+        let together = lanes.iter().map(|(first, _, end)| end - first).min().unwrap_or(0);
+        let mut sids = [start; LANES];
+        for i in 0..together {
+            for (k, (first, report, _)) in lanes.iter().enumerate() {
+                let at = first + i;
+                sids[k] = dfa.next_state(Anchored::No, sids[k], bytes[at]);
+                if dfa.is_special(sids[k]) && at >= *report {
+                    set |= matched(dfa, owner, text, sids[k], at + 1, set);
+                }
+            }
+        }
+        for (k, (first, report, end)) in lanes.iter().enumerate() {
+            for (at, byte) in bytes.iter().enumerate().take(*end).skip(first + together) {
+                sids[k] = dfa.next_state(Anchored::No, sids[k], *byte);
+                if dfa.is_special(sids[k]) && at >= *report {
+                    set |= matched(dfa, owner, text, sids[k], at + 1, set);
+                }
             }
         }
         set
@@ -220,6 +292,26 @@ mod tests {
             assert_eq!(SETS.found(text), want, "{text:?}");
         }
         assert_eq!(normalize("A\tB  C\n"), "a b c");
+    }
+
+    proptest::proptest! {
+        /// Texts long enough to be read in several lanes, with markers (whole,
+        /// glued to words, plural) wherever the pieces happen to split.
+        #[test]
+        fn marker_lanes_agree_with_one_by_one(parts in proptest::collection::vec(proptest::sample::select(vec![
+            "rm", "token", ".env", "https://", "npm i", "x", "confirm", " ", "s", "-", "a", "é", "npm", " i",
+            "tokens", ".", "/",
+        ]), 0..120)) {
+            static SETS: MarkerSets = MarkerSets::new(&[&["rm", "token"], &[".env", "https://"], &["npm i"]]);
+            let text: String = parts.concat();
+            let want = SETS
+                .tables
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| contains_any(&text, t))
+                .fold(0, |set, (i, _)| set | (1 << i));
+            proptest::prop_assert_eq!(SETS.found(&text), want, "{:?}", text);
+        }
     }
 
     #[test]

@@ -99,11 +99,11 @@ fn is_cd(seg: &Segment) -> bool {
 }
 
 /// Runs one pipeline from one state; returns the states after it.
-fn pipeline(
-    p: &Pipeline,
+fn pipeline<'s>(
+    p: &'s Pipeline,
     state: &State,
     ctx: &Ctx<'_>,
-    judge: &dyn Fn(&Segment, &Path) -> Result<(), NotScoped>,
+    judge: &dyn Fn(&'s Segment, &Path) -> Result<(), NotScoped>,
 ) -> Result<Vec<State>, NotScoped> {
     for seg in &p.commands {
         judge(seg, &state.physical)?;
@@ -136,11 +136,11 @@ fn pipeline(
 /// Walks `script` from `start`, calling `judge` for every simple command
 /// with every directory it may run in (`judge` checks a `cd`'s redirections
 /// only: the walk follows the `cd` itself).
-pub(crate) fn walk(
-    script: &Script,
+pub(crate) fn walk<'s>(
+    script: &'s Script,
     start: &Path,
     ctx: &Ctx<'_>,
-    judge: &dyn Fn(&Segment, &Path) -> Result<(), NotScoped>,
+    judge: &dyn Fn(&'s Segment, &Path) -> Result<(), NotScoped>,
 ) -> Result<(), NotScoped> {
     let physical = resolve_path(start, ctx.resolver).ok_or_else(|| no("the working directory cannot be resolved"))?;
     let mut states = vec![State {

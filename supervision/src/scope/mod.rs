@@ -10,7 +10,7 @@ use crate::paths::{Access, PathResolver, Scope};
 use crate::shell::{self, Segment, Word};
 use crate::url::{find_urls, url_allowed};
 
-mod flow;
+pub(crate) mod flow;
 
 use crate::ctx::Ctx;
 pub use crate::programs::GIT_SUBCOMMANDS;
@@ -28,7 +28,7 @@ pub const ALLOWED_PROGRAMS: &[&str] = &[
 /// One simple command from `cwd`: how its program is named, its
 /// redirections, then its program's own rules. A `cd` is followed by the
 /// walk (`flow`); here only its redirections count.
-fn segment(seg: &Segment, ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotScoped> {
+pub(crate) fn segment(seg: &Segment, ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotScoped> {
     let Some((first, args)) = seg.words.split_first() else {
         return Err(no("an empty command"));
     };
@@ -72,7 +72,10 @@ fn script_with(
         return Err(no("an empty command"));
     }
     let dir = ctx.scope.working_dir(cwd, ctx.resolver).map_err(NotScoped)?;
-    flow::walk(script, &dir, ctx, &|seg, at| segment(seg, ctx, at))?;
+    let judged = crate::memo::Judged::default();
+    flow::walk(script, &dir, ctx, &|seg, at| {
+        judged.judge(seg, at, ctx, || segment(seg, ctx, at))
+    })?;
     ctx.check_runs()
 }
 

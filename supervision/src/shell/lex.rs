@@ -181,7 +181,9 @@ struct Lexer<'a> {
 impl Lexer<'_> {
     fn finish_word(&mut self) {
         if self.in_word {
-            let text = std::mem::take(&mut self.word);
+            // Copied at its final size; the buffer is kept for the next word.
+            let text = self.word.clone();
+            self.word.clear();
             self.toks.push(Tok::Word(Word {
                 text,
                 tilde: self.tilde,
@@ -409,7 +411,7 @@ pub(super) fn tokens(command: &str) -> Result<Vec<Tok>, Refusal> {
     Lexer {
         chars: Cursor { src: command, pos: 0 },
         toks: Vec::new(),
-        word: String::new(),
+        word: String::with_capacity(64),
         in_word: false,
         tilde: false,
         quoted: false,
