@@ -30,32 +30,64 @@ pub struct CheckOutcome {
 pub enum Input {
     /// The goal reached the worker (after [`Effect::Launch`]).
     Launched,
-    LaunchFailed { reason: String },
+    LaunchFailed {
+        reason: String,
+    },
     /// The harness said the worker's turn ended.
     TurnEnded,
     /// The worker's process went away without a turn end.
-    WorkerExited { reason: String },
+    WorkerExited {
+        reason: String,
+    },
     /// All commands of `round`, in order; fewer only when the node stopped at a failure.
-    ChecksFinished { round: u32, results: Vec<CheckOutcome>, head: Option<String> },
-    ReviewVerdict { round: u32, verdict: Verdict, notes: String },
+    ChecksFinished {
+        round: u32,
+        results: Vec<CheckOutcome>,
+        head: Option<String>,
+    },
+    ReviewVerdict {
+        round: u32,
+        verdict: Verdict,
+        notes: String,
+    },
     /// The reviewer could not give a verdict (its conversation failed or timed out).
-    ReviewFailed { round: u32, reason: String },
-    CommitDone { round: u32, head: String },
-    CommitFailed { round: u32, reason: String },
-    HumanTookOver { source: TakeoverSource },
+    ReviewFailed {
+        round: u32,
+        reason: String,
+    },
+    CommitDone {
+        round: u32,
+        head: String,
+    },
+    CommitFailed {
+        round: u32,
+        reason: String,
+    },
+    HumanTookOver {
+        source: TakeoverSource,
+    },
     ResumeAuto,
     StopAsked,
     /// Time passed: fires the deadline phases now due (see [`Task::next_wakeup`]).
     Tick,
     /// `task.recover {extend_secs}`; an absent `extend_secs` is 0: close out at once.
-    Recover { extend_secs: u64 },
+    Recover {
+        extend_secs: u64,
+    },
     Discard,
     BudgetWaiting,
     BudgetResumed,
     /// The policy held a dialog of the worker's.
-    DialogHeld { dialog: u64, question: String },
-    DialogAnswered { dialog: u64 },
-    DeciderTimedOut { dialog: u64 },
+    DialogHeld {
+        dialog: u64,
+        question: String,
+    },
+    DialogAnswered {
+        dialog: u64,
+    },
+    DeciderTimedOut {
+        dialog: u64,
+    },
     BreakerTripped,
     ConversationPaused,
     /// The breaker was reset or the conversation resumed.
@@ -191,11 +223,21 @@ pub fn create(spec: &TaskSpec, placement: Placement, now_ms: u64) -> (Task, Deci
         max_repairs: spec.max_repairs_or_default(),
         branch: placement.branch,
         baseline: placement.baseline,
-        deadline: spec.deadline_secs.map(|s| Deadline::after(now_ms, s.min(MAX_DEADLINE_SECS))),
+        deadline: spec
+            .deadline_secs
+            .map(|s| Deadline::after(now_ms, s.min(MAX_DEADLINE_SECS))),
     };
     let task = crate::fold::task_from_created(&created, now_ms);
-    let effects = vec![Effect::Launch { text: messages::launch_text(&task) }];
-    (task, Decision { events: vec![TaskEvent::Created(Box::new(created))], effects })
+    let effects = vec![Effect::Launch {
+        text: messages::launch_text(&task),
+    }];
+    (
+        task,
+        Decision {
+            events: vec![TaskEvent::Created(Box::new(created))],
+            effects,
+        },
+    )
 }
 
 impl Task {
@@ -226,7 +268,11 @@ struct Tx {
 
 impl Tx {
     fn refuse(&self, reason: impl Into<String>) -> Refused {
-        Refused { state: self.task.state(), input: self.input, reason: reason.into() }
+        Refused {
+            state: self.task.state(),
+            input: self.input,
+            reason: reason.into(),
+        }
     }
 
     fn emit(&mut self, e: TaskEvent) -> Result<(), Refused> {
@@ -248,7 +294,10 @@ impl Tx {
         let round = self.task.round + 1;
         self.emit(TaskEvent::VerificationStarted { round, why })?;
         if self.task.stage == Stage::Verifying(VerifyStage::Checks) {
-            self.effect(Effect::RunChecks { round, commands: self.task.acceptance.clone() });
+            self.effect(Effect::RunChecks {
+                round,
+                commands: self.task.acceptance.clone(),
+            });
         } else {
             self.ask_reviewer(round);
         }
@@ -265,13 +314,19 @@ impl Tx {
     fn commit(&mut self) -> Result<(), Refused> {
         let round = self.task.round;
         self.emit(TaskEvent::CommitStarted { round })?;
-        self.effect(Effect::CommitAndRecord { round, message: messages::commit_message(&self.task) });
+        self.effect(Effect::CommitAndRecord {
+            round,
+            message: messages::commit_message(&self.task),
+        });
         Ok(())
     }
 
     fn end(&mut self, ending: Ending, why: String) -> Result<(), Refused> {
         let why = reason(why);
-        self.emit(TaskEvent::Ended { ending, reason: why.clone() })?;
+        self.emit(TaskEvent::Ended {
+            ending,
+            reason: why.clone(),
+        })?;
         self.effect(Effect::StopWorker);
         if ending == Ending::Parked {
             self.effect(Effect::RaiseNeedsYou { reason: why });
@@ -300,7 +355,10 @@ impl Tx {
         if t.takeover.is_some() {
             self.emit(TaskEvent::RepairHeld { repairs, text: body })
         } else {
-            self.emit(TaskEvent::RepairSent { repairs, text: body.clone() })?;
+            self.emit(TaskEvent::RepairSent {
+                repairs,
+                text: body.clone(),
+            })?;
             self.effect(Effect::SendRepair { text: body });
             Ok(())
         }
@@ -327,20 +385,31 @@ impl Tx {
     fn fire_due_phases(&mut self) -> Result<(), Refused> {
         let Some(d) = self.task.deadline else { return Ok(()) };
         if !self.task.fired.warning && self.now >= d.warning_at {
-            self.emit(TaskEvent::Deadline { phase: DeadlinePhase::Warning })?;
-            if self.task.stage == Stage::Working && self.task.turn_in_flight && self.may_message_worker() {
+            self.emit(TaskEvent::Deadline {
+                phase: DeadlinePhase::Warning,
+            })?;
+            // A node that was away may find later phases due too: then no stale notice.
+            let current = self.now < d.at;
+            if current && self.task.stage == Stage::Working && self.task.turn_in_flight && self.may_message_worker() {
                 let text = messages::warning_text(d.at.saturating_sub(self.now));
                 self.effect(Effect::SendNotice { text });
             }
         }
         if !self.task.fired.reached && self.now >= d.at {
-            self.emit(TaskEvent::Deadline { phase: DeadlinePhase::Reached })?;
+            self.emit(TaskEvent::Deadline {
+                phase: DeadlinePhase::Reached,
+            })?;
             let t = &self.task;
             if t.stage == Stage::Working && self.may_message_worker() && t.holds.dialog.is_none() {
                 if t.turn_in_flight {
-                    // A turn in flight keeps its turn; its end is verified.
-                    let text = messages::close_out_text(d.close_out_until.saturating_sub(self.now));
-                    self.effect(Effect::SendNotice { text });
+                    // A turn in flight keeps its turn; its end is verified. No notice
+                    // when the window is already over too.
+                    let left = d.close_out_until.saturating_sub(self.now);
+                    if left > 0 {
+                        self.effect(Effect::SendNotice {
+                            text: messages::close_out_text(left),
+                        });
+                    }
                 } else if !t.verify_pending && t.held_repair.is_none() {
                     self.start_verification(VerifyWhy::CloseOut)?;
                 }
@@ -348,7 +417,9 @@ impl Tx {
         }
         if !self.task.fired.exceeded && self.now >= d.close_out_until {
             let interrupt = self.task.turn_in_flight && !matches!(self.task.stage, Stage::Verifying(_));
-            self.emit(TaskEvent::Deadline { phase: DeadlinePhase::Exceeded })?;
+            self.emit(TaskEvent::Deadline {
+                phase: DeadlinePhase::Exceeded,
+            })?;
             if interrupt {
                 self.effect(Effect::InterruptWorker);
             }
@@ -375,11 +446,20 @@ pub fn decide(task: &Task, input: Input, now_ms: u64) -> Result<Decision, Refuse
             }),
         };
     }
-    let mut tx =
-        Tx { task: task.clone(), now: now_ms, input: input.name(), events: vec![], effects: vec![], why: VerifyWhy::Deferred };
+    let mut tx = Tx {
+        task: task.clone(),
+        now: now_ms,
+        input: input.name(),
+        events: vec![],
+        effects: vec![],
+        why: VerifyWhy::Deferred,
+    };
     step_input(&mut tx, input)?;
     tx.settle()?;
-    Ok(Decision { events: tx.events, effects: tx.effects })
+    Ok(Decision {
+        events: tx.events,
+        effects: tx.effects,
+    })
 }
 
 fn step_input(tx: &mut Tx, input: Input) -> Result<(), Refused> {
@@ -400,7 +480,10 @@ fn step_input(tx: &mut Tx, input: Input) -> Result<(), Refused> {
         }
         Input::TurnEnded | Input::WorkerExited { .. } if stage == Stage::Starting => {
             if let Input::WorkerExited { reason } = input {
-                return tx.end(Ending::Failed, format!("the worker exited before its first turn: {reason}"));
+                return tx.end(
+                    Ending::Failed,
+                    format!("the worker exited before its first turn: {reason}"),
+                );
             }
             Err(tx.refuse("the goal has not reached the worker yet"))
         }
@@ -418,9 +501,9 @@ fn step_input(tx: &mut Tx, input: Input) -> Result<(), Refused> {
             }
             tx.why = VerifyWhy::TurnEnded;
             match input {
-                Input::WorkerExited { reason } => {
-                    tx.emit(TaskEvent::WorkerExited { reason: bound_head(&reason, MAX_REASON_BYTES) })
-                }
+                Input::WorkerExited { reason } => tx.emit(TaskEvent::WorkerExited {
+                    reason: bound_head(&reason, MAX_REASON_BYTES),
+                }),
                 _ => tx.emit(TaskEvent::TurnEnded),
             }
         }
@@ -429,14 +512,21 @@ fn step_input(tx: &mut Tx, input: Input) -> Result<(), Refused> {
                 return Err(tx.refuse("no acceptance checks are running"));
             }
             if round != tx.task.round {
-                return Err(tx.refuse(format!("results of round {round}, but round {} is running", tx.task.round)));
+                return Err(tx.refuse(format!(
+                    "results of round {round}, but round {} is running",
+                    tx.task.round
+                )));
             }
             checks_finished(tx, results, head)
         }
         Input::ReviewVerdict { round, verdict, notes } => {
             expect_round(tx, VerifyStage::Review, round)?;
             let notes = bound_head(&notes, MAX_NOTES_BYTES);
-            tx.emit(TaskEvent::ReviewVerdict { round, verdict, notes: notes.clone() })?;
+            tx.emit(TaskEvent::ReviewVerdict {
+                round,
+                verdict,
+                notes: notes.clone(),
+            })?;
             match verdict {
                 Verdict::Approve => tx.commit(),
                 Verdict::Reject => tx.fail_round(messages::review_summary(&notes), |t, n, left| {
@@ -508,10 +598,17 @@ fn step_input(tx: &mut Tx, input: Input) -> Result<(), Refused> {
             if !held.asked_decider {
                 return Err(tx.refuse("the held dialog was not sent to a decider"));
             }
-            tx.end(Ending::Parked, format!("the decider did not answer in time: {}", held.question))
+            tx.end(
+                Ending::Parked,
+                format!("the decider did not answer in time: {}", held.question),
+            )
         }
         Input::BreakerTripped | Input::ConversationPaused => {
-            let by = if input == Input::BreakerTripped { PauseCause::Breaker } else { PauseCause::Conversation };
+            let by = if input == Input::BreakerTripped {
+                PauseCause::Breaker
+            } else {
+                PauseCause::Conversation
+            };
             let set = match by {
                 PauseCause::Breaker => tx.task.holds.breaker,
                 PauseCause::Conversation => tx.task.holds.conversation_paused,
@@ -546,7 +643,10 @@ fn expect_round(tx: &Tx, stage: VerifyStage, round: u32) -> Result<(), Refused> 
         return Err(tx.refuse(what));
     }
     if round != tx.task.round {
-        return Err(tx.refuse(format!("an answer for round {round}, but round {} is running", tx.task.round)));
+        return Err(tx.refuse(format!(
+            "an answer for round {round}, but round {} is running",
+            tx.task.round
+        )));
     }
     Ok(())
 }
@@ -580,10 +680,16 @@ fn checks_finished(tx: &mut Tx, results: Vec<CheckOutcome>, head: Option<String>
         .collect();
     let passed = checks.len() == tx.task.acceptance.len() && checks.iter().all(CheckRecord::passed);
     let round = tx.task.round;
-    tx.emit(TaskEvent::ChecksFinished { round, checks: checks.clone(), head })?;
+    tx.emit(TaskEvent::ChecksFinished {
+        round,
+        checks: checks.clone(),
+        head,
+    })?;
     if !passed {
         let summary = messages::checks_summary(&checks);
-        return tx.fail_round(summary, |t, n, left| messages::acceptance_failed_text(t, &checks, n, left));
+        return tx.fail_round(summary, |t, n, left| {
+            messages::acceptance_failed_text(t, &checks, n, left)
+        });
     }
     if tx.task.review.is_some() {
         tx.emit(TaskEvent::ReviewStarted { round })?;
@@ -600,17 +706,23 @@ fn recover(tx: &mut Tx, extend_secs: u64) -> Result<(), Refused> {
         return Err(tx.refuse("only a task whose deadline ran out can be recovered"));
     }
     if extend_secs > MAX_DEADLINE_SECS {
-        return Err(tx.refuse(format!("extend_secs {extend_secs} is over the maximum of {MAX_DEADLINE_SECS}")));
+        return Err(tx.refuse(format!(
+            "extend_secs {extend_secs} is over the maximum of {MAX_DEADLINE_SECS}"
+        )));
     }
     if t.recoveries >= MAX_RECOVERIES {
         return Err(tx.refuse(format!("already recovered {MAX_RECOVERIES} times; discard it")));
     }
-    tx.emit(TaskEvent::Recovered { deadline: Deadline::after(tx.now, extend_secs) })?;
+    tx.emit(TaskEvent::Recovered {
+        deadline: Deadline::after(tx.now, extend_secs),
+    })?;
     // extend 0 reaches the deadline at once: straight into the close-out.
     tx.fire_due_phases()?;
     let t = &tx.task;
     if t.stage == Stage::Starting {
-        tx.effect(Effect::Launch { text: messages::launch_text(t) });
+        tx.effect(Effect::Launch {
+            text: messages::launch_text(t),
+        });
     } else if t.stage == Stage::Working
         && !t.turn_in_flight
         && !t.verify_pending
@@ -619,7 +731,9 @@ fn recover(tx: &mut Tx, extend_secs: u64) -> Result<(), Refused> {
         && tx.may_message_worker()
     {
         tx.emit(TaskEvent::Nudged)?;
-        tx.effect(Effect::SendNotice { text: messages::recovered_text(extend_secs) });
+        tx.effect(Effect::SendNotice {
+            text: messages::recovered_text(extend_secs),
+        });
     }
     Ok(())
 }
@@ -642,7 +756,11 @@ fn dialog_held(tx: &mut Tx, dialog: u64, question: String) -> Result<(), Refused
         .filter(|d| d.authority.asks_decider() && tx.task.takeover.is_none())
         .map(|d| d.agent.clone());
     let question = bound_head(&question, MAX_REASON_BYTES);
-    let held = HeldDialog { dialog, question, asked_decider: decider.is_some() };
+    let held = HeldDialog {
+        dialog,
+        question,
+        asked_decider: decider.is_some(),
+    };
     tx.emit(TaskEvent::WaitStarted(WaitOn::Dialog(held)))?;
     if let Some(decider) = decider {
         tx.effect(Effect::AskDecider { dialog, decider });
@@ -678,12 +796,18 @@ fn restarted(tx: &mut Tx) -> Result<(), Refused> {
         }
         Stage::Verifying(stage) => {
             if tx.task.restart_reruns > MAX_RESTART_RERUNS {
-                let why = format!("verification was interrupted by {} node restarts", tx.task.restart_reruns);
+                let why = format!(
+                    "verification was interrupted by {} node restarts",
+                    tx.task.restart_reruns
+                );
                 return tx.end(Ending::Parked, why);
             }
             if stage == VerifyStage::Commit {
                 let round = tx.task.round;
-                tx.effect(Effect::CommitAndRecord { round, message: messages::commit_message(&tx.task) });
+                tx.effect(Effect::CommitAndRecord {
+                    round,
+                    message: messages::commit_message(&tx.task),
+                });
             } else {
                 tx.start_verification(VerifyWhy::Restart)?;
             }

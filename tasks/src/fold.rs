@@ -224,7 +224,10 @@ pub fn task_from_created(c: &Created, ts: u64) -> Task {
         last_review: None,
         deadline: c.deadline,
         fired: Fired::default(),
-        phases: vec![PhaseRecord { phase: PhaseName::Started, at: ts }],
+        phases: vec![PhaseRecord {
+            phase: PhaseName::Started,
+            at: ts,
+        }],
         phases_dropped: 0,
         reason: None,
         created_at: ts,
@@ -261,7 +264,10 @@ pub fn apply(task: &mut Task, event: &TaskEvent, ts: u64) -> Result<(), FoldErro
         return Err(FoldError::CreatedTwice(task.id.clone()));
     }
     if task.is_terminal() {
-        return Err(FoldError::AfterEnd { task: task.id.clone(), event: event.kind() });
+        return Err(FoldError::AfterEnd {
+            task: task.id.clone(),
+            event: event.kind(),
+        });
     }
     match event {
         TaskEvent::Created(_) => {}
@@ -296,7 +302,15 @@ pub fn apply(task: &mut Task, event: &TaskEvent, ts: u64) -> Result<(), FoldErro
             if head.is_some() {
                 task.head = head.clone();
             }
-            phase(task, if passed { PhaseName::ChecksPassed } else { PhaseName::ChecksFailed }, ts);
+            phase(
+                task,
+                if passed {
+                    PhaseName::ChecksPassed
+                } else {
+                    PhaseName::ChecksFailed
+                },
+                ts,
+            );
         }
         TaskEvent::ReviewStarted { .. } => {
             task.stage = Stage::Verifying(VerifyStage::Review);
@@ -304,7 +318,12 @@ pub fn apply(task: &mut Task, event: &TaskEvent, ts: u64) -> Result<(), FoldErro
         }
         TaskEvent::ReviewVerdict { verdict, notes, .. } => {
             let agent = task.review.as_ref().map(|r| r.agent.clone()).unwrap_or_default();
-            task.last_review = Some(ReviewRecord { agent, verdict: *verdict, notes: notes.clone(), at: ts });
+            task.last_review = Some(ReviewRecord {
+                agent,
+                verdict: *verdict,
+                notes: notes.clone(),
+                at: ts,
+            });
             let name = match verdict {
                 Verdict::Approve => PhaseName::ReviewApproved,
                 Verdict::Reject => PhaseName::ReviewRejected,
@@ -366,7 +385,10 @@ pub fn apply(task: &mut Task, event: &TaskEvent, ts: u64) -> Result<(), FoldErro
             phase(task, PhaseName::Continued, ts);
         }
         TaskEvent::HumanTakeover { source } => {
-            task.takeover = Some(Takeover { source: *source, at: ts });
+            task.takeover = Some(Takeover {
+                source: *source,
+                at: ts,
+            });
             phase(task, PhaseName::HumanTakeover, ts);
         }
         TaskEvent::ResumedAuto => {

@@ -24,7 +24,11 @@ pub fn launch_text(task: &Task) -> String {
         }
     }
     if let Some(r) = &task.review {
-        s.push_str(if task.acceptance.is_empty() { " by asking" } else { "\nthen asks" });
+        s.push_str(if task.acceptance.is_empty() {
+            " by asking"
+        } else {
+            "\nthen asks"
+        });
         s.push_str(" agent ");
         s.push_str(&r.agent);
         s.push_str(" to review the diff");
@@ -34,7 +38,10 @@ pub fn launch_text(task: &Task) -> String {
 }
 
 fn repair_footer(task: &Task, repair: u32, close_out_left_ms: Option<u64>) -> String {
-    let mut s = format!("\n\nRepair round {repair} of {}. Fix this, then end your turn.", task.max_repairs);
+    let mut s = format!(
+        "\n\nRepair round {repair} of {}. Fix this, then end your turn.",
+        task.max_repairs
+    );
     if let Some(ms) = close_out_left_ms {
         s.push_str(&format!(
             " The deadline has passed: {} s of the close-out window remain, after which the work is parked.",
@@ -45,7 +52,12 @@ fn repair_footer(task: &Task, repair: u32, close_out_left_ms: Option<u64>) -> St
 }
 
 /// `Acceptance failed:` with each failed command, its exit code and its output's tail.
-pub fn acceptance_failed_text(task: &Task, checks: &[CheckRecord], repair: u32, close_out_left_ms: Option<u64>) -> String {
+pub fn acceptance_failed_text(
+    task: &Task,
+    checks: &[CheckRecord],
+    repair: u32,
+    close_out_left_ms: Option<u64>,
+) -> String {
     let footer = repair_footer(task, repair, close_out_left_ms);
     let budget = MAX_REPAIR_BYTES.saturating_sub(footer.len());
     let failed: Vec<&CheckRecord> = checks.iter().filter(|c| !c.passed()).collect();
@@ -90,7 +102,11 @@ pub(crate) fn exit_words(code: Option<i32>) -> String {
 /// A one-line account of a failed round, for the parked reason and the needs-you.
 pub(crate) fn checks_summary(checks: &[CheckRecord]) -> String {
     match checks.iter().find(|c| !c.passed()) {
-        Some(c) => format!("acceptance failed: `{}` {}", bound_head(&c.command, 200), exit_words(c.exit_code)),
+        Some(c) => format!(
+            "acceptance failed: `{}` {}",
+            bound_head(&c.command, 200),
+            exit_words(c.exit_code)
+        ),
         None => "acceptance failed: not every command ran".to_string(),
     }
 }

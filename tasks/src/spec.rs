@@ -89,7 +89,9 @@ fn review_field<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ReviewSpec>, D
     }
     match Option::<Field>::deserialize(d)? {
         None | Some(Field::Flag(false)) => Ok(None),
-        Some(Field::Flag(true)) => Err(serde::de::Error::custom("review: true names no reviewer; use {\"agent\": NAME}")),
+        Some(Field::Flag(true)) => Err(serde::de::Error::custom(
+            "review: true names no reviewer; use {\"agent\": NAME}",
+        )),
         Some(Field::Spec(s)) => Ok(Some(s)),
     }
 }
@@ -113,7 +115,10 @@ pub struct Invalid {
 }
 
 fn invalid(field: impl Into<String>, message: impl Into<String>) -> Invalid {
-    Invalid { field: field.into(), message: message.into() }
+    Invalid {
+        field: field.into(),
+        message: message.into(),
+    }
 }
 
 /// Checks a `task.start` against the "Bad input" rules; the first fault wins.
@@ -127,14 +132,20 @@ pub fn validate(spec: &TaskSpec, facts: &dyn Facts) -> Result<(), Invalid> {
     if !facts.has_workspace(&spec.agent) {
         return Err(invalid(
             "agent",
-            format!("agent {:?} has no workspace; a task needs its own branch (agent.create --repo)", spec.agent),
+            format!(
+                "agent {:?} has no workspace; a task needs its own branch (agent.create --repo)",
+                spec.agent
+            ),
         ));
     }
     if spec.goal.trim().is_empty() {
         return Err(invalid("goal", "empty goal"));
     }
     if spec.goal.len() > MAX_GOAL_BYTES {
-        return Err(invalid("goal", format!("{} bytes, over the limit of {MAX_GOAL_BYTES}", spec.goal.len())));
+        return Err(invalid(
+            "goal",
+            format!("{} bytes, over the limit of {MAX_GOAL_BYTES}", spec.goal.len()),
+        ));
     }
     if spec.acceptance.len() > MAX_COMMANDS {
         return Err(invalid(
@@ -148,7 +159,10 @@ pub fn validate(spec: &TaskSpec, facts: &dyn Facts) -> Result<(), Invalid> {
             return Err(invalid(field, "empty command"));
         }
         if cmd.len() > MAX_COMMAND_BYTES {
-            return Err(invalid(field, format!("{} bytes, over the limit of {MAX_COMMAND_BYTES}", cmd.len())));
+            return Err(invalid(
+                field,
+                format!("{} bytes, over the limit of {MAX_COMMAND_BYTES}", cmd.len()),
+            ));
         }
         if cmd.contains('\0') {
             return Err(invalid(field, "contains a NUL byte, which no argv can carry"));
@@ -163,14 +177,23 @@ pub fn validate(spec: &TaskSpec, facts: &dyn Facts) -> Result<(), Invalid> {
     if let Some(n) = spec.max_repairs
         && n > MAX_REPAIRS_LIMIT
     {
-        return Err(invalid("max_repairs", format!("{n} is over the limit of {MAX_REPAIRS_LIMIT}")));
+        return Err(invalid(
+            "max_repairs",
+            format!("{n} is over the limit of {MAX_REPAIRS_LIMIT}"),
+        ));
     }
     if let Some(secs) = spec.deadline_secs {
         if secs < MIN_DEADLINE_SECS {
-            return Err(invalid("deadline_secs", format!("{secs} s is under the minimum of {MIN_DEADLINE_SECS} s")));
+            return Err(invalid(
+                "deadline_secs",
+                format!("{secs} s is under the minimum of {MIN_DEADLINE_SECS} s"),
+            ));
         }
         if secs > MAX_DEADLINE_SECS {
-            return Err(invalid("deadline_secs", format!("{secs} s is over the maximum of {MAX_DEADLINE_SECS} s")));
+            return Err(invalid(
+                "deadline_secs",
+                format!("{secs} s is over the maximum of {MAX_DEADLINE_SECS} s"),
+            ));
         }
     }
     if let Some(review) = &spec.review {

@@ -43,7 +43,10 @@ pub enum TaskState {
 
 impl TaskState {
     pub fn is_terminal(self) -> bool {
-        matches!(self, TaskState::Completed | TaskState::Parked | TaskState::Failed | TaskState::Stopped)
+        matches!(
+            self,
+            TaskState::Completed | TaskState::Parked | TaskState::Failed | TaskState::Stopped
+        )
     }
 
     pub fn as_str(self) -> &'static str {
@@ -203,7 +206,11 @@ impl Deadline {
         let at = from_ms.saturating_add(total);
         let warning = (total / 10).clamp(10_000, 300_000).min(total);
         let grace = (total / 10).clamp(120_000, 900_000);
-        Deadline { warning_at: at - warning, at, close_out_until: at.saturating_add(grace) }
+        Deadline {
+            warning_at: at - warning,
+            at,
+            close_out_until: at.saturating_add(grace),
+        }
     }
 }
 

@@ -46,7 +46,12 @@ impl From<&Task> for TaskObject {
                 None => "the agent's budget is exhausted".to_string(),
             }),
             TaskState::Paused if t.reason.is_none() => Some(
-                if t.holds.breaker { "a monitor's breaker tripped" } else { "the conversation is paused" }.to_string(),
+                if t.holds.breaker {
+                    "a monitor's breaker tripped"
+                } else {
+                    "the conversation is paused"
+                }
+                .to_string(),
             ),
             _ => t.reason.clone(),
         };
