@@ -2,213 +2,17 @@
 //! and the effects the node must carry out. Invalid inputs are refused, never guessed at.
 
 use crate::fold::{Created, DeadlinePhase, PauseCause, TaskEvent, VerifyWhy, WaitKind, WaitOn, apply};
+pub use crate::io::{CheckOutcome, Decision, Effect, Input, Placement, Refused};
 use crate::messages::{self, reason};
 use crate::spec::{MAX_DEADLINE_SECS, TaskSpec};
 use crate::state::{
     CheckRecord, Deadline, Ending, HeldDialog, MAX_NOTES_BYTES, MAX_OUTPUT_TAIL_BYTES, MAX_REASON_BYTES,
-    MAX_RECOVERIES, MAX_RESTART_RERUNS, Stage, TakeoverSource, Task, TaskState, Verdict, VerifyStage, bound_head,
-    bound_tail,
+    MAX_RECOVERIES, MAX_RESTART_RERUNS, Stage, Task, Verdict, VerifyStage, bound_head, bound_tail,
 };
 
 /// A repair round is not started with less than this left of the close-out window (seed
 /// 001): the findings stay on the parked candidate instead of being cut short.
 pub const MIN_REPAIR_WINDOW_MS: u64 = 60_000;
-
-/// One acceptance command's result as the node reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckOutcome {
-    pub command: String,
-    /// `None`: killed before it exited (its time limit, or a stop).
-    pub exit_code: Option<i32>,
-    /// The end of its output; cut to [`MAX_OUTPUT_TAIL_BYTES`] here.
-    pub output_tail: String,
-    pub ms: u64,
-}
-
-/// What the node observed or was asked, in the order it happened.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Input {
-    /// The goal reached the worker (after [`Effect::Launch`]).
-    Launched,
-    LaunchFailed {
-        reason: String,
-    },
-    /// The harness said the worker's turn ended.
-    TurnEnded,
-    /// The worker's process went away without a turn end.
-    WorkerExited {
-        reason: String,
-    },
-    /// All commands of `round`, in order; fewer only when the node stopped at a failure.
-    ChecksFinished {
-        round: u32,
-        results: Vec<CheckOutcome>,
-        head: Option<String>,
-    },
-    ReviewVerdict {
-        round: u32,
-        verdict: Verdict,
-        notes: String,
-    },
-    /// The reviewer could not give a verdict (its conversation failed or timed out).
-    ReviewFailed {
-        round: u32,
-        reason: String,
-    },
-    CommitDone {
-        round: u32,
-        head: String,
-    },
-    CommitFailed {
-        round: u32,
-        reason: String,
-    },
-    HumanTookOver {
-        source: TakeoverSource,
-    },
-    ResumeAuto,
-    StopAsked,
-    /// Time passed: fires the deadline phases now due (see [`Task::next_wakeup`]).
-    Tick,
-    /// `task.recover {extend_secs}`; an absent `extend_secs` is 0: close out at once.
-    Recover {
-        extend_secs: u64,
-    },
-    Discard,
-    BudgetWaiting,
-    BudgetResumed,
-    /// The policy held a dialog of the worker's.
-    DialogHeld {
-        dialog: u64,
-        question: String,
-    },
-    DialogAnswered {
-        dialog: u64,
-    },
-    DeciderTimedOut {
-        dialog: u64,
-    },
-    BreakerTripped,
-    ConversationPaused,
-    /// The breaker was reset or the conversation resumed.
-    Continued,
-    /// The node started again and found this task not ended in its log.
-    NodeRestarted,
-}
-
-impl Input {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Input::Launched => "launched",
-            Input::LaunchFailed { .. } => "launch_failed",
-            Input::TurnEnded => "turn_ended",
-            Input::WorkerExited { .. } => "worker_exited",
-            Input::ChecksFinished { .. } => "checks_finished",
-            Input::ReviewVerdict { .. } => "review_verdict",
-            Input::ReviewFailed { .. } => "review_failed",
-            Input::CommitDone { .. } => "commit_done",
-            Input::CommitFailed { .. } => "commit_failed",
-            Input::HumanTookOver { .. } => "human_took_over",
-            Input::ResumeAuto => "resume_auto",
-            Input::StopAsked => "stop",
-            Input::Tick => "tick",
-            Input::Recover { .. } => "recover",
-            Input::Discard => "discard",
-            Input::BudgetWaiting => "budget_waiting",
-            Input::BudgetResumed => "budget_resumed",
-            Input::DialogHeld { .. } => "dialog_held",
-            Input::DialogAnswered { .. } => "dialog_answered",
-            Input::DeciderTimedOut { .. } => "decider_timed_out",
-            Input::BreakerTripped => "breaker_tripped",
-            Input::ConversationPaused => "conversation_paused",
-            Input::Continued => "continued",
-            Input::NodeRestarted => "node_restarted",
-        }
-    }
-}
-
-/// What the node must do after recording a decision's events (in this order).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
-    /// Send the goal as the worker's first message (idempotent per task: a restart may repeat it).
-    Launch { text: String },
-    /// Run the acceptance commands in the worktree; answer with [`Input::ChecksFinished`].
-    RunChecks { round: u32, commands: Vec<String> },
-    /// Stop the checks, review or commit of `round`; its results will be refused.
-    CancelVerification { round: u32 },
-    /// Ask the reviewer (start or continue its conversation); answer with [`Input::ReviewVerdict`].
-    StartReview { round: u32, reviewer: String },
-    /// Commit what is uncommitted on the task branch with `message`, after checking the
-    /// baseline is still an ancestor of HEAD; answer with [`Input::CommitDone`] or
-    /// [`Input::CommitFailed`]. Idempotent: nothing to commit records the current head.
-    CommitAndRecord { round: u32, message: String },
-    /// A repair round: starts with `Acceptance failed:` or `Review rejected:`.
-    SendRepair { text: String },
-    /// A deadline notice or a nudge to go on; never sent under a human takeover.
-    SendNotice { text: String },
-    /// Show the held dialog to the decider's conversation.
-    AskDecider { dialog: u64, decider: String },
-    /// The deadline ran out: end the worker's turn, keep the conversation and worktree.
-    InterruptWorker,
-    /// Parked, failed or stopped: stop the worker's conversation; the branch stays.
-    StopWorker,
-    /// Raise a needs-you (once per task: only parking raises it).
-    RaiseNeedsYou { reason: String },
-    /// After a restart: make sure the worker's conversation is observed again, and report
-    /// [`Input::WorkerExited`] if it is gone.
-    WatchWorker,
-}
-
-impl Effect {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Effect::Launch { .. } => "launch",
-            Effect::RunChecks { .. } => "run_checks",
-            Effect::CancelVerification { .. } => "cancel_verification",
-            Effect::StartReview { .. } => "start_review",
-            Effect::CommitAndRecord { .. } => "commit_and_record",
-            Effect::SendRepair { .. } => "send_repair",
-            Effect::SendNotice { .. } => "send_notice",
-            Effect::AskDecider { .. } => "ask_decider",
-            Effect::InterruptWorker => "interrupt_worker",
-            Effect::StopWorker => "stop_worker",
-            Effect::RaiseNeedsYou { .. } => "raise_needs_you",
-            Effect::WatchWorker => "watch_worker",
-        }
-    }
-}
-
-/// The events to record and the effects to carry out for one input.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Decision {
-    pub events: Vec<TaskEvent>,
-    pub effects: Vec<Effect>,
-}
-
-impl Decision {
-    pub fn is_noop(&self) -> bool {
-        self.events.is_empty() && self.effects.is_empty()
-    }
-}
-
-/// An input the task cannot take in its state; nothing is recorded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{input} refused while the task is {state}: {reason}")]
-pub struct Refused {
-    pub state: TaskState,
-    pub input: &'static str,
-    pub reason: String,
-}
-
-/// Where the node put a new task: its id, the conversation on the agent's workspace, and
-/// that workspace's branch and baseline commit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Placement {
-    pub id: String,
-    pub conversation: String,
-    pub branch: String,
-    pub baseline: String,
-}
 
 /// The `created` event and the launch of a task whose spec [`crate::validate`] accepted.
 pub fn create(spec: &TaskSpec, placement: Placement, now_ms: u64) -> (Task, Decision) {
@@ -417,6 +221,10 @@ impl Tx {
         }
         if !self.task.fired.exceeded && self.now >= d.close_out_until {
             let interrupt = self.task.turn_in_flight && !matches!(self.task.stage, Stage::Verifying(_));
+            if self.task.holds.dialog.is_some() {
+                // Interrupting the turn dismisses its dialog.
+                self.emit(TaskEvent::WaitEnded { on: WaitKind::Dialog })?;
+            }
             self.emit(TaskEvent::Deadline {
                 phase: DeadlinePhase::Exceeded,
             })?;
@@ -500,6 +308,10 @@ fn step_input(tx: &mut Tx, input: Input) -> Result<(), Refused> {
                 return Ok(());
             }
             tx.why = VerifyWhy::TurnEnded;
+            if tx.task.holds.dialog.is_some() {
+                // The turn is over, so whatever held it was settled at the terminal.
+                tx.emit(TaskEvent::WaitEnded { on: WaitKind::Dialog })?;
+            }
             match input {
                 Input::WorkerExited { reason } => tx.emit(TaskEvent::WorkerExited {
                     reason: bound_head(&reason, MAX_REASON_BYTES),

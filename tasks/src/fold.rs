@@ -1,6 +1,6 @@
 //! The task's events (what the node stores in its log) and the fold that rebuilds a [`Task`].
 //!
-//! Every change to a task is one of these events; [`crate::decide`] only ever changes a
+//! Every change to a task is one of these events; [`crate::decide()`] only ever changes a
 //! task by applying them, so replaying the log gives back exactly the live task.
 
 use serde::{Deserialize, Serialize};
@@ -257,7 +257,7 @@ fn phase(task: &mut Task, phase: PhaseName, at: u64) {
     task.phases.push(PhaseRecord { phase, at });
 }
 
-/// Folds one event into the task at `ts` (ms). Mechanical: [`crate::decide`] has already
+/// Folds one event into the task at `ts` (ms). Mechanical: [`crate::decide()`] has already
 /// judged the event valid; this refuses only what no log may hold.
 pub fn apply(task: &mut Task, event: &TaskEvent, ts: u64) -> Result<(), FoldError> {
     if let TaskEvent::Created(_) = event {

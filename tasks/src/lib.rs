@@ -20,6 +20,7 @@
 
 pub mod decide;
 pub mod fold;
+mod io;
 pub mod messages;
 pub mod spec;
 pub mod state;

@@ -200,7 +200,8 @@ fn table() -> Vec<(&'static str, Setup, &'static str, MakeInput, Want)> {
         ("dialog", waiting_dialog, "second dialog", |_| Input::DialogHeld { dialog: 2, question: "q".into() }, No),
         ("dialog", waiting_dialog, "decider timeout", |_| Input::DeciderTimedOut { dialog: 1 }, Go(S::Parked, &["ended"], &["stop_worker", "raise_needs_you"])),
         ("dialog", waiting_dialog, "other timeout", |_| Input::DeciderTimedOut { dialog: 3 }, No),
-        ("dialog", waiting_dialog, "turn ended", |_| Input::TurnEnded, Go(S::Waiting, &["turn_ended"], &[])),
+        ("dialog", waiting_dialog, "turn ended", |_| Input::TurnEnded, Go(S::Verifying, &["wait_ended", "turn_ended", "verification_started"], &["run_checks"])),
+        ("dialog", waiting_dialog, "worker exited", |_| Input::WorkerExited { reason: "killed".into() }, Go(S::Verifying, &["wait_ended", "worker_exited", "verification_started"], &["run_checks"])),
         ("dialog", waiting_dialog, "restart", |_| Input::NodeRestarted, Go(S::Waiting, &["restarted"], &["watch_worker", "ask_decider"])),
         // verifying: checks
         ("checks", checks, "pass", |h| pass(h), Go(S::Verifying, &["checks_finished", "review_started"], &["start_review"])),
@@ -401,5 +402,23 @@ fn restarts_rerun_a_round_a_bounded_number_of_times() {
     let d = h.ok(Input::NodeRestarted);
     assert_eq!(h.task.state(), TaskState::Parked);
     assert_eq!(common::effect_names(&d), ["stop_worker", "raise_needs_you"]);
+    h.assert_fold();
+}
+
+#[test]
+fn the_deadline_dismisses_a_held_dialog_with_the_turn() {
+    let mut h = waiting_dialog();
+    h.now = h.task.deadline.expect("deadline").close_out_until;
+    let d = h.ok(Input::Tick);
+    assert_eq!(
+        common::event_names(&d),
+        ["deadline", "deadline", "wait_ended", "deadline"]
+    );
+    assert_eq!(common::effect_names(&d), ["interrupt_worker"]);
+    assert_eq!((h.task.state(), h.task.holds.dialog.clone()), (TaskState::Paused, None));
+    assert!(
+        h.step(Input::DeciderTimedOut { dialog: 1 }).is_err(),
+        "nothing is held any more"
+    );
     h.assert_fold();
 }
