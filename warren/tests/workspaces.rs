@@ -284,9 +284,12 @@ async fn bad_workspaces_are_refused_naming_the_field_and_nothing_is_stored() {
     std::fs::create_dir_all(&plain).expect("plain");
     let inside = node.path().join("sneaky");
     make_repo(&inside, &[("x", "x")]);
+    let link = tmp.path().join("link-into-data-dir");
+    std::os::unix::fs::symlink(&inside, &link).expect("symlink");
     let r = repo.display().to_string();
     let mut c = node.client().await;
     let cases = [
+        (json!({ "repo": link.display().to_string() }), "workspace.repo", "data dir"),
         (
             json!({ "repo": plain.display().to_string() }),
             "workspace.repo",

@@ -53,7 +53,12 @@ pub async fn resolve(
     };
     let done = match (ask.mode, reachable_by(worktrees, facts.owner)) {
         (console_api::WorkspaceMode::Worktree, Err(e)) => Err(format!("workspace.repo: {e}")),
-        _ => check_and_base(ask, &facts, data_dir, docker).await,
+        // git names the top level with symbolic links resolved: so is the
+        // data dir it is compared with (a link into the data dir is caught).
+        _ => {
+            let real = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+            check_and_base(ask, &facts, &real, docker).await
+        }
     };
     if done.is_err()
         && url.is_some()
