@@ -289,7 +289,11 @@ async fn bad_workspaces_are_refused_naming_the_field_and_nothing_is_stored() {
     let r = repo.display().to_string();
     let mut c = node.client().await;
     let cases = [
-        (json!({ "repo": link.display().to_string() }), "workspace.repo", "data dir"),
+        (
+            json!({ "repo": link.display().to_string() }),
+            "workspace.repo",
+            "data dir",
+        ),
         (
             json!({ "repo": plain.display().to_string() }),
             "workspace.repo",

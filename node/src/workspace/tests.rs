@@ -606,9 +606,9 @@ fn hook_env_entries() {
     assert_eq!(get("GIT_COMMITTER_EMAIL"), Some("ag@warren.localhost"));
 }
 
-/// Not the lead's bench, but the same shape: 10,000 files to check out,
-/// then 1,000 changed to diff. Prints the times; bounds are loose (debug
-/// build, shared cores).
+/// The shape of `warren bench workspace` (10,000 files to check out, then
+/// 1,000 changed to diff), checked for what it returns; the times are printed,
+/// not asserted (the bench quotes them).
 #[tokio::test]
 async fn big_repo_worktree_and_diff_times() {
     let root = tmp();
@@ -647,7 +647,4 @@ async fn big_repo_worktree_and_diff_times() {
     eprintln!("worktree add (10,000 files): {add_ms} ms; diff (1,000 changed): {diff_ms} ms");
     assert_eq!(d.files.len(), 1_000);
     assert!(d.files.iter().all(|f| f.additions == 1 && f.deletions == 1));
-    // Loose: this machine's disk is shared and slow; the lead's bench holds
-    // the real targets (1 s and 200 ms).
-    assert!(add_ms < 30_000 && diff_ms < 5_000, "add {add_ms} ms, diff {diff_ms} ms");
 }
