@@ -286,6 +286,18 @@ async fn the_conversation_view_shows_its_workspace_diff() {
             &format!("return location.hash === '#/agent/{agent}'"),
         )
         .await;
+        let shown = wait_js(
+            &c,
+            "the agent's repository",
+            Duration::from_secs(20),
+            "const r = document.querySelector('#agent-repo'); return r ? r.textContent : null",
+        )
+        .await;
+        let shown = shown.as_str().unwrap_or_default().to_string();
+        assert!(
+            shown.contains(&repo.path().display().to_string()) && shown.contains("from main"),
+            "{label}: {shown}"
+        );
         let created = call(&mut api, "agent.get", json!({ "agent": agent })).await;
         assert_eq!(
             created["agent"]["workspace"],

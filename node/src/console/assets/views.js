@@ -182,7 +182,7 @@ export function agentView(main, ctx, name) {
       h(
         "section",
         { class: "card" },
-        h("dl", {}, h("dt", {}, "Harness"), h("dd", {}, a.harness), h("dt", {}, "Model"), h("dd", {}, a.model || "default"), h("dt", {}, "Persona"), h("dd", {}, a.persona || "none"), h("dt", {}, "Created"), h("dd", {}, ago(a.created_at)), h("dt", {}, "Budget"), h("dd", { id: "budget" }, budgetText(budget))),
+        h("dl", {}, h("dt", {}, "Harness"), h("dd", {}, a.harness), h("dt", {}, "Model"), h("dd", {}, a.model || "default"), h("dt", {}, "Persona"), h("dd", {}, a.persona || "none"), h("dt", {}, "Created"), h("dd", {}, ago(a.created_at)), h("dt", {}, "Budget"), h("dd", { id: "budget" }, budgetText(budget)), a.workspace ? [h("dt", {}, "Repository"), h("dd", { id: "agent-repo" }, h("code", { class: "path" }, a.workspace.repo), ` from ${a.workspace.base}, ${a.workspace.mode === "in_place" ? "in place" : "a worktree per conversation"}`)] : null),
         h("h3", {}, "Grants"),
         h("dl", {}, h("dt", {}, "Tools"), h("dd", {}, (g.tools || []).join(", ") || "none"), h("dt", {}, "Peers"), h("dd", {}, Array.isArray(g.peers) ? g.peers.join(", ") : g.peers || "none"), h("dt", {}, "Recall"), h("dd", {}, g.recall ? "yes" : "no"), h("dt", {}, "Egress"), h("dd", {}, (g.egress || []).join(", ") || "none")),
       ),
