@@ -5,6 +5,8 @@
 //! abbreviation, a cluster hiding a second option or a config file by another
 //! spelling never passes as something routine.
 
+use std::borrow::Cow;
+
 use crate::reason::NotScoped;
 use crate::shell::Word;
 
@@ -121,18 +123,20 @@ impl Spec {
     }
 }
 
-/// One word of a program's arguments, as its parser reads it.
+/// One word of a program's arguments, as its parser reads it: the
+/// command's own words lent, a value cut out of a word (`--name=value`,
+/// `-oFILE`) made.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Arg {
+pub(crate) enum Arg<'w> {
     /// An allowlisted option, with its value when it takes one.
-    Opt(&'static Opt, Option<Word>),
+    Opt(&'static Opt, Option<Cow<'w, Word>>),
     /// A positional word before `--` (or a lone `-`).
-    Pos(Word),
+    Pos(&'w Word),
     /// A word after `--`.
-    Rest(Word),
+    Rest(&'w Word),
 }
 
-impl Arg {
+impl Arg<'_> {
     /// True when this is the option named `name` (any of its spellings).
     pub(crate) fn is(&self, name: &str) -> bool {
         matches!(self, Arg::Opt(o, _) if o.names.contains(&name))
@@ -150,22 +154,22 @@ fn needs_value(prog: &str, name: &str) -> NotScoped {
 }
 
 /// The next word when it is all digits (`make -j 4`), consumed.
-fn take_count(iter: &mut std::slice::Iter<'_, Word>) -> Option<Word> {
+fn take_count<'w>(iter: &mut std::slice::Iter<'w, Word>) -> Option<Cow<'w, Word>> {
     let next = iter.as_slice().first()?;
     let digits = !next.text.is_empty() && next.text.bytes().all(|b| b.is_ascii_digit());
-    digits.then(|| iter.next().cloned()).flatten()
+    digits.then(|| iter.next().map(Cow::Borrowed)).flatten()
 }
 
 /// Reads `args` (the words after the program) with `spec`. Errors name the
 /// first word that is not an allowlisted option, or an option missing its value.
-pub(crate) fn parse(prog: &str, spec: &Spec, args: &[Word]) -> Result<Vec<Arg>, NotScoped> {
+pub(crate) fn parse<'w>(prog: &str, spec: &Spec, args: &'w [Word]) -> Result<Vec<Arg<'w>>, NotScoped> {
     let mut out = Vec::with_capacity(args.len());
     let mut iter = args.iter();
     let mut options_over = false;
     while let Some(word) = iter.next() {
         let text = word.text.as_str();
         if options_over {
-            out.push(Arg::Rest(word.clone()));
+            out.push(Arg::Rest(word));
             continue;
         }
         if text == "--" {
@@ -173,22 +177,22 @@ pub(crate) fn parse(prog: &str, spec: &Spec, args: &[Word]) -> Result<Vec<Arg>, 
             continue;
         }
         if !text.starts_with('-') || text == "-" {
-            out.push(Arg::Pos(word.clone()));
+            out.push(Arg::Pos(word));
             if spec.stop_at_positional {
                 // Everything after the first positional belongs to it (a
                 // subcommand and its own words).
-                out.extend(iter.by_ref().map(|w| Arg::Pos(w.clone())));
+                out.extend(iter.by_ref().map(Arg::Pos));
             }
             continue;
         }
         if spec.counts && text[1..].bytes().all(|b| b.is_ascii_digit()) {
-            out.push(Arg::Pos(word.clone()));
+            out.push(Arg::Pos(word));
             continue;
         }
         let long = text.starts_with("--") || spec.style == Style::Whole;
         if long {
             let (name, value) = match text.split_once('=') {
-                Some((n, v)) => (n, Some(Word::plain(v))),
+                Some((n, v)) => (n, Some(Cow::<Word>::Owned(Word::plain(v)))),
                 None => (text, None),
             };
             let lookup = match spec.style {
@@ -205,7 +209,7 @@ pub(crate) fn parse(prog: &str, spec: &Spec, args: &[Word]) -> Result<Vec<Arg>, 
                 (Val::Count, None) => take_count(&mut iter),
                 (Val::Flag | Val::OptData, None) => None,
                 (_, Some(v)) => Some(v),
-                (_, None) => Some(iter.next().cloned().ok_or_else(|| needs_value(prog, name))?),
+                (_, None) => Some(Cow::Borrowed(iter.next().ok_or_else(|| needs_value(prog, name))?)),
             };
             out.push(Arg::Opt(o, value));
             continue;
@@ -222,12 +226,12 @@ pub(crate) fn parse(prog: &str, spec: &Spec, args: &[Word]) -> Result<Vec<Arg>, 
                 Val::Count if rest.is_empty() => out.push(Arg::Opt(o, take_count(&mut iter))),
                 _ if !rest.is_empty() => {
                     let value = rest.strip_prefix('=').unwrap_or(rest);
-                    out.push(Arg::Opt(o, Some(Word::plain(value))));
+                    out.push(Arg::Opt(o, Some(Cow::Owned(Word::plain(value)))));
                     rest = "";
                 }
                 _ => {
-                    let value = iter.next().cloned().ok_or_else(|| needs_value(prog, &name))?;
-                    out.push(Arg::Opt(o, Some(value)));
+                    let value = iter.next().ok_or_else(|| needs_value(prog, &name))?;
+                    out.push(Arg::Opt(o, Some(Cow::Borrowed(value))));
                 }
             }
         }

@@ -45,15 +45,56 @@ const TEMPLATES: &[&str] = &[".example", ".sample", ".template", ".dist", ".defa
 /// Why `rel` (a resolved path relative to the worktree) is a credential
 /// file, if it is.
 pub(crate) fn credential_file(rel: &Path) -> Option<&'static str> {
+    match rel.to_str() {
+        Some(text) if folds_to_itself(text) => credential_plain(text),
+        _ => credential_general(rel),
+    }
+}
+
+/// True when `text` is a plain relative path (see `walk::plain`) of
+/// lower-case printable ASCII: its folded parts (`protected::folded_parts`)
+/// are its components with trailing dots and spaces trimmed.
+fn folds_to_itself(text: &str) -> bool {
+    cfg!(unix)
+        && !text.starts_with('/')
+        && text
+            .bytes()
+            .all(|b| (b' '..=b'~').contains(&b) && !b.is_ascii_uppercase())
+        && crate::walk::plain(text.as_bytes())
+}
+
+/// [`credential_file`] for text that folds to itself, read off the text
+/// without the folding iterator (the judge checks a few hundred paths per
+/// command).
+fn credential_plain(text: &str) -> Option<&'static str> {
     let mut name = None;
-    for part in folded_parts(rel) {
-        if DIRECTORIES.contains(&part.as_ref()) {
-            return Some("in a directory of keys and credentials");
+    for part in text.split('/').filter(|p| !p.is_empty()) {
+        let part = part.trim_end_matches(['.', ' ']);
+        // Every directory of keys starts with a dot.
+        if part.starts_with('.') && DIRECTORIES.contains(&part) {
+            return Some(IN_DIRECTORY);
         }
         name = Some(part);
     }
-    let name = name?;
-    let name = name.as_ref();
+    credential_name(name?)
+}
+
+/// [`credential_file`] over the folded parts, for any path.
+fn credential_general(rel: &Path) -> Option<&'static str> {
+    let mut name = None;
+    for part in folded_parts(rel) {
+        if DIRECTORIES.contains(&part.as_ref()) {
+            return Some(IN_DIRECTORY);
+        }
+        name = Some(part);
+    }
+    credential_name(name?.as_ref())
+}
+
+const IN_DIRECTORY: &str = "in a directory of keys and credentials";
+
+/// Why the folded last component `name` is a credential file, if it is.
+fn credential_name(name: &str) -> Option<&'static str> {
     if NAMES.contains(&name) {
         return Some("a credentials file");
     }
@@ -104,5 +145,49 @@ mod tests {
         ] {
             assert!(!hit(p), "{p}");
         }
+    }
+
+    #[test]
+    fn the_plain_reading_agrees_with_the_folded_one() {
+        let parts = [
+            "",
+            ".",
+            "..",
+            "...",
+            "src",
+            ".env",
+            ".env.",
+            ".env. ",
+            ".ssh",
+            ".ssh.",
+            ".SSH",
+            "id_rsa",
+            "id_rsa. ",
+            "a b",
+            "x.pem",
+            "x.pem.",
+            ".pem",
+            "credentials",
+            ".env.local",
+            ".env.example",
+            "k.key ",
+            "ssh",
+            "~x",
+            "\u{7f}",
+            "é",
+            "key.PEM",
+        ];
+        let mut seen = 0;
+        for a in parts {
+            for b in parts {
+                for c in ["", "/", "//", "/./"] {
+                    let text = format!("{a}{c}{b}");
+                    let rel = Path::new(&text);
+                    seen += usize::from(folds_to_itself(&text));
+                    assert_eq!(credential_file(rel), credential_general(rel), "{text:?}");
+                }
+            }
+        }
+        assert!(seen > 500, "only {seen} paths took the plain reading");
     }
 }

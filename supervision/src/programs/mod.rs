@@ -50,7 +50,7 @@ pub(crate) struct Effects {
     pub(crate) run_dir: PathBuf,
 }
 
-pub(crate) fn option_effects(prog: &str, parsed: &[Arg], ctx: &Ctx<'_>, cwd: &Path) -> Result<Effects, NotScoped> {
+pub(crate) fn option_effects(prog: &str, parsed: &[Arg<'_>], ctx: &Ctx<'_>, cwd: &Path) -> Result<Effects, NotScoped> {
     let mut run_dir = cwd.to_path_buf();
     let mut named = Vec::new();
     // A directory option moves where the other values are read from.
@@ -95,9 +95,9 @@ pub(crate) fn option_effects(prog: &str, parsed: &[Arg], ctx: &Ctx<'_>, cwd: &Pa
 }
 
 /// The positional words of a parsed command (before and after `--`).
-pub(crate) fn positionals(parsed: &[Arg]) -> impl Iterator<Item = &Word> {
+pub(crate) fn positionals<'a, 'w: 'a>(parsed: &'a [Arg<'w>]) -> impl Iterator<Item = &'a Word> {
     parsed.iter().filter_map(|a| match a {
-        Arg::Pos(w) | Arg::Rest(w) => Some(w),
+        Arg::Pos(w) | Arg::Rest(w) => Some(*w),
         Arg::Opt(..) => None,
     })
 }

@@ -150,7 +150,7 @@ fn sed(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotScoped> {
     let mut scripts: Vec<&Word> = parsed
         .iter()
         .filter_map(|a| match a {
-            Arg::Opt(o, Some(v)) if o.names[0] == "-e" => Some(v),
+            Arg::Opt(o, Some(v)) if o.names[0] == "-e" => Some(v.as_ref()),
             _ => None,
         })
         .collect();

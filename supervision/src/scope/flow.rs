@@ -149,7 +149,8 @@ pub(crate) fn walk<'s>(
         status: Status::Ok,
     }];
     for list in &script.lists {
-        let before = states.clone();
+        // Only a background job needs the states from before it.
+        let before = list.background.then(|| states.clone());
         for (connector, p) in list.pipelines() {
             let mut next = Vec::new();
             for s in &states {
@@ -168,7 +169,7 @@ pub(crate) fn walk<'s>(
             }
             states = next;
         }
-        if list.background {
+        if let Some(before) = before {
             // A background job runs in a subshell: the shell stays where it was.
             states = before
                 .into_iter()
