@@ -413,9 +413,12 @@ impl Catalog {
     /// while another conversation that is not archived holds the same path,
     /// one inside it, or one it is inside.
     pub fn decide_lease(&self, id: &str, path: &str, branch: &str, baseline: &str) -> Result<Event, CatalogError> {
+        // A conversation of an archived agent can never run again: its
+        // worktree stays for review, but it holds nothing.
         let holder = self.conversations.values().find(|c| {
             c.id != id
                 && c.state != ConversationState::Archived
+                && self.agents.get(&c.agent).is_some_and(|a| !a.archived)
                 && c.workspace.as_ref().is_some_and(|w| paths_overlap(&w.path, path))
         });
         if let Some(h) = holder {

@@ -398,3 +398,84 @@ mod mail_tests {
         assert!(!c.mail_delivered.contains_key("b"));
     }
 }
+
+#[test]
+fn workspace_paths_overlap_by_whole_components() {
+    let cases = [
+        ("/r", "/r", true),
+        ("/r", "/r/sub", true),
+        ("/r/sub/", "/r", true),
+        ("/r/./sub", "/r/sub", true),
+        ("/r/x/../sub", "/r/sub/deeper", true),
+        ("/r", "/rx", false),
+        ("/r/a", "/r/b", false),
+        ("/a/b", "/a/bc", false),
+    ];
+    for (a, b, want) in cases {
+        assert_eq!(paths_overlap(a, b), want, "{a} ~ {b}");
+        assert_eq!(paths_overlap(b, a), want, "{b} ~ {a}");
+    }
+}
+
+#[test]
+fn a_lease_names_its_holder_until_archived() {
+    let mut log = Log::new();
+    for name in ["a", "b"] {
+        let e = log.catalog.decide_create_agent(create(name)).expect("create");
+        log.commit(e);
+    }
+    let created = |id: &str, agent: &str| Event::ConversationCreated {
+        id: id.into(),
+        agent: agent.into(),
+        resume_ref: None,
+        login: false,
+    };
+    log.commit(created("c1", "a"));
+    let lease = log.catalog.decide_lease("c1", "/repo", "main", "abc").expect("free");
+    log.commit(lease);
+    assert_eq!(
+        log.catalog
+            .conversation("c1")
+            .expect("c1")
+            .workspace
+            .as_ref()
+            .map(|w| w.path.as_str()),
+        Some("/repo")
+    );
+    log.commit(created("c2", "b"));
+    for path in ["/repo", "/repo/vendor", "/"] {
+        let err = log.catalog.decide_lease("c2", path, "main", "abc").expect_err(path);
+        assert!(matches!(err, CatalogError::Conflict(_)), "{path}: {err}");
+        assert!(err.to_string().contains("c1"), "names the holder: {err}");
+    }
+    log.catalog
+        .decide_lease("c2", "/repository", "main", "abc")
+        .expect("a sibling path is free");
+    // Archived, the holder holds nothing.
+    let e = log
+        .catalog
+        .decide_transition("c1", Transition::Terminate, "done")
+        .expect("terminate");
+    log.commit(e);
+    log.catalog
+        .decide_lease("c2", "/repo", "main", "abc")
+        .expect("free once archived");
+    // A paused conversation of an archived agent holds nothing either.
+    log.commit(created("c3", "a"));
+    let lease = log.catalog.decide_lease("c3", "/other", "main", "abc").expect("free");
+    log.commit(lease);
+    let e = log
+        .catalog
+        .decide_transition("c3", Transition::Pause, "paused")
+        .expect("pause");
+    log.commit(e);
+    assert!(
+        log.catalog.decide_lease("c2", "/other", "main", "abc").is_err(),
+        "paused still holds"
+    );
+    let e = log.catalog.decide_archive_agent("a").expect("archive a");
+    log.commit(e);
+    log.catalog
+        .decide_lease("c2", "/other", "main", "abc")
+        .expect("free once its agent is archived");
+}
