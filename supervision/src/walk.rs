@@ -2,11 +2,11 @@
 //! names a few hundred paths, and `std::path::Components` (with a `PathBuf`
 //! per step) cost more than the rest of the decision. Each function here
 //! gives exactly what its `std::path` counterpart gives, and falls back to it
-//! when the text is not in the plain form the fast walk reads.
+//! when the text is not in the plain form the fast walk reads. It is also
+//! where paths are resolved: the `PathResolver` seam (what the file system
+//! says of a path) and the reference walk over `std::path` components.
 
-use std::path::{Path, PathBuf};
-
-use crate::paths::{Link, PathResolver};
+use std::path::{Component, Path, PathBuf};
 
 /// True when `path`'s text is already what its components spell, joined by
 /// single slashes: no empty component (`//`, a trailing `/`) and no `.`
@@ -92,14 +92,14 @@ pub(crate) fn strip_prefix<'a>(path: &'a Path, base: &Path) -> Option<&'a Path> 
 /// How many symlinks one resolution may follow before it gives up (as Linux does).
 pub(crate) const MAX_LINKS: usize = 40;
 
-/// Resolves `cwd.join(raw)` as [`crate::paths::resolve_path`] would, without
+/// Resolves `cwd.join(raw)` as [`resolve_path`] would, without
 /// building the joined path: the components are read off the text and the
 /// result is built in one buffer; at the first symbolic link the general
 /// walk takes over with what is left.
 pub(crate) fn resolve_joined(cwd: &Path, raw: &str, resolver: &dyn PathResolver) -> Option<PathBuf> {
     let first = if raw.starts_with('/') { None } else { Some(cwd) };
     let (Some(cwd_text), true) = (first.map_or(Some(""), Path::to_str), cfg!(unix)) else {
-        return crate::paths::resolve_general(&cwd.join(raw), resolver);
+        return resolve_general(&cwd.join(raw), resolver);
     };
     let texts: [&str; 2] = [cwd_text, raw];
     let start = if first.is_some() { texts[0] } else { texts[1] };
@@ -150,10 +150,10 @@ fn pop(out: &mut String) {
 fn follow(out: PathBuf, left: &[&str], target: &Path, resolver: &dyn PathResolver) -> Option<PathBuf> {
     let mut pending: Vec<PathBuf> = Vec::new();
     for text in left.iter().rev() {
-        crate::paths::push_components(&mut pending, Path::new(text.trim_start_matches('/')));
+        push_components(&mut pending, Path::new(text.trim_start_matches('/')));
     }
-    crate::paths::push_components(&mut pending, target);
-    crate::paths::follow_pending(out, pending, 1, resolver)
+    push_components(&mut pending, target);
+    follow_pending(out, pending, 1, resolver)
 }
 
 #[cfg(test)]
@@ -219,7 +219,7 @@ mod tests {
         ];
         for cwd in cwds {
             for raw in raws {
-                let want = crate::paths::resolve_general(&Path::new(cwd).join(raw), &fs);
+                let want = resolve_general(&Path::new(cwd).join(raw), &fs);
                 assert_eq!(resolve_joined(Path::new(cwd), raw, &fs), want, "{cwd} + {raw}");
             }
         }
@@ -253,7 +253,7 @@ mod tests {
             fs.unreadable.push(PathBuf::from("/w/secret"));
             let cwd = format!("{}{}", if absolute { "/" } else { "" }, cwd.join("/"));
             let raw = raw.join("/");
-            let want = crate::paths::resolve_general(&Path::new(&cwd).join(&raw), &fs);
+            let want = resolve_general(&Path::new(&cwd).join(&raw), &fs);
             let got = resolve_joined(Path::new(&cwd), &raw, &fs);
             prop_assert_eq!(&got, &want);
             if let Some(got) = &got {
@@ -269,4 +269,163 @@ mod tests {
             prop_assert_eq!(strip_prefix(p, b), p.strip_prefix(b).ok());
         }
     }
+}
+
+/// What one path is on disk, as far as resolution needs to know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Link {
+    /// Not a symbolic link (a file, a directory, or nothing at all yet).
+    NotLink,
+    /// A symbolic link with this stored target (absolute or relative to the link's directory).
+    Link(PathBuf),
+    /// Could not tell (permission denied, IO error): the path is treated as out of scope.
+    Unknown,
+}
+
+/// What git would find in one directory when it looks for a repository there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GitAt {
+    /// Neither a `.git` entry nor a git directory.
+    Nothing,
+    /// The directory holds a `.git` (a directory, or a file naming one).
+    DotGit,
+    /// The directory itself is shaped like a git directory (`HEAD`,
+    /// `objects/`, `refs/`): git would use it as a bare repository.
+    Bare,
+    /// Could not tell.
+    Unknown,
+}
+
+/// The questions the scope rules ask the file system. The node implements
+/// them on the real file system; tests use maps. Every answer that cannot be
+/// given must fail toward "not scoped" (`Link::Unknown`, `GitAt::Unknown`,
+/// `None`).
+pub trait PathResolver {
+    /// What `path` (absolute, without `.` or `..`) is.
+    fn link(&self, path: &Path) -> Link;
+
+    /// What git would find at the directory `dir` (absolute, resolved).
+    fn git_at(&self, _dir: &Path) -> GitAt {
+        GitAt::Unknown
+    }
+
+    /// The text of a small file (a manifest or config the judge reads to find
+    /// the definitions it names), or `None` when it cannot be read.
+    fn read_small(&self, _path: &Path) -> Option<String> {
+        None
+    }
+}
+
+/// A resolver for a tree without symlinks (and for callers that cannot look):
+/// it cannot tell what git would find, so git commands are never routine
+/// with it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoSymlinks;
+
+impl PathResolver for NoSymlinks {
+    fn link(&self, _path: &Path) -> Link {
+        Link::NotLink
+    }
+}
+
+/// Resolves an absolute path the way the kernel walks it: component by
+/// component, following each symlink as it is met, so `link/..` is the parent of
+/// the link's target, not the directory holding the link. Components that do
+/// not exist are kept as they are (a file about to be created). `None` for a
+/// relative path, a symlink loop, or a component the resolver could not read.
+/// What it returns is plain: absolute, with no `.`, `..` or empty component
+/// (the judge compares such paths as text, `walk::resolved_under`).
+pub fn resolve_path(path: &Path, resolver: &dyn PathResolver) -> Option<PathBuf> {
+    if !path.is_absolute() {
+        return None;
+    }
+    match path.to_str() {
+        // The byte-level walk (`walk`), which gives the same.
+        Some(text) if cfg!(unix) => resolve_joined(Path::new("/"), text, resolver),
+        _ => resolve_general(path, resolver),
+    }
+}
+
+/// [`resolve_path`] over `std::path` components: for paths that are not
+/// UTF-8, and the reference the byte-level walk is tested against.
+pub(crate) fn resolve_general(path: &Path, resolver: &dyn PathResolver) -> Option<PathBuf> {
+    if !path.is_absolute() {
+        return None;
+    }
+    let mut out = PathBuf::from("/");
+    // The fast walk: the path's own components, until a link is met.
+    let mut parts = path.components();
+    let mut pending: Vec<PathBuf> = Vec::new();
+    while let Some(c) = parts.next() {
+        match c {
+            Component::RootDir | Component::Prefix(_) => out = PathBuf::from("/"),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => {
+                out.push(name);
+                match resolver.link(&out) {
+                    Link::NotLink => {}
+                    Link::Link(target) => {
+                        out.pop();
+                        // What is left of the path, after the link's target.
+                        push_components(&mut pending, parts.as_path());
+                        push_components(&mut pending, &target);
+                        return follow_pending(out, pending, 1, resolver);
+                    }
+                    Link::Unknown => return None,
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// The rest of a resolution after its first link: pops `pending` (see
+/// [`push_components`]) onto `out`, following links as they are met.
+pub(crate) fn follow_pending(
+    mut out: PathBuf,
+    mut pending: Vec<PathBuf>,
+    mut followed: usize,
+    resolver: &dyn PathResolver,
+) -> Option<PathBuf> {
+    while let Some(part) = pending.pop() {
+        match part.as_os_str().to_str() {
+            Some("/") => out = PathBuf::from("/"),
+            Some(".") => {}
+            Some("..") => {
+                out.pop();
+            }
+            _ => {
+                let candidate = out.join(&part);
+                match resolver.link(&candidate) {
+                    Link::NotLink => out = candidate,
+                    Link::Link(target) => {
+                        followed += 1;
+                        if followed > MAX_LINKS {
+                            return None;
+                        }
+                        push_components(&mut pending, &target);
+                    }
+                    Link::Unknown => return None,
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// Pushes `path`'s components onto `stack` so that popping yields them in order.
+pub(crate) fn push_components(stack: &mut Vec<PathBuf>, path: &Path) {
+    let parts: Vec<PathBuf> = path
+        .components()
+        .map(|c| match c {
+            Component::RootDir | Component::Prefix(_) => PathBuf::from("/"),
+            Component::CurDir => PathBuf::from("."),
+            Component::ParentDir => PathBuf::from(".."),
+            Component::Normal(s) => PathBuf::from(s),
+        })
+        .collect();
+    stack.extend(parts.into_iter().rev());
 }
