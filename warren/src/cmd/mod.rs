@@ -4,7 +4,6 @@
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::Subcommand;
@@ -25,6 +24,7 @@ mod secrets;
 mod spend;
 mod supervision;
 mod tokens;
+mod transcript;
 mod usage;
 mod workspace;
 
@@ -38,6 +38,7 @@ pub use recall::{RecallVerb, ToolVerb, recall, tool};
 pub use spend::{SpendArgs, spend};
 pub use supervision::{SupervisionVerb, supervision};
 pub use tokens::{TokenVerb, token};
+pub use transcript::{TranscriptVerb, transcript};
 pub use usage::{UsageArgs, usage};
 
 #[derive(Clone, Copy)]
@@ -272,31 +273,6 @@ pub enum ConvVerb {
 }
 
 #[derive(Subcommand)]
-pub enum TranscriptVerb {
-    /// Read stored events.
-    Read {
-        conversation: String,
-        /// Events with seq > N.
-        #[arg(long)]
-        after: Option<u64>,
-        #[arg(long)]
-        limit: Option<u32>,
-        #[arg(long, env = "WARREN_DATA_DIR")]
-        data_dir: Option<PathBuf>,
-    },
-    /// Follow events live (transcript.subscribe), from --from-seq if given.
-    Follow {
-        conversation: Option<String>,
-        #[arg(long)]
-        agent: Option<String>,
-        #[arg(long)]
-        from_seq: Option<u64>,
-        #[arg(long, env = "WARREN_DATA_DIR")]
-        data_dir: Option<PathBuf>,
-    },
-}
-
-#[derive(Subcommand)]
 pub enum AdminVerb {
     /// Refold the projections from the event log (the node must be stopped).
     Rebuild {
@@ -397,21 +373,6 @@ fn print_conv(v: &Value) {
         reason
     );
     workspace::print_conv_workspace(c);
-}
-
-fn print_event(e: &Value) {
-    let text = s(e, "text");
-    let mut lines = text.lines();
-    let first = lines.next().unwrap_or("");
-    println!(
-        "{:>5} {:<12} {}",
-        e.get("seq").and_then(Value::as_u64).unwrap_or(0),
-        s(e, "speaker"),
-        first
-    );
-    for l in lines {
-        println!("{:>5} {:<12} {}", "", "", l);
-    }
 }
 
 pub async fn node(verb: NodeVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
@@ -733,55 +694,6 @@ async fn conv_other(verb: ConvVerb, conn: Conn, out: Output) -> anyhow::Result<E
         }
         ConvVerb::Continue { .. } | ConvVerb::Pause { .. } | ConvVerb::Terminate { .. } | ConvVerb::Get { .. } => {
             anyhow::bail!("handled by conv()")
-        }
-    }
-}
-
-pub async fn transcript(verb: TranscriptVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
-    match verb {
-        TranscriptVerb::Read {
-            conversation,
-            after,
-            limit,
-            data_dir,
-        } => {
-            let mut p = json!({ "conversation": conversation });
-            put(&mut p, "after_seq", after);
-            put(&mut p, "limit", limit);
-            let mut c = conn.connect(data_dir).await?;
-            finish(out, c.call(m::TRANSCRIPT_READ, p).await, |v| {
-                for e in items(v, "events") {
-                    print_event(e);
-                }
-            })
-        }
-        TranscriptVerb::Follow {
-            conversation,
-            agent,
-            from_seq,
-            data_dir,
-        } => {
-            let mut p = json!({});
-            put(&mut p, "conversation", conversation);
-            put(&mut p, "agent", agent);
-            put(&mut p, "from_seq", from_seq);
-            let mut c = conn.connect(data_dir).await?;
-            if let Err(e) = c.call(m::TRANSCRIPT_SUBSCRIBE, p).await {
-                return finish(out, Err(e), |_| {});
-            }
-            loop {
-                match c.next_notification(Duration::from_secs(3600)).await? {
-                    Some(n) => {
-                        let e = n.params.get("event").cloned().unwrap_or(Value::Null);
-                        if out.json {
-                            println!("{}", serde_json::to_string(&e)?);
-                        } else {
-                            print_event(&e);
-                        }
-                    }
-                    None => continue,
-                }
-            }
         }
     }
 }
