@@ -2,29 +2,10 @@
 //! `warren bench supervision`, in a loop, so `perf record` sees only the
 //! decision. `cargo run --release -p supervision --example decide_4k [seconds] [read|compound]`.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use supervision::{
-    Answer, Answers, DecisionContext, Dialog, GitAt, Link, PathResolver, Scope, SupervisionConfig, Verdict,
-};
-
-/// A worktree at /w/repo with its own `.git` and no symlinks (as the bench's).
-struct BenchRepo;
-
-impl PathResolver for BenchRepo {
-    fn link(&self, _path: &Path) -> Link {
-        Link::NotLink
-    }
-
-    fn git_at(&self, dir: &Path) -> GitAt {
-        if dir == Path::new("/w/repo") {
-            GitAt::DotGit
-        } else {
-            GitAt::Nothing
-        }
-    }
-}
+use supervision::fixtures::{BenchRepo, four_kb_commands};
+use supervision::{Answer, Answers, DecisionContext, Dialog, Scope, SupervisionConfig, Verdict};
 
 fn main() {
     let secs: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(3);
@@ -46,18 +27,7 @@ fn main() {
         resolver: &BenchRepo,
         learned_rules: &[],
     };
-    let mut long_read = String::from("cat");
-    let mut i = 0;
-    while long_read.len() < 4096 {
-        long_read.push_str(&format!(" src/module_{i}/file_{i}.rs"));
-        i += 1;
-    }
-    let mut compound = String::from("cd sub && cargo test -p core");
-    while compound.len() < 4096 {
-        compound
-            .push_str(" && git status --short && rg -n 'TODO' src tests | head -n 20; make -j4 test 2>&1 | tail -5");
-    }
-    for (what, cmd) in [("one read of many files", long_read), ("a compound line", compound)] {
+    for (what, cmd) in four_kb_commands() {
         if !what.contains(only.as_str()) {
             continue;
         }

@@ -13,6 +13,8 @@ pub mod class;
 pub mod decide;
 pub mod dialog;
 pub mod escalate;
+#[doc(hidden)]
+pub mod fixtures;
 pub mod learned;
 pub mod mail;
 pub mod options;

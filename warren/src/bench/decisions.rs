@@ -69,23 +69,6 @@ pub(super) fn bench_auth(args: &BenchArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A worktree at /w/repo with its own `.git` and no symlinks.
-struct BenchRepo;
-
-impl supervision::PathResolver for BenchRepo {
-    fn link(&self, _path: &Path) -> supervision::Link {
-        supervision::Link::NotLink
-    }
-
-    fn git_at(&self, dir: &Path) -> supervision::GitAt {
-        if dir == Path::new("/w/repo") {
-            supervision::GitAt::DotGit
-        } else {
-            supervision::GitAt::Nothing
-        }
-    }
-}
-
 /// Supervision: classifications per second (the pure decision, over a mix of
 /// dialogs), and on a real node with the fake CLI, the time from a permission
 /// dialog appearing on screen to the CLI having taken supervision's answer
@@ -159,20 +142,9 @@ pub(super) async fn bench_supervision(args: &BenchArgs) -> anyhow::Result<()> {
     // 4 KB commands, judged in full (parsed, every word read with its
     // program's option table, every path resolved, cd followed): one long
     // read, and a compound line of builds, git and searches.
-    let repo = BenchRepo;
+    let repo = supervision::fixtures::BenchRepo;
     let ctx = DecisionContext { resolver: &repo, ..ctx };
-    let mut long_read = String::from("cat");
-    let mut i = 0;
-    while long_read.len() < 4096 {
-        long_read.push_str(&format!(" src/module_{i}/file_{i}.rs"));
-        i += 1;
-    }
-    let mut compound = String::from("cd sub && cargo test -p core");
-    while compound.len() < 4096 {
-        compound
-            .push_str(" && git status --short && rg -n 'TODO' src tests | head -n 20; make -j4 test 2>&1 | tail -5");
-    }
-    for (what, cmd) in [("one read of many files", long_read), ("a compound line", compound)] {
+    for (what, cmd) in supervision::fixtures::four_kb_commands() {
         let dialog = Dialog {
             command: Some(cmd.clone()),
             ..dialogs[0].clone()
