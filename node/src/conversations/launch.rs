@@ -182,7 +182,7 @@ impl Conversations {
             self.commit(&mut cat, events).await?;
         }
         if let Some(p) = &planned
-            && let Err(e) = self.make_workspace(&record, p).await
+            && let Err(e) = self.make_workspace(p).await
         {
             let why = format!("could not make its workspace: {e}");
             let _ = self.node.stop(&id, Transition::Terminate, &why).await;

@@ -81,12 +81,9 @@ impl Conversations {
         }))
     }
 
-    /// After the lease is committed: the worktree (cut from the baseline)
-    /// and the hooks.
-    pub(super) async fn make_workspace(&self, agent: &AgentRecord, planned: &Planned) -> NodeResult<()> {
-        let base = agent.workspace.as_ref().map(|w| w.base.as_str());
-        let protected = (planned.mode == WorkspaceMode::Worktree).then_some(base).flatten();
-        hooks::write(&self.hooks_dir(&agent.name), protected).map_err(|e| failed("the git hooks", e))?;
+    /// After the lease is committed: the worktree, cut from the baseline (in
+    /// place there is nothing to make). The hooks are written by every launch.
+    pub(super) async fn make_workspace(&self, planned: &Planned) -> NodeResult<()> {
         if planned.mode == WorkspaceMode::Worktree {
             let l = &planned.lease;
             repo::add_worktree(&planned.facts, Path::new(&l.path), &l.branch, &l.baseline)
