@@ -112,9 +112,7 @@ async fn check_and_base(
 /// repository) reaches anything it made.
 pub fn reachable_by(root: &Path, owner: super::git::Owner) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
-    // SAFETY: geteuid cannot fail and touches no memory.
-    let me = unsafe { libc::geteuid() };
-    if owner.uid == me || me != 0 {
+    if super::git::run_as(owner).is_none() {
         return Ok(());
     }
     for dir in root.ancestors() {
@@ -154,8 +152,7 @@ mod tests {
         std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
         std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).expect("chmod");
         let someone = Owner { uid: 4242, gid: 4242 };
-        // SAFETY: geteuid cannot fail.
-        if unsafe { libc::geteuid() } == 0 {
+        if crate::workspace::git::node_is_root() {
             let e = reachable_by(&root, someone).expect_err("private");
             assert!(
                 e.contains(&private.display().to_string()) && e.contains("[workspaces] root"),
