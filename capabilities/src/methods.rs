@@ -205,6 +205,13 @@ mod tests {
             ("budget.set", Agent, Admin),
             ("budget.topup", Agent, Admin),
             ("config.set", Node, Admin),
+            ("task.start", Agent, Control),
+            ("task.get", Task, Observe),
+            ("task.list", Narrowest, Observe),
+            ("task.stop", Task, Control),
+            ("task.recover", Task, Control),
+            ("task.discard", Task, Control),
+            ("task.resume_auto", Task, Control),
         ];
         assert_eq!(TABLE.len(), former.len());
         for (m, scope, operation) in former {
@@ -235,6 +242,8 @@ mod tests {
                 "supervision.rules",
                 "usage.get",
                 "budget.get",
+                "task.get",
+                "task.list",
             ])
         );
         assert_eq!(

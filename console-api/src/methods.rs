@@ -140,6 +140,17 @@ methods! {
     MONITOR_LIST = "monitor.list" => on(F::Monitors, S::Narrowest, O::Observe);
     MONITOR_DETACH = "monitor.detach" => on(F::Monitors, S::Node, O::Supervise);
     MONITOR_REARM = "monitor.rearm" => on(F::Monitors, S::Node, O::Supervise);
+    /// `{agent, goal, acceptance, review?, decider?, max_repairs?, deadline_secs?}`: work on
+    /// the agent's workspace, verified by the node (params checked by the `tasks` crate).
+    TASK_START = "task.start" => on(F::Tasks, S::Agent, O::Control);
+    TASK_GET = "task.get" => on(F::Tasks, S::Task, O::Observe).companion_read().params::<TaskRef>();
+    TASK_LIST = "task.list" => on(F::Tasks, S::Narrowest, O::Observe).companion_read().params::<TaskList>();
+    TASK_STOP = "task.stop" => on(F::Tasks, S::Task, O::Control).params::<TaskRef>();
+    /// `{task, extend_secs?}`: a task that timed out goes on (or closes out at once).
+    TASK_RECOVER = "task.recover" => on(F::Tasks, S::Task, O::Control).params::<TaskRecover>();
+    TASK_DISCARD = "task.discard" => on(F::Tasks, S::Task, O::Control).params::<TaskRef>();
+    /// After a human took over: automatic messages to the worker flow again.
+    TASK_RESUME_AUTO = "task.resume_auto" => on(F::Tasks, S::Task, O::Control).params::<TaskRef>();
     /// `{supervision}`: the global supervision defaults, the master switch
     /// among them (local-only: standing authority).
     CONFIG_SET = "config.set" => on(F::Node, S::Node, O::Admin).local_only().params::<ConfigSet>();
@@ -168,6 +179,8 @@ pub const EVENT_MAIL_ARRIVED: &str = "event.mail.arrived";
 /// will not accrue enough in time; a human tops up, raises the rate or stops.
 /// Once per exhaustion episode.
 pub const EVENT_BUDGET_EXHAUSTED: &str = "event.budget.exhausted";
+/// `{task, agent, conversation, state, reason?}`: a task's state changed.
+pub const EVENT_TASK_CHANGED: &str = "event.task.changed";
 pub const EVENT_KINDS: &[&str] = &[
     EVENT_MAIL_ARRIVED,
     EVENT_SUPERVISION_ACTED,
@@ -176,6 +189,7 @@ pub const EVENT_KINDS: &[&str] = &[
     EVENT_MONITOR_TRIPPED,
     EVENT_FLEET_CHANGED,
     EVENT_BUDGET_EXHAUSTED,
+    EVENT_TASK_CHANGED,
 ];
 
 /// Server notifications.
@@ -202,7 +216,7 @@ mod tests {
         let served: Vec<&str> = REGISTRY.iter().filter(|m| m.served).map(|m| m.name).collect();
         assert_eq!(ALL, served.as_slice());
         assert!(ALL.contains(&CONFIG_SET) && ALL.contains(&AGENT_GET));
-        assert_eq!(ALL.len(), 66);
+        assert_eq!(ALL.len(), 73);
     }
 
     #[test]
@@ -247,6 +261,7 @@ mod tests {
                 "mailbox" => F::Mail,
                 "tool" | "recall" => F::Tools,
                 "monitor" => F::Monitors,
+                "task" => F::Tasks,
                 "usage" | "spend" | "budget" => F::Usage,
                 "token" => F::Tokens,
                 other => panic!("{n}: no family for {other}"),

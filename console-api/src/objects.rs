@@ -140,6 +140,32 @@ pub struct ConversationDiff {
     pub max_bytes: Option<u64>,
 }
 
+/// `task.get`, `task.stop`, `task.discard`, `task.resume_auto`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskRef {
+    pub task: String,
+}
+
+/// `task.list`: narrowed by agent and state.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskList {
+    #[serde(default)]
+    pub agent: Option<String>,
+    #[serde(default)]
+    pub state: Option<String>,
+}
+
+/// `task.recover`: `extend_secs` more before the deadline; none: close out at once.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskRecover {
+    pub task: String,
+    #[serde(default)]
+    pub extend_secs: Option<u64>,
+}
+
 /// One changed file of a diff: `status` is git's letter spelled out
 /// (`added`, `modified`, `deleted`, `renamed`, `copied`, `type_changed`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -88,6 +88,8 @@ pub enum Scope {
     Narrowest,
     /// The owner-defined tool named in the params (`tool`).
     Tool,
+    /// The task in the params (`task`): its worker's conversation and agent.
+    Task,
     /// Only the caller's own session (cancel its own subscription, inspect a
     /// token it holds): any valid token may.
     Caller,
@@ -126,6 +128,8 @@ pub enum Family {
     /// Owner tools and the built-in recall store.
     Tools,
     Monitors,
+    /// Unattended tasks (seed 001).
+    Tasks,
     /// Usage, spend and budgets.
     Usage,
     Tokens,

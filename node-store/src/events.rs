@@ -366,6 +366,11 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         conversation: Option<String>,
     },
+    /// A change to an unattended task (seed 001), as the `tasks` crate decided it.
+    Task {
+        task: String,
+        event: tasks::TaskEvent,
+    },
 }
 
 /// How a CLI that stopped by itself left: its exit code (where the runtime
@@ -434,6 +439,7 @@ impl Event {
             Event::BudgetWaiting { .. } => "budget_waiting",
             Event::BudgetResumed { .. } => "budget_resumed",
             Event::BudgetExhausted { .. } => "budget_exhausted",
+            Event::Task { .. } => "task",
         }
     }
 

@@ -21,6 +21,7 @@ pub mod supervise;
 pub mod tokens;
 pub mod tools;
 pub mod transcript;
+pub mod work;
 pub mod workspace;
 
 pub use config::Config;

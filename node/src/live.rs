@@ -445,6 +445,38 @@ impl Live {
     }
 }
 
+/// How a turn that a message started came to an end (see [`turn_end`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnEnd {
+    /// Busy after the message, then idle again (or idle for the settle time).
+    Ended,
+    /// Still busy when the bound ran out.
+    Bound,
+    /// The CLI went away.
+    Gone,
+}
+
+/// Waits for the turn a message just started to end. `status` is taken
+/// before the message is sent, so its busy spell cannot be missed; a turn so
+/// quick that its busy spell was never seen ends once idle for `settle`.
+pub async fn turn_end(mut status: watch::Receiver<Status>, bound: Duration, settle: Duration) -> TurnEnd {
+    let started = std::time::Instant::now();
+    let mut seen_busy = false;
+    loop {
+        let now = *status.borrow_and_update();
+        seen_busy |= now != Status::Idle;
+        if now == Status::Idle && (seen_busy || started.elapsed() > settle) {
+            return TurnEnd::Ended;
+        }
+        if started.elapsed() > bound {
+            return TurnEnd::Bound;
+        }
+        if let Ok(Err(_)) = tokio::time::timeout(Duration::from_millis(100), status.changed()).await {
+            return TurnEnd::Gone;
+        }
+    }
+}
+
 async fn watch_loop(
     id: String,
     session: Arc<dyn Session>,

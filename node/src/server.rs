@@ -232,11 +232,13 @@ pub async fn run(
     let conversations = crate::conversations::Conversations::new(node.clone(), supervisor.clone(), spend.clone());
     conversations.start(startup);
     let monitors = crate::monitors::Monitors::new(node.clone(), conversations.clone(), fleet.clone());
+    let tasks = crate::work::Tasks::new(node.clone(), conversations.clone());
     let app = Arc::new(App {
         node: node.clone(),
         conversations: conversations.clone(),
         supervisor: supervisor.clone(),
         monitors: monitors.clone(),
+        tasks: tasks.clone(),
         mail,
         spend,
         fleet: fleet.clone(),
@@ -273,6 +275,7 @@ pub async fn run(
         eprintln!("warning: the fabric did not start: {e}");
     }
     monitors.start_monitors().await;
+    tasks.start_tasks().await;
     write_private(
         &endpoint_path(&data_dir),
         &serde_json::json!({

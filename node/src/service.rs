@@ -513,6 +513,17 @@ impl Node {
         self.catalog.lock().await.conversations.get(id).map(|c| c.agent.clone())
     }
 
+    /// The worker's conversation of task `id` (what authorizes a call on it).
+    pub async fn task_conversation(&self, id: &str) -> Option<String> {
+        self.catalog
+            .lock()
+            .await
+            .tasks
+            .by_id
+            .get(id)
+            .map(|t| t.conversation.clone())
+    }
+
     pub(crate) async fn require_live(&self, id: &str) -> NodeResult<Arc<Live>> {
         if let Some(l) = self.live(id) {
             return Ok(l);

@@ -12,6 +12,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("server", 10),
     ("api", 9),
     ("monitors", 8),
+    ("work", 8),
     ("conversations", 7),
     ("supervise", 6),
     ("tokens", 6),

@@ -85,6 +85,12 @@ enum Command {
         #[command(subcommand)]
         verb: cmd::MonitorVerb,
     },
+    /// Unattended tasks: a goal, acceptance commands the node runs, repair
+    /// rounds, a verified commit on the task's branch or a parked one.
+    Task {
+        #[command(subcommand)]
+        verb: cmd::TaskVerb,
+    },
     /// The web console: pair a browser or phone with a one-time code.
     Console {
         #[command(subcommand)]
@@ -310,6 +316,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Budget { verb } => cmd::budget(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Mail { verb } => cmd::mail(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Monitor { verb } => cmd::monitor(verb, cmd::Conn::new(cli.url, cli.token), out).await,
+        Command::Task { verb } => cmd::task(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Recall { verb } => cmd::recall(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Tool { verb } => cmd::tool(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Token { verb } => cmd::token(verb, cmd::Conn::new(cli.url, cli.token), out).await,

@@ -42,7 +42,7 @@ pub fn calls() -> Vec<(String, &'static str, Vec<Resource>)> {
                 Scope::Caller => false,
                 Scope::Node => label == "node",
                 Scope::Agent => label.starts_with("agent"),
-                Scope::Conversation => label.starts_with("conversation"),
+                Scope::Conversation | Scope::Task => label.starts_with("conversation"),
                 Scope::Narrowest => !label.starts_with("tool"),
                 Scope::Tool => label.starts_with("tool"),
             };

@@ -101,6 +101,8 @@ pub struct Catalog {
     pub monitors: crate::folds::monitors::MonitorState,
     /// The agents' spend-rate budgets.
     pub budgets: crate::folds::budget::Budgets,
+    /// Unattended tasks (seed 001), folded by the `tasks` crate.
+    pub tasks: crate::folds::tasks::Tasks,
     /// Seq of the last event applied.
     pub applied_seq: u64,
 }
@@ -291,6 +293,7 @@ impl Catalog {
             | Event::BudgetWaiting { .. }
             | Event::BudgetResumed { .. }
             | Event::BudgetExhausted { .. } => self.budgets.apply(ts, &e.event),
+            Event::Task { task, event } => self.tasks.apply(ts, task, event),
             Event::Transcript { .. }
             | Event::UsageRecorded { .. }
             | Event::ToolInvoked { .. }

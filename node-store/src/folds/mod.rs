@@ -6,3 +6,4 @@ pub mod budget;
 pub mod definitions;
 pub mod fleet;
 pub mod monitors;
+pub mod tasks;

@@ -135,7 +135,9 @@ pub fn carries_outside_text(e: &Event) -> bool {
         | Event::ConversationPaused { .. }
         | Event::ToolInvoked { .. }
         | Event::RecallStashed { .. }
-        | Event::Guest { .. } => true,
+        | Event::Guest { .. }
+        // Check output tails, repair texts and review notes.
+        | Event::Task { .. } => true,
         Event::AgentCreated { .. }
         | Event::AgentUpdated { .. }
         | Event::AgentArchived { .. }

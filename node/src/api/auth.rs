@@ -53,6 +53,14 @@ async fn resources(app: &Arc<App>, method: &Method, p: Option<&Value>) -> Vec<Re
             Some(c) => conversation(c).await,
             None => vec![Resource::Node],
         },
+        // A task acts on its worker's conversation; an unknown task needs the node.
+        Scope::Task => match str_param(p, "task") {
+            Some(t) => match app.node.task_conversation(t).await {
+                Some(c) => conversation(&c).await,
+                None => vec![Resource::Node],
+            },
+            None => vec![Resource::Node],
+        },
         // `usage.get` names its target as `{scope, id}`.
         Scope::Narrowest if method.route == Route::ScopeId => match (str_param(p, "scope"), str_param(p, "id")) {
             (Some("conversation"), Some(c)) => conversation(c).await,

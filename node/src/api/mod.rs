@@ -39,6 +39,7 @@ pub struct App {
     pub conversations: Arc<crate::conversations::Conversations>,
     pub supervisor: Arc<crate::supervise::Supervisor>,
     pub monitors: Arc<crate::monitors::Monitors>,
+    pub tasks: Arc<crate::work::Tasks>,
     pub mail: Arc<crate::mail::Mail>,
     pub fleet: Arc<crate::fleet::Fleet>,
     pub spend: Arc<crate::spend::Spend>,

@@ -502,26 +502,12 @@ impl Monitors {
         let Some(live) = self.live(&conversation) else {
             return true;
         };
-        let mut status = live.status_watch();
+        let status = live.status_watch();
         if let Err(e) = live.send_message(text, "system".into()).await {
             tracing::warn!(monitor, error = %e, "the trigger message was not delivered");
             return true;
         }
-        // The turn: busy after the message, then idle again. A turn so quick
-        // that its busy spell was never seen ends once idle for a moment.
-        let started = std::time::Instant::now();
-        let mut seen_busy = false;
-        loop {
-            let now = *status.borrow_and_update();
-            seen_busy |= now != api::Status::Idle;
-            let settled = started.elapsed() > TURN_SETTLE;
-            if (now == api::Status::Idle && (seen_busy || settled)) || started.elapsed() > TURN_BOUND {
-                break;
-            }
-            if let Ok(Err(_)) = tokio::time::timeout(Duration::from_millis(100), status.changed()).await {
-                break; // the CLI is gone
-            }
-        }
+        crate::live::turn_end(status, TURN_BOUND, TURN_SETTLE).await;
         true
     }
 

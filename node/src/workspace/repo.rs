@@ -313,6 +313,87 @@ pub async fn head(path: &Path, owner: Owner) -> Result<String, GitError> {
         .await
 }
 
+/// Commits everything uncommitted in worktree `path` (untracked files too)
+/// as `who` (name, email), its hooks skipped; false: there was nothing to commit.
+pub async fn commit_all(path: &Path, owner: Owner, message: &str, who: (&str, &str)) -> Result<bool, GitError> {
+    let filters = filter_overrides(path, owner, &[]).await?;
+    let status = Git::new("git status")
+        .dir(path)
+        .owner(owner)
+        .envs(&filters)
+        .args(["status", "--porcelain", "-z", "--untracked-files=all"])
+        .stdout_cap(1)
+        .run()
+        .await?;
+    if status.stdout.is_empty() {
+        return Ok(false);
+    }
+    let (name, email) = who;
+    let env = [
+        ("GIT_AUTHOR_NAME", name),
+        ("GIT_AUTHOR_EMAIL", email),
+        ("GIT_COMMITTER_NAME", name),
+        ("GIT_COMMITTER_EMAIL", email),
+    ];
+    let mut add = Git::new("git add")
+        .dir(path)
+        .owner(owner)
+        .envs(&filters)
+        .args(["add", "-A"]);
+    let mut commit = Git::new("git commit").dir(path).owner(owner).envs(&filters).args([
+        "commit",
+        "--no-verify",
+        "--quiet",
+        "-m",
+        message,
+    ]);
+    for (k, v) in env {
+        add = add.env(k, v);
+        commit = commit.env(k, v);
+    }
+    add.run().await?;
+    commit.run().await?;
+    Ok(true)
+}
+
+/// A task's local commit boundary: worktree `path` must have `branch`
+/// checked out and `baseline` among its ancestors; what is uncommitted is
+/// committed with `message` as `who`. Answers the head it recorded.
+pub async fn commit_task(
+    path: &Path,
+    owner: Owner,
+    branch: &str,
+    baseline: &str,
+    message: &str,
+    who: (&str, &str),
+) -> Result<String, GitError> {
+    let on = worktree_branch(path, owner).await;
+    if on.as_deref() != Some(branch) {
+        return Err(GitError::new(
+            "committing the task",
+            format!(
+                "{} has {} checked out, not the task's branch {branch}",
+                path.display(),
+                on.as_deref().unwrap_or("no branch")
+            ),
+        ));
+    }
+    let ancestor = Git::new("git merge-base")
+        .dir(path)
+        .owner(owner)
+        .args(["merge-base", "--is-ancestor", "--end-of-options", baseline, "HEAD"])
+        .output()
+        .await?;
+    if !ancestor.success {
+        return Err(GitError::new(
+            "committing the task",
+            format!("the baseline {baseline} is no longer an ancestor of the branch's head: its history was rewritten"),
+        ));
+    }
+    commit_all(path, owner, message, who).await?;
+    head(path, owner).await
+}
+
 /// Removes worktree `path`: uncommitted changes are first committed onto
 /// `branch` (so nothing is lost); the branch is kept when it has commits
 /// past `baseline`, else deleted.
@@ -338,42 +419,7 @@ pub async fn archive_worktree(
                 ),
             ));
         }
-        let filters = filter_overrides(path, owner, &[]).await?;
-        let status = Git::new("git status")
-            .dir(path)
-            .owner(owner)
-            .envs(&filters)
-            .args(["status", "--porcelain", "-z", "--untracked-files=all"])
-            .stdout_cap(1)
-            .run()
-            .await?;
-        if !status.stdout.is_empty() {
-            let who = [
-                ("GIT_AUTHOR_NAME", "warren"),
-                ("GIT_AUTHOR_EMAIL", "warren@localhost"),
-                ("GIT_COMMITTER_NAME", "warren"),
-                ("GIT_COMMITTER_EMAIL", "warren@localhost"),
-            ];
-            let mut add = Git::new("git add")
-                .dir(path)
-                .owner(owner)
-                .envs(&filters)
-                .args(["add", "-A"]);
-            let mut commit = Git::new("git commit").dir(path).owner(owner).envs(&filters).args([
-                "commit",
-                "--no-verify",
-                "--quiet",
-                "-m",
-                ARCHIVE_MESSAGE,
-            ]);
-            for (k, v) in who {
-                add = add.env(k, v);
-                commit = commit.env(k, v);
-            }
-            add.run().await?;
-            commit.run().await?;
-            saved_uncommitted = true;
-        }
+        saved_uncommitted = commit_all(path, owner, ARCHIVE_MESSAGE, ("warren", "warren@localhost")).await?;
         Git::new("git worktree remove")
             .dir(&repo.toplevel)
             .owner(owner)

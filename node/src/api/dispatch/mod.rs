@@ -14,6 +14,7 @@ mod monitors;
 mod node;
 mod session;
 mod supervision;
+mod task;
 mod tokens;
 mod tools;
 mod transcript;
@@ -114,6 +115,7 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
         Family::Mail => mail::call(&mut c).await,
         Family::Tools => tools::call(&mut c).await,
         Family::Monitors => monitors::call(&mut c).await,
+        Family::Tasks => task::call(&mut c).await,
         Family::Usage => usage::call(&mut c).await,
         Family::Tokens => tokens::call(&mut c).await,
     }

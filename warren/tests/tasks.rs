@@ -1,0 +1,289 @@
+//! Unattended tasks (seed 001) with a real node (local runtime), real git
+//! repositories and the fake CLI running real shell commands in its
+//! worktree: a failed acceptance repaired once and completed with a commit
+//! on the task branch (the base untouched), a task that cannot pass parked
+//! with its branch, `kill -9` during verification ending in exactly one
+//! completion, the bad input refused with nothing stored, and the CLI.
+
+mod support;
+mod workspace;
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{TestNode, call, call_err, wait_until, warren};
+use warren::client::Client;
+use workspace::{git, make_repo};
+
+/// A fake agent on `repo` whose goal `TASK ...` runs `first` and whose
+/// repair rounds run `repair` (both shell commands in its worktree).
+async fn worker(c: &mut Client, name: &str, repo: &Path, first: &str, repair: &str) {
+    let rules = json!([
+        { "match": "^TASK", "actions": [{ "shell": first }] },
+        { "match": "^Acceptance failed:", "actions": [{ "shell": repair }] },
+    ]);
+    call(
+        c,
+        "agent.create",
+        json!({
+            "name": name, "harness": "fake", "rules": rules,
+            "workspace": { "repo": repo.display().to_string() },
+        }),
+    )
+    .await;
+}
+
+/// Waits until task `id` is in `state`; returns it.
+async fn wait_state(node: &TestNode, id: &str, state: &str, within: Duration) -> Value {
+    let id = id.to_string();
+    wait_until(&format!("task {id} {state}"), within, || {
+        let (id, target) = (id.clone(), node.target());
+        async move {
+            let mut c = Client::connect(&target).await.ok()?;
+            let t = c.call("task.get", json!({ "task": id })).await.ok()?["task"].clone();
+            (t["state"] == state).then_some(t)
+        }
+    })
+    .await
+}
+
+/// The kinds of task `id`'s stored events, oldest first (the log is what a
+/// restarted node folds); every task's when `id` is `None`.
+async fn task_events(db: &Path, id: Option<&str>) -> Vec<String> {
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}?mode=ro", db.display()))
+        .await
+        .expect("the store opens read-only");
+    let rows: Vec<(String,)> = sqlx::query_as("SELECT body FROM events WHERE kind = 'task' ORDER BY seq")
+        .fetch_all(&pool)
+        .await
+        .expect("the events table");
+    pool.close().await;
+    rows.iter()
+        .filter_map(|(b,)| serde_json::from_str::<Value>(b).ok())
+        .filter(|e| id.is_none_or(|id| e["task"] == id))
+        .filter_map(|e| e["event"]["type"].as_str().map(String::from))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_acceptance_is_repaired_once_and_completes_with_a_commit_on_its_branch() {
+    let node = TestNode::start();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let repo = tmp.path().join("proj");
+    let base = make_repo(&repo, &[("README", "proj\n")]);
+    let mut c = node.client().await;
+    worker(&mut c, "w", &repo, "echo wrong > answer.txt", "echo right > answer.txt").await;
+
+    let t = call(
+        &mut c,
+        "task.start",
+        json!({ "agent": "w", "goal": "TASK write the right answer", "acceptance": ["grep -qx right answer.txt"] }),
+    )
+    .await["task"]
+        .clone();
+    let id = t["id"].as_str().expect("id").to_string();
+    let conv = t["conversation"].as_str().expect("conversation").to_string();
+    assert_eq!(t["agent"], "w");
+    assert_eq!(t["baseline"], base);
+    assert_eq!(t["branch"], format!("warren/w/{conv}"));
+
+    let done = wait_state(&node, &id, "completed", Duration::from_secs(90)).await;
+    assert_eq!(done["repairs"], 1, "one repair round: {done:#}");
+    let checks = done["checks"].as_array().expect("checks");
+    assert_eq!(checks.last().expect("a check")["exit_code"], 0, "{done:#}");
+    let head = done["head"].as_str().expect("head").to_string();
+    let branch = done["branch"].as_str().expect("branch");
+    assert_eq!(
+        git(&repo, &["rev-parse", branch]),
+        head,
+        "the recorded head is the branch's"
+    );
+    assert_eq!(
+        git(&repo, &["show", &format!("{head}:answer.txt")]),
+        "right",
+        "the verified work is committed"
+    );
+    let msg = git(&repo, &["log", "-1", "--format=%s%n%an", &head]);
+    assert!(
+        msg.starts_with(&format!("task {id}: TASK write the right answer")),
+        "{msg}"
+    );
+    assert!(msg.ends_with("\nw"), "committed as the agent: {msg}");
+    assert_eq!(git(&repo, &["rev-parse", "main"]), base, "the base branch is untouched");
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "", "the main checkout is clean");
+
+    // The worker was told what failed, in the words the API promises.
+    let lines = support::transcript(&mut c, &conv).await;
+    let repair = lines
+        .iter()
+        .filter_map(|e| e["text"].as_str())
+        .find(|t| t.starts_with("Acceptance failed:"))
+        .expect("a repair message in the transcript");
+    assert!(
+        repair.contains("grep -qx right answer.txt") && repair.contains("exit"),
+        "{repair}"
+    );
+
+    // Exactly one completion in the log; the list finds it by state.
+    let kinds = task_events(&node.db(), Some(&id)).await;
+    assert_eq!(kinds.iter().filter(|k| *k == "completed").count(), 1, "{kinds:?}");
+    let listed = call(&mut c, "task.list", json!({ "state": "completed" })).await;
+    assert_eq!(listed["tasks"].as_array().map(Vec::len), Some(1), "{listed}");
+    let none = call(&mut c, "task.list", json!({ "agent": "nobody" })).await;
+    assert_eq!(none["tasks"], json!([]));
+
+    // The CLI reads it.
+    let (code, out, err) = warren(&["task", "get", &id], &node.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("completed") && out.contains("exit 0"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_cannot_pass_is_parked_with_its_branch_and_evidence() {
+    let node = TestNode::start();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let repo = tmp.path().join("proj");
+    let base = make_repo(&repo, &[("README", "proj\n")]);
+    let mut c = node.client().await;
+    worker(&mut c, "w", &repo, "echo attempt > work.txt", "echo again >> work.txt").await;
+    let (code, out, err) = warren(
+        &[
+            "task",
+            "start",
+            "w",
+            "TASK the impossible",
+            "--accept",
+            "echo checking; exit 7",
+            "--max-repairs",
+            "1",
+        ],
+        &node.path(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let id = out.split_whitespace().next().expect("the task id first").to_string();
+    let parked = wait_state(&node, &id, "parked", Duration::from_secs(90)).await;
+    assert_eq!(parked["repairs"], 1, "{parked:#}");
+    let last = parked["checks"]
+        .as_array()
+        .and_then(|c| c.last())
+        .cloned()
+        .expect("a check");
+    assert_eq!(last["exit_code"], 7);
+    assert!(last["output_tail"].as_str().unwrap_or_default().contains("checking"));
+    assert!(
+        parked["reason"].as_str().is_some(),
+        "a parked task says why: {parked:#}"
+    );
+    // The worker stops; its work stays on the branch (nothing is lost).
+    let conv = parked["conversation"].as_str().expect("conversation").to_string();
+    wait_until("the worker paused", Duration::from_secs(30), || {
+        let (conv, target) = (conv.clone(), node.target());
+        async move {
+            let mut c = Client::connect(&target).await.ok()?;
+            let v = c.call("conversation.get", json!({ "conversation": conv })).await.ok()?;
+            (v["conversation"]["state"] == "paused").then_some(())
+        }
+    })
+    .await;
+    let branch = parked["branch"].as_str().expect("branch");
+    let worktree = call(&mut c, "conversation.get", json!({ "conversation": conv })).await["conversation"]["workspace"]
+        ["path"]
+        .as_str()
+        .expect("path")
+        .to_string();
+    assert_eq!(
+        std::fs::read_to_string(Path::new(&worktree).join("work.txt")).expect("the work is kept"),
+        "attempt\nagain\n"
+    );
+    assert_eq!(git(&repo, &["rev-parse", "main"]), base);
+    assert!(
+        git(&repo, &["branch", "--list", branch]).contains(branch),
+        "the branch stays"
+    );
+    // Nothing more happens to a parked task; a stop is refused by its state.
+    let e = call_err(&mut c, "task.stop", json!({ "task": id })).await;
+    assert_eq!(e.code, -32009, "{e:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_during_verification_ends_in_exactly_one_completion() {
+    let mut node = TestNode::start();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let repo = tmp.path().join("proj");
+    make_repo(&repo, &[("README", "proj\n")]);
+    let mut c = node.client().await;
+    worker(&mut c, "w", &repo, "echo done > out.txt", "true").await;
+    // The check takes long enough to be caught in flight.
+    let marker = tmp.path().join("checks-ran");
+    let check = format!("echo x >> {}; sleep 3; test -f out.txt", marker.display());
+    let t = call(
+        &mut c,
+        "task.start",
+        json!({ "agent": "w", "goal": "TASK write out", "acceptance": [check] }),
+    )
+    .await["task"]
+        .clone();
+    let id = t["id"].as_str().expect("id").to_string();
+    wait_state(&node, &id, "verifying", Duration::from_secs(60)).await;
+    wait_until("the check started", Duration::from_secs(20), || {
+        let m = marker.clone();
+        async move { m.exists().then_some(()) }
+    })
+    .await;
+    node.kill9();
+    node.restart();
+    let done = wait_state(&node, &id, "completed", Duration::from_secs(90)).await;
+    let ran = std::fs::read_to_string(&marker).expect("marker");
+    assert_eq!(ran.lines().count(), 2, "the interrupted round ran again once: {ran:?}");
+    let kinds = task_events(&node.db(), Some(&id)).await;
+    assert_eq!(kinds.iter().filter(|k| *k == "completed").count(), 1, "{kinds:?}");
+    assert!(done["head"].as_str().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_task_input_is_refused_naming_the_field_and_nothing_is_stored() {
+    let node = TestNode::start();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let repo = tmp.path().join("proj");
+    make_repo(&repo, &[("README", "proj\n")]);
+    let mut c = node.client().await;
+    worker(&mut c, "w", &repo, "true", "true").await;
+    call(&mut c, "agent.create", json!({ "name": "plain", "harness": "fake" })).await;
+    let ok = json!({ "agent": "w", "goal": "TASK g", "acceptance": ["true"] });
+    let with = |k: &str, v: Value| {
+        let mut p = ok.clone();
+        p[k] = v;
+        p
+    };
+    let many: Vec<String> = (0..101).map(|i| format!("test {i}")).collect();
+    let cases: Vec<(Value, &str)> = vec![
+        (with("agent", json!("plain")), "agent"),
+        (with("agent", json!("ghost")), "agent"),
+        (with("goal", json!("  ")), "goal"),
+        (with("acceptance", json!([])), "acceptance"),
+        (with("acceptance", json!(many)), "acceptance"),
+        (with("max_repairs", json!(21)), "max_repairs"),
+        (with("deadline_secs", json!(59)), "deadline_secs"),
+        (with("review", json!({ "agent": "w" })), "review"),
+        (with("review", json!({ "agent": "ghost" })), "review"),
+        (with("bogus", json!(1)), "bogus"),
+    ];
+    for (params, field) in cases {
+        let e = call_err(&mut c, "task.start", params.clone()).await;
+        assert_eq!(e.code, -32602, "{params}: {e:?}");
+        assert!(
+            e.message.contains(field),
+            "{params}: the error names {field}: {}",
+            e.message
+        );
+    }
+    assert_eq!(call(&mut c, "task.list", json!({})).await["tasks"], json!([]));
+    assert!(task_events(&node.db(), None).await.is_empty(), "nothing stored");
+    let convs = call(&mut c, "conversation.list", json!({})).await;
+    assert_eq!(convs["conversations"], json!([]), "no conversation was started");
+    let e = call_err(&mut c, "task.list", json!({ "state": "done" })).await;
+    assert!(e.message.contains("state"), "{e:?}");
+    let e = call_err(&mut c, "task.get", json!({ "task": "t-nope" })).await;
+    assert_eq!(e.code, -32004, "{e:?}");
+}
