@@ -212,6 +212,8 @@ mod tests {
             ("task.recover", Task, Control),
             ("task.discard", Task, Control),
             ("task.resume_auto", Task, Control),
+            ("task.diff", Task, Observe),
+            ("task.review", Task, Observe),
         ];
         assert_eq!(TABLE.len(), former.len());
         for (m, scope, operation) in former {
@@ -290,6 +292,7 @@ mod tests {
             ),
             ("read", &["transcript.read", "conversation.get"]),
             ("advise", &["conversation.sendMessage"]),
+            ("review", &["task.diff", "task.review"]),
             ("deploy", &["tool.invoke"]),
         ];
         for (tool, methods) in tools {

@@ -149,6 +149,11 @@ methods! {
     /// `{task, extend_secs?}`: a task that timed out goes on (or closes out at once).
     TASK_RECOVER = "task.recover" => on(F::Tasks, S::Task, O::Control).params::<TaskRecover>();
     TASK_DISCARD = "task.discard" => on(F::Tasks, S::Task, O::Control).params::<TaskRef>();
+    /// The task's change against its baseline (its reviewer's `warren-review diff`).
+    TASK_DIFF = "task.diff" => on(F::Tasks, S::Task, O::Observe).tool("review").params::<TaskRef>().result::<Diff>();
+    /// The reviewer's verdict (`warren-review approve|reject NOTES`): only the
+    /// reviewer agent's own conversation may give it.
+    TASK_REVIEW = "task.review" => on(F::Tasks, S::Task, O::Observe).tool("review").params::<TaskReview>();
     /// After a human took over: automatic messages to the worker flow again.
     TASK_RESUME_AUTO = "task.resume_auto" => on(F::Tasks, S::Task, O::Control).params::<TaskRef>();
     /// `{supervision}`: the global supervision defaults, the master switch
@@ -216,7 +221,7 @@ mod tests {
         let served: Vec<&str> = REGISTRY.iter().filter(|m| m.served).map(|m| m.name).collect();
         assert_eq!(ALL, served.as_slice());
         assert!(ALL.contains(&CONFIG_SET) && ALL.contains(&AGENT_GET));
-        assert_eq!(ALL.len(), 73);
+        assert_eq!(ALL.len(), 75);
     }
 
     #[test]

@@ -157,6 +157,16 @@ pub struct TaskList {
     pub state: Option<String>,
 }
 
+/// `task.review`: `approve` or `reject`, with notes for the worker.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskReview {
+    pub task: String,
+    pub verdict: String,
+    #[serde(default)]
+    pub notes: String,
+}
+
 /// `task.recover`: `extend_secs` more before the deadline; none: close out at once.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

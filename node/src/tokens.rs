@@ -160,7 +160,12 @@ impl Node {
         home: &Path,
         tools: &[String],
     ) -> Result<(String, PathBuf), NodeError> {
-        let extra = self.catalog.lock().await.monitors.rights_of(&agent.name);
+        let extra = {
+            let cat = self.catalog.lock().await;
+            let mut rights = cat.monitors.rights_of(&agent.name);
+            rights.extend(cat.tasks.review_rights_of(&agent.name));
+            rights
+        };
         let (token, path, ids) = self.issue_instance_token(conversation, agent, home, extra, tools)?;
         let e = node_store::events::Event::InstanceTokenIssued {
             conversation: conversation.to_string(),

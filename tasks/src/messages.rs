@@ -85,6 +85,40 @@ pub fn acceptance_failed_text(
     s
 }
 
+/// Every review request starts with exactly this, then the task's id.
+pub const REVIEW_REQUEST: &str = "Review task";
+
+/// What the reviewer is asked: the goal, that the checks passed, and the
+/// exact commands that read the diff and give the verdict.
+pub fn review_request_text(task: &Task, round: u32) -> String {
+    let mut s = format!(
+        "{REVIEW_REQUEST} {} (round {round}) by agent {} on branch {}.\nGoal:\n{}\n",
+        task.id,
+        task.agent,
+        task.branch,
+        bound_head(task.goal.trim(), 4096)
+    );
+    if !task.acceptance.is_empty() {
+        s.push_str("Its acceptance commands passed.\n");
+    }
+    s.push_str(&format!(
+        "Read the change with `warren-review diff {id}`. Then give your verdict: \
+         `warren-review approve {id} NOTES` or `warren-review reject {id} NOTES` (what must change). \
+         You cannot change the work yourself.",
+        id = task.id
+    ));
+    s
+}
+
+/// Sent once when a reviewer ended its turn without a verdict.
+pub fn review_reminder_text(task: &Task) -> String {
+    format!(
+        "You have not given a verdict on task {id}: run `warren-review approve {id} NOTES` or \
+         `warren-review reject {id} NOTES`.",
+        id = task.id
+    )
+}
+
 /// `Review rejected:` with the reviewer's notes.
 pub fn review_rejected_text(task: &Task, notes: &str, repair: u32, close_out_left_ms: Option<u64>) -> String {
     let footer = repair_footer(task, repair, close_out_left_ms);

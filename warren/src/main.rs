@@ -245,6 +245,7 @@ fn main() -> ExitCode {
 /// A mounted tool is this binary under another name: `warren-read CONV` is
 /// `warren transcript read CONV`, `warren-advise CONV TEXT` is `warren conv
 /// send` (the node makes it attributed advice), `warren-mail`,
+/// `warren-review VERB TASK` is `warren task review VERB TASK`,
 /// `warren-recall` and `warren-supervision` act for the conversation's own
 /// agent (`WARREN_AGENT`), and any other `warren-NAME ARGS` is the owner
 /// tool NAME (`warren tool invoke NAME ARGS`).
@@ -258,6 +259,8 @@ fn tool_argv(argv: &[String]) -> Option<Vec<String>> {
     match tool {
         "read" => push(&mut out, &["transcript", "read"]),
         "advise" => push(&mut out, &["conv", "send"]),
+        // `warren-review diff|approve|reject TASK ...`.
+        "review" => push(&mut out, &["task", "review"]),
         "mail" | "recall" | "supervision" => {
             // The verb, then the agent, then the rest: `warren-mail send TO
             // BODY` is `warren mail send ME TO BODY`.

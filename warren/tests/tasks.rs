@@ -287,3 +287,95 @@ async fn bad_task_input_is_refused_naming_the_field_and_nothing_is_stored() {
     let e = call_err(&mut c, "task.get", json!({ "task": "t-nope" })).await;
     assert_eq!(e.code, -32004, "{e:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewers_rejection_is_a_repair_round_and_its_approval_completes_the_task() {
+    let node = TestNode::start();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let repo = tmp.path().join("proj");
+    let base = make_repo(&repo, &[("README", "proj\n")]);
+    let mut c = node.client().await;
+    let worker_rules = json!([
+        { "match": "^TASK", "actions": [{ "shell": "echo work > work.txt" }] },
+        { "match": "^Review rejected:", "actions": [{ "shell": "echo notes > NOTES.md" }] },
+    ]);
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "w", "harness": "fake", "rules": worker_rules,
+                "workspace": { "repo": repo.display().to_string() } }),
+    )
+    .await;
+    // The reviewer reads the diff, rejects the first round, approves the next.
+    let review = "warren-review diff {{1}} --stat > $HOME/diff-{{2}}.txt || exit 1; \
+                  if [ -f $HOME/reviewed ]; then warren-review approve {{1}} looks good now; \
+                  else touch $HOME/reviewed; warren-review reject {{1}} add NOTES.md please; fi";
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "rev", "harness": "fake",
+                "rules": [{ "match": "^Review task (t-\\S+) \\(round (\\d+)\\)", "actions": [{ "shell": review }] }] }),
+    )
+    .await;
+    let t = call(
+        &mut c,
+        "task.start",
+        json!({ "agent": "w", "goal": "TASK do the work", "acceptance": ["test -f work.txt"],
+                "review": { "agent": "rev" } }),
+    )
+    .await["task"]
+        .clone();
+    let id = t["id"].as_str().expect("id").to_string();
+    let conv = t["conversation"].as_str().expect("conversation").to_string();
+
+    let done = wait_state(&node, &id, "completed", Duration::from_secs(120)).await;
+    assert_eq!(done["repairs"], 1, "the rejection was one repair round: {done:#}");
+    assert_eq!(done["review"]["agent"], "rev");
+    assert_eq!(done["review"]["verdict"], "approve", "{done:#}");
+    assert!(
+        done["review"]["notes"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("looks good")
+    );
+    let head = done["head"].as_str().expect("head");
+    let files = git(&repo, &["ls-tree", "--name-only", head]);
+    assert!(files.contains("NOTES.md") && files.contains("work.txt"), "{files}");
+    assert_eq!(git(&repo, &["rev-parse", "main"]), base);
+
+    // The worker heard the notes, in the words the API promises.
+    let lines = support::transcript(&mut c, &conv).await;
+    assert!(
+        lines
+            .iter()
+            .filter_map(|e| e["text"].as_str())
+            .any(|t| t.starts_with("Review rejected:") && t.contains("add NOTES.md please")),
+        "a `Review rejected:` repair in the worker's transcript"
+    );
+    // The reviewer read the task's diff through its own token, each round.
+    let home = node.path().join("agents/rev/home");
+    for round in [1, 2] {
+        let stat = std::fs::read_to_string(home.join(format!("diff-{round}.txt"))).expect("the reviewer's diff");
+        assert!(stat.contains("work.txt"), "round {round}: {stat}");
+    }
+    let kinds = task_events(&node.db(), Some(&id)).await;
+    assert_eq!(kinds.iter().filter(|k| *k == "review_verdict").count(), 2, "{kinds:?}");
+    // Nobody but the reviewer gives a verdict: not the node's own admin.
+    let (code, out, err) = warren(&["task", "review", "approve", &id, "me", "too"], &node.path());
+    assert_ne!(code, 0, "{out}");
+    assert!(err.contains("-32003") || err.contains("only its reviewer"), "{err}");
+    // The reviewer's conversation is paused once the task ended.
+    wait_until("the reviewer paused", Duration::from_secs(30), || {
+        let target = node.target();
+        async move {
+            let mut c = Client::connect(&target).await.ok()?;
+            let v = c.call("conversation.list", json!({ "agent": "rev" })).await.ok()?;
+            v["conversations"]
+                .as_array()?
+                .iter()
+                .all(|c| c["state"] != "active")
+                .then_some(())
+        }
+    })
+    .await;
+}

@@ -40,6 +40,21 @@ impl Tasks {
         self.by_id.values().filter(|t| !t.is_terminal())
     }
 
+    /// The open tasks `agent` reviews.
+    pub fn reviewed_by<'a>(&'a self, agent: &'a str) -> impl Iterator<Item = &'a Task> + 'a {
+        self.open()
+            .filter(move |t| t.review.as_ref().is_some_and(|r| r.agent == agent))
+    }
+
+    /// What a reviewer's instance token holds beyond its own agent: observe
+    /// on each worker's conversation it reviews (its diff, its transcript).
+    pub fn review_rights_of(&self, agent: &str) -> Vec<capabilities::Right> {
+        use capabilities::{Operation, Resource, Right};
+        self.reviewed_by(agent)
+            .map(|t| Right::new(Resource::Conversation(t.conversation.clone()), Operation::Observe))
+            .collect()
+    }
+
     /// The task working in `conversation`, if one does.
     pub fn of_conversation(&self, conversation: &str) -> Option<&Task> {
         self.by_id.values().find(|t| t.conversation == conversation)

@@ -26,14 +26,19 @@ pub(crate) fn warren_exe_for_cli(in_guest: bool, self_exe: &Path) -> PathBuf {
 }
 
 /// The tools a launch of `agent` mounts now (without the prefix), read from
-/// the catalog's monitor attachments and the owner's tools.
+/// the catalog's monitor attachments, the tasks it reviews and the owner's tools.
 pub(crate) fn mounted_now(cat: &Catalog, agent: &AgentRecord, owner: &BTreeMap<String, OwnerTool>) -> Vec<String> {
     let advising: Vec<bool> = cat
         .monitors
         .of_monitor(&agent.name)
         .map(|(_, a)| a.spec.inject.unwrap_or(true))
         .collect();
-    super::mounted(agent, owner, !advising.is_empty(), advising.contains(&true))
+    let mut tools = super::mounted(agent, owner, !advising.is_empty(), advising.contains(&true));
+    // A reviewer of an open task reads its diff and gives its verdict.
+    if cat.tasks.reviewed_by(&agent.name).next().is_some() {
+        tools.push("review".to_string());
+    }
+    tools
 }
 
 /// Makes the tools dir of a launch (a stale one goes first) holding `tools`
@@ -71,6 +76,9 @@ fn builtin_usage(tool: &str) -> Option<&'static str> {
         "supervision" => "`warren-supervision status` and `warren-supervision audit` show how you are supervised",
         "read" => "`warren-read CONVERSATION [--after SEQ] [--limit N]` reads a watched conversation's transcript",
         "advise" => "`warren-advise CONVERSATION TEXT` sends advice into it",
+        "review" => {
+            "`warren-review diff TASK` shows a task's change; `warren-review approve TASK NOTES` or `warren-review reject TASK NOTES` gives your verdict"
+        }
         _ => return None,
     })
 }

@@ -69,14 +69,8 @@ impl Tasks {
                         );
                     }
                 }
-                // `task.start` refuses review and deciders until they are served.
-                Effect::StartReview { round, .. } => self.report(
-                    &task.id,
-                    Input::ReviewFailed {
-                        round,
-                        reason: "review is not served by this node".into(),
-                    },
-                ),
+                Effect::StartReview { round, reviewer } => self.start_review(task, round, reviewer),
+                // `task.start` refuses deciders until they are served.
                 Effect::AskDecider { dialog, .. } => self.report(&task.id, Input::DeciderTimedOut { dialog }),
             }
         }

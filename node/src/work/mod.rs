@@ -12,6 +12,7 @@
 
 mod checks;
 mod effects;
+mod review;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -46,6 +47,8 @@ pub struct Tasks {
 struct Beside {
     verification: Option<(u32, JoinHandle<()>)>,
     timer: Option<JoinHandle<()>>,
+    /// The reviewer's conversation for this task (its rounds continue it).
+    reviewer: Option<String>,
 }
 
 impl std::ops::Deref for Tasks {
@@ -114,14 +117,8 @@ impl Tasks {
                 )));
             }
         }
-        // Review and deciders need the reviewer's and decider's mounted
-        // commands, which this node does not serve yet: refused, not ignored.
-        if spec.review.is_some() {
-            return Err(NodeError::Invalid(
-                "review: an independent reviewer is not served by this node yet; verify with acceptance commands"
-                    .into(),
-            ));
-        }
+        // A decider needs its mounted `warren-decide`, which this node does
+        // not serve yet: refused, not ignored.
         if spec.decider.is_some() {
             return Err(NodeError::Invalid(
                 "decider: a decider agent is not served by this node yet; held dialogs wait for a human".into(),
@@ -316,16 +313,21 @@ impl Tasks {
         }));
     }
 
-    /// A task ended: what ran beside its queue stops.
-    fn forget(&self, id: &str) {
-        if let Ok(mut beside) = self.beside.lock()
-            && let Some(b) = beside.remove(id)
-        {
-            b.verification.into_iter().for_each(|(_, h)| h.abort());
-            b.timer.into_iter().for_each(|h| h.abort());
-        }
+    /// A task ended: what ran beside its queue stops, and its reviewer's
+    /// conversation is paused (the worker's was, by the decision).
+    async fn forget(&self, id: &str) {
+        let b = self.beside.lock().ok().and_then(|mut b| b.remove(id));
         if let Ok(mut q) = self.queues.lock() {
             q.remove(id);
+        }
+        let Some(b) = b else { return };
+        b.verification.into_iter().for_each(|(_, h)| h.abort());
+        b.timer.into_iter().for_each(|h| h.abort());
+        if let Some(reviewer) = b.reviewer
+            && self.live(&reviewer).is_some()
+            && let Err(e) = self.conversations.conversation_pause(&reviewer).await
+        {
+            tracing::warn!(task = id, error = %e, "the reviewer's conversation would not pause");
         }
     }
 }
@@ -370,7 +372,7 @@ async fn run_queue(me: Weak<Tasks>, id: String, mut rx: mpsc::Receiver<Job>) {
             let _ = done.send(taken);
         }
         if ended {
-            tasks.forget(&id);
+            tasks.forget(&id).await;
             return;
         }
     }

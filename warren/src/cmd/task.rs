@@ -68,9 +68,41 @@ pub enum TaskVerb {
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
+    /// A task's review: its diff, and (its reviewer's `warren-review`) the verdict.
+    Review {
+        #[command(subcommand)]
+        verb: ReviewVerb,
+    },
     /// After a human typed into the worker's terminal: automatic messages flow again.
     ResumeAuto {
         task: String,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum ReviewVerb {
+    /// The task's change against its baseline (files with +/- counts, then the patch).
+    Diff {
+        task: String,
+        /// The files only.
+        #[arg(long)]
+        stat: bool,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// The work may be committed (only the task's reviewer may say so).
+    Approve {
+        task: String,
+        notes: Vec<String>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// The worker gets the notes as a repair round (only the task's reviewer may say so).
+    Reject {
+        task: String,
+        notes: Vec<String>,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -168,6 +200,7 @@ pub async fn task(verb: TaskVerb, conn: Conn, out: Output) -> anyhow::Result<Exi
         TaskVerb::Stop { task, data_dir } => (data_dir, m::TASK_STOP, json!({ "task": task })),
         TaskVerb::Discard { task, data_dir } => (data_dir, m::TASK_DISCARD, json!({ "task": task })),
         TaskVerb::ResumeAuto { task, data_dir } => (data_dir, m::TASK_RESUME_AUTO, json!({ "task": task })),
+        TaskVerb::Review { verb } => return review(verb, conn, out).await,
         TaskVerb::Recover { task, extend, data_dir } => {
             let mut p = json!({ "task": task });
             put(&mut p, "extend_secs", extend);
@@ -176,6 +209,23 @@ pub async fn task(verb: TaskVerb, conn: Conn, out: Output) -> anyhow::Result<Exi
     };
     let mut c = conn.connect(data_dir).await?;
     finish(out, c.call(method, params).await, print_task)
+}
+
+async fn review(verb: ReviewVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
+    let (task, verdict, notes, data_dir) = match verb {
+        ReviewVerb::Diff { task, stat, data_dir } => {
+            let mut c = conn.connect(data_dir).await?;
+            let v = c.call(m::TASK_DIFF, json!({ "task": task })).await;
+            return finish(out, v, |v| super::workspace::print_diff(v, stat));
+        }
+        ReviewVerb::Approve { task, notes, data_dir } => (task, "approve", notes, data_dir),
+        ReviewVerb::Reject { task, notes, data_dir } => (task, "reject", notes, data_dir),
+    };
+    let mut c = conn.connect(data_dir).await?;
+    let p = json!({ "task": task, "verdict": verdict, "notes": notes.join(" ") });
+    finish(out, c.call(m::TASK_REVIEW, p).await, |_| {
+        println!("{verdict} recorded for task {task}")
+    })
 }
 
 #[cfg(test)]
