@@ -513,6 +513,16 @@ impl Node {
         self.catalog.lock().await.conversations.get(id).map(|c| c.agent.clone())
     }
 
+    /// Whether automatic messages to `conversation` (mail wake-ups, nudges,
+    /// monitor advice, a task's repairs) are held: a human took over the
+    /// task it works on, until `task.resume_auto`.
+    pub(crate) async fn automatic_messages_held(&self, conversation: &str) -> bool {
+        let cat = self.catalog.lock().await;
+        cat.tasks
+            .of_conversation(conversation)
+            .is_some_and(|t| !t.is_terminal() && t.takeover.is_some())
+    }
+
     /// The worker's conversation of task `id` (what authorizes a call on it).
     pub async fn task_conversation(&self, id: &str) -> Option<String> {
         self.catalog

@@ -379,3 +379,71 @@ async fn a_reviewers_rejection_is_a_repair_round_and_its_approval_completes_the_
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_human_typing_into_the_terminal_stops_automatic_messages_until_resume() {
+    let node = TestNode::start();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let repo = tmp.path().join("proj");
+    make_repo(&repo, &[("README", "proj\n")]);
+    let mut c = node.client().await;
+    let rules = json!([
+        { "match": "^TASK", "actions": [{ "busy": 2 }, { "shell": "echo wrong > answer.txt" }] },
+        { "match": "^Acceptance failed:", "actions": [{ "shell": "echo right > answer.txt" }] },
+    ]);
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "w", "harness": "fake", "rules": rules,
+                "workspace": { "repo": repo.display().to_string() } }),
+    )
+    .await;
+    let t = call(
+        &mut c,
+        "task.start",
+        json!({ "agent": "w", "goal": "TASK answer", "acceptance": ["grep -qx right answer.txt"] }),
+    )
+    .await["task"]
+        .clone();
+    let id = t["id"].as_str().expect("id").to_string();
+    let conv = t["conversation"].as_str().expect("conversation").to_string();
+    wait_state(&node, &id, "running", Duration::from_secs(30)).await;
+    // A human types (and erases) a key while the worker's first turn runs.
+    call(
+        &mut c,
+        "conversation.sendKeys",
+        json!({ "conversation": conv, "keys": "x\u{7f}" }),
+    )
+    .await;
+    let taken = call(&mut c, "task.get", json!({ "task": id })).await["task"].clone();
+    assert_eq!(taken["human_takeover"], true, "{taken:#}");
+    // The turn ends; nothing automatic follows: no checks, no repair.
+    wait_until("the turn ended", Duration::from_secs(30), || {
+        let db = node.db();
+        let id = id.clone();
+        async move {
+            task_events(&db, Some(&id))
+                .await
+                .contains(&"turn_ended".to_string())
+                .then_some(())
+        }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let held = call(&mut c, "task.get", json!({ "task": id })).await["task"].clone();
+    assert_eq!(held["state"], "running", "{held:#}");
+    assert_eq!(held["checks"], json!([]), "nothing verified under a takeover: {held:#}");
+    let said: Vec<String> = support::transcript(&mut c, &conv)
+        .await
+        .iter()
+        .filter_map(|e| e["text"].as_str().map(String::from))
+        .collect();
+    assert!(!said.iter().any(|t| t.starts_with("Acceptance failed:")), "{said:?}");
+    // Resume: the deferred verification runs, its repair goes out, and the task completes.
+    let resumed = call(&mut c, "task.resume_auto", json!({ "task": id })).await["task"].clone();
+    assert_eq!(resumed["human_takeover"], false, "{resumed:#}");
+    let done = wait_state(&node, &id, "completed", Duration::from_secs(60)).await;
+    assert_eq!(done["repairs"], 1, "{done:#}");
+    let e = call_err(&mut c, "task.resume_auto", json!({ "task": id })).await;
+    assert_eq!(e.code, -32009, "{e:?}");
+}

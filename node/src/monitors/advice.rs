@@ -91,6 +91,12 @@ impl Monitors {
             )));
         };
         let text = monitor::advise(speaker, &p.text).map_err(|e| NodeError::Invalid(e.to_string()))?;
+        if self.automatic_messages_held(&p.conversation).await {
+            return Err(NodeError::Conflict(format!(
+                "{}: a human took over its task; advice waits until `task.resume_auto`",
+                p.conversation
+            )));
+        }
         let trips = self.allow_inject(&attachment, &p.text).await?;
         let live = self.require_live(&p.conversation).await?;
         let d = live.send_message(text, format!("monitor:{speaker}")).await?;

@@ -34,6 +34,12 @@ impl Supervisor {
                     return;
                 };
                 let now = origin.elapsed();
+                // A human took over this conversation's task: nothing
+                // automatic is typed into it until `task.resume_auto`.
+                if node.automatic_messages_held(&id).await {
+                    episode = supervision::StallEpisode::default();
+                    continue;
+                }
                 let policy = node.supervision_policy(&live.agent).await;
                 // Mail reaches every agent: unsupervised as the full body,
                 // supervised in its mail mode (`delivery_mode`).

@@ -213,6 +213,29 @@ impl Tasks {
         }
     }
 
+    /// A human typed into, or sent a message to, `conversation`: the task it
+    /// works on stops its automatic messages until `task.resume_auto`.
+    pub async fn human_input(&self, conversation: &str, source: tasks::state::TakeoverSource) {
+        let id = {
+            let cat = self.catalog.lock().await;
+            cat.tasks
+                .of_conversation(conversation)
+                .filter(|t| !t.is_terminal() && t.takeover.is_none())
+                .map(|t| t.id.clone())
+        };
+        // Decided before the human's call answers: what it sees next holds.
+        if let Some(id) = id {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let job = Job {
+                input: Input::HumanTookOver { source },
+                done: Some(tx),
+            };
+            if self.queue(&id).send(job).await.is_ok() {
+                let _ = rx.await;
+            }
+        }
+    }
+
     /// Queues an observation for task `id` (in order with its others).
     pub(crate) async fn input(&self, id: &str, input: Input) {
         let _ = self.queue(id).send(Job { input, done: None }).await;

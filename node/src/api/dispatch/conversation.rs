@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::{Call, not_served, to_value};
 use crate::conversations::workspace::with_head;
+use tasks::state::TakeoverSource;
 
 pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
     let conn = c.conn;
@@ -59,14 +60,22 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
                                 "advice_from: only a member forwarding its monitor's advice sets it",
                             ));
                         }
-                        None => node.send_message(msg, conn.speaker()).await?,
+                        None => {
+                            let conversation = msg.conversation.clone();
+                            let sent = node.send_message(msg, conn.speaker()).await?;
+                            c.app.tasks.human_input(&conversation, TakeoverSource::Message).await;
+                            sent
+                        }
                     }
                 }
             };
             to_value(sent)?
         }
         m::CONVERSATION_SEND_KEYS => {
-            node.send_keys(c.params()?).await?;
+            let keys: console_api::SendKeys = c.params()?;
+            let conversation = keys.conversation.clone();
+            node.send_keys(keys).await?;
+            c.app.tasks.human_input(&conversation, TakeoverSource::Keys).await;
             json!({ "sent": true })
         }
         m::CONVERSATION_RESIZE => {
