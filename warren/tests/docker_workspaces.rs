@@ -95,3 +95,77 @@ async fn a_guest_commits_on_its_branch_as_the_repositorys_owner() {
     assert!(!Path::new(&path).exists(), "the worktree is removed");
     assert!(git(&repo, &["branch", "--list"]).contains(&format!("warren/g/{id}")));
 }
+
+/// A task in a Docker guest: its acceptance commands run in the guest as the
+/// repository's owner; a failed first attempt is repaired once and the
+/// task completes with a commit on its branch, the base untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_in_a_guest_is_checked_in_the_guest_repaired_and_committed() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("tmp");
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let repo = tmp.path().join("proj");
+    let base = make_repo(&repo, &[("a.txt", "a\n")]);
+    let worktrees = tmp.path().join("worktrees");
+    std::fs::create_dir_all(&worktrees).expect("worktrees");
+    for p in [&repo, &worktrees] {
+        let st = std::process::Command::new("chown")
+            .args(["-R", "1000:1000", &p.display().to_string()])
+            .status()
+            .expect("chown");
+        assert!(st.success());
+    }
+    let node = TestNode::start_on(
+        "docker",
+        &format!("[workspaces]\nroot = {:?}\n", worktrees.display().to_string()),
+    );
+    let mut c = node.client().await;
+    let rules = json!([
+        { "match": "^TASK", "actions": [{ "shell": "echo wrong > answer.txt" }] },
+        { "match": "^Acceptance failed:", "actions": [{ "shell": "echo right > answer.txt" }] },
+    ]);
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "g", "harness": "fake", "rules": rules,
+                "workspace": { "repo": repo.display().to_string() } }),
+    )
+    .await;
+    // Only a guest has the warren binary at this path; the host has no such file.
+    let guest_only = "/usr/local/lib/warren/warren";
+    assert!(
+        !Path::new(guest_only).exists(),
+        "the test needs a host without {guest_only}"
+    );
+    let check = format!("echo uid=$(id -u); test -x {guest_only} && grep -qx right answer.txt");
+    let t = call(
+        &mut c,
+        "task.start",
+        json!({ "agent": "g", "goal": "TASK answer", "acceptance": [check] }),
+    )
+    .await["task"]
+        .clone();
+    let id = t["id"].as_str().expect("id").to_string();
+    let done = support::wait_until("the task completed", std::time::Duration::from_secs(240), || {
+        let (id, target) = (id.clone(), node.target());
+        async move {
+            let mut c = warren::client::Client::connect(&target).await.ok()?;
+            let t = c.call("task.get", json!({ "task": id })).await.ok()?["task"].clone();
+            matches!(t["state"].as_str(), Some("completed" | "parked" | "failed")).then_some(t)
+        }
+    })
+    .await;
+    assert_eq!(done["state"], "completed", "{done:#}");
+    assert_eq!(done["repairs"], 1, "{done:#}");
+    let check = &done["checks"][0];
+    assert!(
+        check["output_tail"].as_str().unwrap_or_default().contains("uid=1000"),
+        "checked in the guest as the owner: {check}"
+    );
+    let head = done["head"].as_str().expect("head");
+    assert_eq!(git(&repo, &["show", &format!("{head}:answer.txt")]), "right");
+    assert_eq!(git(&repo, &["rev-parse", "main"]), base, "the base is untouched");
+    let mut wrong = vec![];
+    not_owned_by_1000(&repo, &mut wrong);
+    assert!(wrong.is_empty(), "the node's commit keeps the owner's uid: {wrong:?}");
+}

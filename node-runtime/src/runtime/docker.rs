@@ -682,6 +682,14 @@ impl Runtime for DockerRuntime {
         "docker"
     }
 
+    /// In the conversation's guest, which mounts its worktree at the same path.
+    fn exec(&self, spec: super::exec::ExecSpec) -> BoxFuture<'_, super::exec::ExecOutcome> {
+        Box::pin(async move {
+            let container = self.container_name(&spec.conversation);
+            super::exec::run_in_container(&self.docker, &container, &spec).await
+        })
+    }
+
     fn can_adopt(&self) -> bool {
         true
     }

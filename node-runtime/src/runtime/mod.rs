@@ -6,6 +6,7 @@
 
 pub mod cells;
 pub mod docker;
+pub mod exec;
 pub mod guest_gate;
 pub mod guest_link;
 pub mod local;
@@ -198,6 +199,12 @@ pub trait Runtime: Send + Sync {
                 reason: format!("the {} runtime cannot re-adopt a CLI", self.name()),
             })
         })
+    }
+
+    /// Runs one command for the node where the conversation's CLI runs (a
+    /// task's acceptance command): on this host by default.
+    fn exec(&self, spec: exec::ExecSpec) -> BoxFuture<'_, exec::ExecOutcome> {
+        Box::pin(async move { exec::run_local(&spec).await })
     }
 
     /// Removes what this runtime left running for conversations not in `live`

@@ -148,6 +148,7 @@ impl Tasks {
         .ok_or_else(|| format!("conversation {} has no worktree", task.conversation))?;
         let owner = git::owner_of(&dir).map_err(|e| format!("the worktree {}: {e}", dir.display()))?;
         Ok(Place {
+            conversation: task.conversation.clone(),
             dir,
             owner,
             timeout: CHECK_TIMEOUT,
@@ -159,10 +160,11 @@ impl Tasks {
         let place = self.place_of(task).await;
         let me = self.me.clone();
         let id = task.id.clone();
+        let runtime = self.runtime.clone();
         let handle = tokio::spawn(async move {
             let (results, head) = match place {
                 Ok(place) => {
-                    let results = checks::run_round(&place, &commands).await;
+                    let results = checks::run_round(&*runtime, &place, &commands).await;
                     let head = repo::head(&place.dir, place.owner).await.ok();
                     (results, head)
                 }

@@ -124,12 +124,6 @@ impl Tasks {
                 "decider: a decider agent is not served by this node yet; held dialogs wait for a human".into(),
             ));
         }
-        if self.runtime_name() == "docker" {
-            return Err(NodeError::Invalid(format!(
-                "agent: {:?} runs in a Docker guest, where this node cannot run acceptance commands yet (they would run on the host); run tasks on a node with the local runtime",
-                spec.agent
-            )));
-        }
         let conversation = self.conversations.conversation_start(&spec.agent).await?;
         let Some(ws) = conversation.workspace.clone() else {
             return Err(NodeError::Conflict(format!(
