@@ -447,3 +447,60 @@ async fn a_human_typing_into_the_terminal_stops_automatic_messages_until_resume(
     let e = call_err(&mut c, "task.resume_auto", json!({ "task": id })).await;
     assert_eq!(e.code, -32009, "{e:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlapping_workspaces_and_a_busy_worker_are_refused_before_anything_is_stored() {
+    let node = TestNode::start();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let repo = tmp.path().join("proj");
+    make_repo(&repo, &[("README", "proj\n")]);
+    let mut c = node.client().await;
+    let rules = json!([{ "match": "^TASK", "actions": [{ "busy": 30 }] }]);
+    for name in ["a", "b"] {
+        call(
+            &mut c,
+            "agent.create",
+            json!({ "name": name, "harness": "fake", "rules": rules,
+                    "workspace": { "repo": repo.display().to_string(), "mode": "in_place" } }),
+        )
+        .await;
+    }
+    let first = call(
+        &mut c,
+        "task.start",
+        json!({ "agent": "a", "goal": "TASK long", "acceptance": ["true"] }),
+    )
+    .await["task"]
+        .clone();
+    let holder = first["conversation"].as_str().expect("conversation").to_string();
+    // b works in the same checkout: its lease would overlap a's.
+    let e = call_err(
+        &mut c,
+        "task.start",
+        json!({ "agent": "b", "goal": "TASK other", "acceptance": ["true"] }),
+    )
+    .await;
+    assert_eq!(e.code, -32009, "{e:?}");
+    assert!(
+        e.message.contains(&holder),
+        "the refusal names the holder: {}",
+        e.message
+    );
+    // a already works (its conversation is live): a second task is refused too.
+    let e = call_err(
+        &mut c,
+        "task.start",
+        json!({ "agent": "a", "goal": "TASK again", "acceptance": ["true"] }),
+    )
+    .await;
+    assert_eq!(e.code, -32009, "{e:?}");
+    assert!(e.message.contains(&holder), "{}", e.message);
+    let tasks = call(&mut c, "task.list", json!({})).await["tasks"].clone();
+    assert_eq!(
+        tasks.as_array().map(Vec::len),
+        Some(1),
+        "only the first is stored: {tasks}"
+    );
+    let stopped = call(&mut c, "task.stop", json!({ "task": first["id"] })).await["task"].clone();
+    assert_eq!(stopped["state"], "stopped", "{stopped:#}");
+}
