@@ -13,6 +13,8 @@
 #[path = "browser/beyond.rs"]
 mod beyond;
 mod support;
+#[path = "browser/tasks.rs"]
+mod tasks;
 mod web;
 #[path = "browser/workspace.rs"]
 mod workspace;

@@ -37,6 +37,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("holds.js", JS),
     asset!("usage.js", JS),
     asset!("monitors.js", JS),
+    asset!("tasks.js", JS),
     asset!("icon.svg", "image/svg+xml"),
 ];
 

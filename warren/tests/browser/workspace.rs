@@ -7,7 +7,7 @@
 use super::*;
 
 /// `git ARGS` in `dir` (any owner: the worktree is the node's); its stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(super) fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .args([
             "-c",
@@ -65,7 +65,7 @@ const READ_DIFF: &str = "
 
 /// Elements reaching past the viewport's sides that no scrolling box of
 /// theirs clips, and the page's own scroll width against its viewport's.
-const OVERFLOW: &str = "
+pub(super) const OVERFLOW: &str = "
     const w = document.documentElement.clientWidth;
     const clipped = (e) => { for (let p = e.parentElement; p && p !== document.body; p = p.parentElement)
         if (getComputedStyle(p).overflowX !== 'visible') return true; return false; };

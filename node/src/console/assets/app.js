@@ -1,6 +1,7 @@
 // The console's entry: sign-in (a one-time pairing code, or a pasted token,
 // kept in localStorage and never put in a URL), the header with the
-// connection state and how many things need you, and the hash router.
+// connection state and how many things need you (holds; parked tasks are
+// counted on the Tasks entry), and the hash router.
 
 import { Rpc, callOnce } from "./rpc.js";
 import { h, put, errorLine } from "./dom.js";
@@ -9,6 +10,7 @@ import { monitorsView } from "./monitors.js";
 import { holdsView } from "./holds.js";
 import { usageView } from "./usage.js";
 import { conversationView } from "./conversation.js";
+import { tasksView, taskView } from "./tasks.js";
 
 const TOKEN_KEY = "warren.token";
 const PROFILE_KEY = "warren.profile";
@@ -116,7 +118,7 @@ function showHeader() {
   put(
     header,
     h("a", { href: "#/fleet", class: "brand" }, "warren"),
-    h("nav", {}, navLink("#/fleet", "Fleet", "nav-fleet"), navLink("#/holds", "Holds", "nav-holds"), navLink("#/monitors", "Monitors", "nav-monitors"), navLink("#/usage", "Usage", "nav-usage")),
+    h("nav", {}, navLink("#/fleet", "Fleet", "nav-fleet"), navLink("#/tasks", ["Tasks", h("span", { class: "count hidden", id: "parked-count", title: "parked tasks need you" })], "nav-tasks"), navLink("#/holds", "Holds", "nav-holds"), navLink("#/monitors", "Monitors", "nav-monitors"), navLink("#/usage", "Usage", "nav-usage")),
     needs,
     state,
     ctx.readOnly ? h("span", { class: "pill readonly", id: "read-only" }, "read-only") : null,
@@ -140,11 +142,26 @@ function showHeader() {
 /** Holds waiting for a human: the count in the title and the header. */
 async function refreshNeeds() {
   if (!ctx.rpc) return;
+  refreshParked();
   try {
     const r = await ctx.rpc.call("supervision.holds", {});
     setNeeds(r.holds.length);
   } catch {
     /* offline: the next "up" refreshes */
+  }
+}
+
+/** Parked tasks (they wait for a human until dealt with): a count on the
+ * Tasks entry. A token that may not list tasks shows none. */
+async function refreshParked() {
+  try {
+    const r = await ctx.rpc.call("task.list", { state: "parked" });
+    const count = document.getElementById("parked-count");
+    if (!count) return;
+    count.textContent = String(r.tasks.length);
+    count.classList.toggle("hidden", r.tasks.length === 0);
+  } catch {
+    /* offline or not allowed */
   }
 }
 
@@ -202,8 +219,9 @@ function route() {
   const [, view, ...rest] = (location.hash || "#/fleet").split("/");
   const arg = rest.map(decodeURIComponent).join("/");
   document.body.dataset.view = view || "fleet";
-  for (const a of header.querySelectorAll("a.nav")) a.classList.toggle("active", a.getAttribute("href") === `#/${view}`);
-  const views = { fleet: fleetView, agent: agentView, conv: conversationView, holds: holdsView, monitors: monitorsView, usage: usageView };
+  const section = view === "task" ? "tasks" : view;
+  for (const a of header.querySelectorAll("a.nav")) a.classList.toggle("active", a.getAttribute("href") === `#/${section}`);
+  const views = { fleet: fleetView, agent: agentView, conv: conversationView, task: taskView, tasks: tasksView, holds: holdsView, monitors: monitorsView, usage: usageView };
   const render = views[view] || fleetView;
   main.replaceChildren();
   teardown = render(main, ctx, arg) || null;
@@ -237,6 +255,7 @@ function start() {
       try {
         await ctx.rpc.subscribe("events.subscribe", {}, (method, params) => {
           if (method.startsWith("event.supervision") || method === "event.monitor.tripped") refreshNeeds();
+          else if (method === "event.task.changed") refreshParked();
           for (const f of ctx.onEvent) f(method, params.event);
         });
         subscribed = true;

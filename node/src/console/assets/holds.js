@@ -2,8 +2,10 @@
 // asks shown before the answer (a Bash dialog's command, an edit's diff or
 // text and its paths, and the dialog as the screen shows it), then approve
 // and deny, one tap each. A read-only companion sees no answer buttons.
+// Parked tasks wait for a human too: they are listed after the holds.
 
 import { h, ago, action, live } from "./dom.js";
+import { parkedSection } from "./tasks.js";
 
 /** An edit's content with its added and removed lines marked. */
 function diffBlock(text) {
@@ -43,13 +45,14 @@ function holdCard(ctx, x) {
 
 export function holdsView(main, ctx) {
   const body = h("div", { id: "holds" }, h("p", { class: "muted" }, "loading..."));
-  main.replaceChildren(h("h1", {}, "Holds"), body);
-  return live(
+  const parked = parkedSection(ctx);
+  main.replaceChildren(h("h1", {}, "Holds"), body, parked.el);
+  const stop = live(
     body,
     ctx,
     async () => {
       const r = await ctx.rpc.call("supervision.holds", {});
-      if (!r.holds.length) return h("p", { class: "muted", id: "no-holds" }, "Nothing is waiting for you.");
+      if (!r.holds.length) return h("p", { class: "muted", id: "no-holds" }, "No dialog is held for you.");
       return h(
         "ul",
         { class: "cards" },
@@ -58,6 +61,10 @@ export function holdsView(main, ctx) {
     },
     ["event.supervision"],
   );
+  return () => {
+    stop();
+    parked.stop();
+  };
 }
 
 async function answer(ctx, hold, decision) {

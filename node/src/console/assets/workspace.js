@@ -1,8 +1,9 @@
 // A conversation's workspace: where it works (branch, baseline and head
-// commits, the worktree's path) and its changes against the baseline, loaded
-// on demand with conversation.diff: the files with their +/- counts, and the
-// patch drawn line by line as text nodes (the patch is agent-written, so it
-// never becomes markup), cut at MAX_BYTES by the node.
+// commits, the worktree's path) and its changes against the baseline,
+// loaded with conversation.diff (on demand here, at once in a task's view):
+// the files with their +/- counts, and the patch drawn line by line as text
+// nodes (the patch is agent-written, so it never becomes markup), cut at
+// MAX_BYTES by the node.
 
 import { h, put, errorLine } from "./dom.js";
 
@@ -10,7 +11,7 @@ import { h, put, errorLine } from "./dom.js";
 const MAX_BYTES = 512 * 1024;
 
 /** A commit as git shows it short; the full hash on hover. */
-function commit(hash, id) {
+export function commit(hash, id) {
   return hash ? h("code", { id, title: hash }, hash.slice(0, 10)) : h("span", { id, class: "muted" }, "none yet");
 }
 
@@ -55,25 +56,21 @@ function filesList(files) {
   );
 }
 
-/** The "Workspace" and "Changes" sections of conversation `id`, hidden
- * until `show` gets a workspace; `stop` when the view goes. */
-export function workspaceSection(ctx, id) {
+/**
+ * The "Changes" of conversation `id`: its files with their +/- counts and
+ * its patch, fetched with conversation.diff. Folded behind its "Diff"
+ * button until opened, or loaded at once with `open`. `load` fetches again
+ * (a no-op while a fetch is in flight); `stop` when the view goes.
+ */
+export function diffPanel(ctx, id, open) {
   let alive = true;
-  let shown = "";
   let loaded = false;
   let loading = false;
-  const where = h("dl", { id: "workspace-info" });
   const status = h("div", { class: "status-line", id: "diff-status" });
-  const body = h("div", { id: "diff-body", class: "hidden" });
-  const refresh = h("button", { type: "button", id: "diff-refresh", class: "hidden" }, "Refresh");
-  const toggle = h("button", { type: "button", id: "diff-load", class: "primary", "aria-expanded": "false", "aria-controls": "diff-body" }, "Diff");
-  const el = h(
-    "section",
-    { id: "workspace", class: "card hidden" },
-    h("h2", {}, "Workspace"),
-    where,
-    h("div", { class: "changes" }, h("div", { class: "row" }, h("h2", {}, "Changes"), toggle, refresh), status, body),
-  );
+  const body = h("div", { id: "diff-body", class: open ? "" : "hidden" });
+  const refresh = h("button", { type: "button", id: "diff-refresh", class: open ? "" : "hidden" }, "Refresh");
+  const toggle = h("button", { type: "button", id: "diff-load", class: "primary", "aria-expanded": String(!!open), "aria-controls": "diff-body" }, "Diff");
+  const el = h("div", { class: "changes" }, h("div", { class: "row" }, h("h2", {}, "Changes"), toggle, refresh), status, body);
 
   const load = async () => {
     if (loading) return;
@@ -110,13 +107,30 @@ export function workspaceSection(ctx, id) {
     }
   };
   toggle.addEventListener("click", () => {
-    const open = body.classList.contains("hidden");
-    body.classList.toggle("hidden", !open);
-    refresh.classList.toggle("hidden", !open);
-    toggle.setAttribute("aria-expanded", String(open));
-    if (open && !loaded) load();
+    const opening = body.classList.contains("hidden");
+    body.classList.toggle("hidden", !opening);
+    refresh.classList.toggle("hidden", !opening);
+    toggle.setAttribute("aria-expanded", String(opening));
+    if (opening && !loaded) load();
   });
   refresh.addEventListener("click", load);
+  if (open) load();
+  return {
+    el,
+    load,
+    stop() {
+      alive = false;
+    },
+  };
+}
+
+/** The "Workspace" and "Changes" sections of conversation `id`, hidden
+ * until `show` gets a workspace; `stop` when the view goes. */
+export function workspaceSection(ctx, id) {
+  let shown = "";
+  const where = h("dl", { id: "workspace-info" });
+  const changes = diffPanel(ctx, id);
+  const el = h("section", { id: "workspace", class: "card hidden" }, h("h2", {}, "Workspace"), where, changes.el);
 
   return {
     el,
@@ -142,7 +156,7 @@ export function workspaceSection(ctx, id) {
       );
     },
     stop() {
-      alive = false;
+      changes.stop();
     },
   };
 }
