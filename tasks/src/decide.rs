@@ -355,7 +355,10 @@ fn step_input(tx: &mut Tx, input: Input) -> Result<(), Refused> {
             if !valid_head(&head) {
                 return Err(tx.refuse(format!("head {:?} is not a full commit hash", bound_head(&head, 80))));
             }
-            tx.emit(TaskEvent::Completed { head })
+            tx.emit(TaskEvent::Completed { head })?;
+            // Done: the worker stops like any ended task's (its worktree and branch stay).
+            tx.effect(Effect::StopWorker);
+            Ok(())
         }
         Input::CommitFailed { round, reason } => {
             expect_round(tx, VerifyStage::Commit, round)?;

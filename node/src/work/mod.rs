@@ -261,7 +261,7 @@ impl Tasks {
             let Some(task) = cat.tasks.by_id.get(id) else {
                 return (true, Ok(()));
             };
-            let before = (task.state(), task.reason.clone());
+            let before = (task.state(), task.reason.clone(), task.takeover.is_some());
             let decision = match tasks::decide(task, input, now_ms()) {
                 Ok(d) => d,
                 Err(refused) => {
@@ -278,7 +278,7 @@ impl Tasks {
             };
             (before, task, decision)
         };
-        if (task.state(), task.reason.clone()) != before {
+        if (task.state(), task.reason.clone(), task.takeover.is_some()) != before {
             self.changed(&task, Some(before.0));
         }
         self.carry_out(&task, decision.effects).await;
@@ -286,7 +286,7 @@ impl Tasks {
         (task.is_terminal(), Ok(()))
     }
 
-    /// Publishes `event.task.changed`.
+    /// Publishes `event.task.changed` (its state, reason or takeover changed).
     fn changed(&self, task: &Task, from: Option<tasks::TaskState>) {
         tracing::info!(
             task = %task.id,
@@ -303,6 +303,7 @@ impl Tasks {
                 "conversation": task.conversation,
                 "state": task.state().as_str(),
                 "reason": task.reason,
+                "human_takeover": task.takeover.is_some(),
             }),
         );
     }

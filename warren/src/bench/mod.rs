@@ -18,6 +18,7 @@ mod mail;
 mod monitors;
 mod redaction;
 mod spend;
+mod task;
 mod workspace;
 
 use crate::client::{Client, Target};
@@ -27,7 +28,7 @@ use node::store::Store;
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// Which benchmark: store | latency | redaction | rss | startup | auth | supervision |
-    /// monitor | mail | recall | spend | workspace | docker | all (`all` skips docker, which needs a Docker engine)
+    /// monitor | mail | recall | spend | workspace | task | docker | all (`all` skips docker, which needs a Docker engine)
     #[arg(default_value = "all")]
     which: String,
     /// Scratch directory (default: a new temp dir, removed afterwards).
@@ -114,6 +115,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "recall",
         "spend",
         "workspace",
+        "task",
         "docker",
     ];
     if !known.contains(&args.which.as_str()) {
@@ -139,6 +141,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if all || args.which == "workspace" {
         workspace::bench_workspace(&args).await?;
+    }
+    if all || args.which == "task" {
+        task::bench_task(&args).await?;
     }
     if all || args.which == "supervision" {
         decisions::bench_supervision(&args).await?;

@@ -390,28 +390,41 @@ async fn the_console_lists_tasks_and_shows_one_with_its_checks_phases_and_diff()
         assert_fits(&c, label, *width, "holds").await;
 
         if pass == 0 {
-            // The running task: Resume is refused (no human took over) and
-            // the refusal is shown; Stop stops it.
+            // The running task: no Resume until a human takes over; after
+            // keys typed into its terminal the console says so and offers
+            // Resume, which clears it; Stop stops it.
             c.goto(&format!("{base}#/task/{slow}")).await.expect("the running task");
             wait_js(
                 &c,
                 "the running task's moves",
                 Duration::from_secs(20),
-                "return document.querySelector('#task-state')?.dataset.state === 'running' && !!document.querySelector('#task-resume')",
+                "return document.querySelector('#task-state')?.dataset.state === 'running' && !!document.querySelector('#task-stop') && !document.querySelector('#task-resume')",
+            )
+            .await;
+            let slow_conv = call(&mut api, "task.get", json!({ "task": slow })).await["task"]["conversation"].clone();
+            call(
+                &mut api,
+                "conversation.sendKeys",
+                json!({ "conversation": slow_conv, "keys": "x\u{7f}" }),
+            )
+            .await;
+            wait_js(
+                &c,
+                "the takeover shown",
+                Duration::from_secs(20),
+                "return !!document.querySelector('#task-takeover') && !!document.querySelector('#task-resume')",
             )
             .await;
             click(&c, "#task-resume").await;
-            let refused = wait_js(
+            wait_js(
                 &c,
-                "the refusal",
+                "the takeover cleared",
                 Duration::from_secs(20),
-                "return document.querySelector('#task-action-status .error')?.textContent",
+                "return !document.querySelector('#task-takeover') && !document.querySelector('#task-resume')",
             )
             .await;
-            assert!(
-                refused.as_str().is_some_and(|r| r.contains("takeover")),
-                "{label}: {refused}"
-            );
+            let t = call(&mut api, "task.get", json!({ "task": slow })).await;
+            assert_eq!(t["task"]["human_takeover"], false, "{t}");
             click(&c, "#task-stop").await;
             wait_js(
                 &c,

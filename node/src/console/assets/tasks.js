@@ -219,13 +219,15 @@ export function taskView(main, ctx, id) {
   };
   const showControls = (t) => {
     const open = !ENDED.includes(t.state);
-    const key = `${open}`;
+    const key = `${open} ${t.human_takeover}`;
     if (key === shownControls) return;
     shownControls = key;
     if (ctx.readOnly || !open) return put(controls);
     const stop = h("button", { type: "button", class: "danger big", id: "task-stop" }, "Stop");
-    const resume = h("button", { type: "button", class: "big", id: "task-resume" }, "Resume automatic messages");
     stop.addEventListener("click", () => ask("task.stop", stop));
+    // Resume only means something after a human took over the terminal.
+    if (!t.human_takeover) return put(controls, stop);
+    const resume = h("button", { type: "button", class: "big", id: "task-resume" }, "Resume automatic messages");
     resume.addEventListener("click", () => ask("task.resume_auto", resume));
     put(controls, stop, resume);
   };
