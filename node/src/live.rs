@@ -110,6 +110,8 @@ pub struct Live {
     last_activity: Arc<Mutex<std::time::Instant>>,
     /// The newest tool request the CLI's hooks reported (claude).
     pub hook: Mutex<Option<node_runtime::harness::hooks::ToolRequest>>,
+    /// How many turn ends the CLI's hooks reported (claude's `Stop`).
+    turns_ended: watch::Sender<u64>,
     /// The CLI was launched with its native resume.
     pub resumed: bool,
     /// Where it works (supervision's repository scope).
@@ -289,6 +291,7 @@ impl Live {
             tail,
             last_activity,
             hook: Mutex::new(None),
+            turns_ended: watch::channel(0).0,
             resumed,
             workspace,
             ready,
@@ -415,6 +418,19 @@ impl Live {
         self.status.clone()
     }
 
+    /// The CLI's hook said its turn ended.
+    pub fn hook_turn_ended(&self) {
+        self.turns_ended.send_modify(|n| *n += 1);
+    }
+
+    /// What [`turn_end`] watches; taken before the message that starts the turn.
+    pub fn turn_watch(&self) -> TurnWatch {
+        TurnWatch {
+            status: self.status.clone(),
+            hooks: self.harness.reports_turn_end().then(|| self.turns_ended.subscribe()),
+        }
+    }
+
     /// Queues a whole message; resolves when the CLI has taken it.
     pub async fn send_message(&self, text: String, speaker: String) -> Result<Delivered, SendError> {
         let (reply, rx) = oneshot::channel();
@@ -456,23 +472,58 @@ pub enum TurnEnd {
     Gone,
 }
 
-/// Waits for the turn a message just started to end. `status` is taken
-/// before the message is sent, so its busy spell cannot be missed; a turn so
-/// quick that its busy spell was never seen ends once idle for `settle`.
-pub async fn turn_end(mut status: watch::Receiver<Status>, bound: Duration, settle: Duration) -> TurnEnd {
+/// A turn's signals, taken before the message that starts it.
+pub struct TurnWatch {
+    status: watch::Receiver<Status>,
+    /// The hook's count of turn ends, for a CLI that reports them.
+    hooks: Option<watch::Receiver<u64>>,
+}
+
+/// A CLI that reports turn ends still counts as done once idle this long
+/// after being busy (its hook may have failed).
+const HOOK_FALLBACK: Duration = Duration::from_secs(15);
+
+/// Waits for the turn a message just started to end: the CLI's own report
+/// where it makes one, else the screen: busy after the message, then idle
+/// again (a turn so quick that its busy spell was never seen ends once idle
+/// for `settle`).
+pub async fn turn_end(watch: TurnWatch, bound: Duration, settle: Duration) -> TurnEnd {
+    let TurnWatch { mut status, mut hooks } = watch;
     let started = std::time::Instant::now();
     let mut seen_busy = false;
+    let mut idle_since: Option<std::time::Instant> = None;
     loop {
         let now = *status.borrow_and_update();
         seen_busy |= now != Status::Idle;
-        if now == Status::Idle && (seen_busy || started.elapsed() > settle) {
+        idle_since = match (now, idle_since) {
+            (Status::Idle, Some(t)) => Some(t),
+            (Status::Idle, None) => Some(std::time::Instant::now()),
+            _ => None,
+        };
+        let ended = match &mut hooks {
+            Some(h) => {
+                h.has_changed().unwrap_or(false)
+                    || (seen_busy && idle_since.is_some_and(|t| t.elapsed() > HOOK_FALLBACK))
+            }
+            None => now == Status::Idle && (seen_busy || started.elapsed() > settle),
+        };
+        if ended {
             return TurnEnd::Ended;
         }
         if started.elapsed() > bound {
             return TurnEnd::Bound;
         }
-        if let Ok(Err(_)) = tokio::time::timeout(Duration::from_millis(100), status.changed()).await {
-            return TurnEnd::Gone;
+        // Waiting on the hook's count marks it seen: its change is the end.
+        let hook_changed = async {
+            match &mut hooks {
+                Some(h) => h.changed().await.is_ok(),
+                None => std::future::pending::<bool>().await,
+            }
+        };
+        tokio::select! {
+            r = status.changed() => if r.is_err() { return TurnEnd::Gone },
+            true = hook_changed => return TurnEnd::Ended,
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {}
         }
     }
 }

@@ -12,3 +12,4 @@ const RUNTIME: &str = "local";
 include!("cases/claude.rs");
 include!("cases/claude_agents.rs");
 include!("cases/claude_workspace.rs");
+include!("cases/claude_task.rs");

@@ -10,3 +10,4 @@ const RUNTIME: &str = "docker";
 include!("cases/claude.rs");
 include!("cases/claude_agents.rs");
 include!("cases/claude_workspace.rs");
+include!("cases/claude_task.rs");

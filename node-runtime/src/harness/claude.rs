@@ -131,6 +131,11 @@ impl Harness for ClaudeHarness {
         settings.program.clone().unwrap_or_else(|| PathBuf::from("claude"))
     }
 
+    /// Its `Stop` hook (`warren hook claude`) reports every turn's end.
+    fn reports_turn_end(&self) -> bool {
+        true
+    }
+
     fn missing_session_words<'a>(&self, last_lines: &'a [String]) -> Option<&'a str> {
         crate::exits::line_with(last_lines, MISSING_SESSION)
     }

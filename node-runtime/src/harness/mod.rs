@@ -151,6 +151,12 @@ pub trait Harness: Send + Sync {
     fn missing_session_words<'a>(&self, _last_lines: &'a [String]) -> Option<&'a str> {
         None
     }
+    /// Whether the CLI reports each turn's end itself (a hook), so a turn
+    /// ends with that report rather than when the screen goes idle (which a
+    /// CLI waiting on a tool or a dialog can look like).
+    fn reports_turn_end(&self) -> bool {
+        false
+    }
     /// The arguments that open the CLI's own login flow (added to a fresh
     /// launch), or `None` when it has none (its key comes from a secret).
     fn login_args(&self) -> Option<&'static [&'static str]> {

@@ -502,7 +502,7 @@ impl Monitors {
         let Some(live) = self.live(&conversation) else {
             return true;
         };
-        let status = live.status_watch();
+        let status = live.turn_watch();
         if let Err(e) = live.send_message(text, "system".into()).await {
             tracing::warn!(monitor, error = %e, "the trigger message was not delivered");
             return true;

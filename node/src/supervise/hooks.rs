@@ -28,7 +28,10 @@ impl super::Supervisor {
         if let Ok(mut h) = live.hook.lock() {
             match &report {
                 HookReport::ToolRequest(request) => *h = Some(request.clone()),
-                HookReport::TurnEnded => *h = None,
+                HookReport::TurnEnded => {
+                    *h = None;
+                    live.hook_turn_ended();
+                }
                 HookReport::Other(_) => {}
             }
         }

@@ -108,7 +108,7 @@ impl Tasks {
                     return;
                 }
             };
-            let status = live.status_watch();
+            let status = live.turn_watch();
             if let Err(e) = live.send_message(text, SPEAKER.into()).await {
                 let reason = format!("the message did not reach the worker: {e}");
                 let input = if launch {
