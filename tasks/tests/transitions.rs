@@ -236,7 +236,7 @@ fn table() -> Vec<(&'static str, Setup, &'static str, MakeInput, Want)> {
         ("review", review, "commit done", |h| done(h), No),
         ("review", review, "restart", |_| Input::NodeRestarted, Go(S::Verifying, &["restarted", "verification_started"], &["run_checks"])),
         // verifying: commit
-        ("commit", commit, "done", |h| done(h), Go(S::Completed, &["completed"], &[])),
+        ("commit", commit, "done", |h| done(h), Go(S::Completed, &["completed"], &["stop_worker"])),
         ("commit", commit, "done bad head", |h| Input::CommitDone { round: h.task.round, head: "HEAD".into() }, No),
         ("commit", commit, "done stale", |h| Input::CommitDone { round: h.task.round - 1, head: HEAD.into() }, No),
         ("commit", commit, "failed", |h| Input::CommitFailed { round: h.task.round, reason: "baseline is not an ancestor".into() }, Go(S::Parked, &["ended"], &["stop_worker", "raise_needs_you"])),

@@ -93,30 +93,26 @@ impl Tasks {
         let me = self.me.clone();
         let id = task.id.clone();
         let conversation = task.conversation.clone();
+        // The goal that never reached the worker failed its launch; any other
+        // message, the worker.
+        let undelivered = move |reason: String| match launch {
+            true => Input::LaunchFailed { reason },
+            false => Input::WorkerExited { reason },
+        };
         tokio::spawn(async move {
             let Some(t) = me.upgrade() else { return };
             let live = match t.require_live(&conversation).await {
                 Ok(l) => l,
                 Err(e) => {
                     let reason = format!("the worker's conversation is not running: {e}");
-                    let input = if launch {
-                        Input::LaunchFailed { reason }
-                    } else {
-                        Input::WorkerExited { reason }
-                    };
-                    t.input(&id, input).await;
+                    t.input(&id, undelivered(reason)).await;
                     return;
                 }
             };
             let status = live.turn_watch();
             if let Err(e) = live.send_message(text, SPEAKER.into()).await {
                 let reason = format!("the message did not reach the worker: {e}");
-                let input = if launch {
-                    Input::LaunchFailed { reason }
-                } else {
-                    Input::WorkerExited { reason }
-                };
-                t.input(&id, input).await;
+                t.input(&id, undelivered(reason)).await;
                 return;
             }
             if launch {

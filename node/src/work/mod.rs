@@ -124,7 +124,32 @@ impl Tasks {
                 "decider: a decider agent is not served by this node yet; held dialogs wait for a human".into(),
             ));
         }
+        let asked_at = now_ms();
         let conversation = self.conversations.conversation_start(&spec.agent).await?;
+        let recorded = self.record_start(&spec, &conversation).await;
+        let (task, decision) = match recorded {
+            Ok(x) => x,
+            Err(e) => {
+                // Nothing of the task is stored: the conversation started for
+                // it does not run on (one a racing call started is left be).
+                if conversation.created_at >= asked_at {
+                    let _ = self.conversations.conversation_pause(&conversation.id).await;
+                }
+                return Err(e);
+            }
+        };
+        self.changed(&task, None);
+        self.carry_out(&task, decision.effects).await;
+        self.arm_timer(&task);
+        Ok(json!({ "task": TaskObject::from(&task) }))
+    }
+
+    /// Places the task on its started conversation and records its creation.
+    async fn record_start(
+        &self,
+        spec: &TaskSpec,
+        conversation: &api::Conversation,
+    ) -> NodeResult<(Task, tasks::Decision)> {
         let Some(ws) = conversation.workspace.clone() else {
             return Err(NodeError::Conflict(format!(
                 "conversation {} of agent {:?} has no workspace",
@@ -137,25 +162,20 @@ impl Tasks {
             branch: ws.branch,
             baseline: ws.baseline.unwrap_or_default(),
         };
-        let (task, decision) = tasks::create(&spec, placement, now_ms());
+        let (task, decision) = tasks::create(spec, placement, now_ms());
+        let mut cat = self.catalog.lock().await;
+        if let Some(other) = cat
+            .tasks
+            .of_conversation(&task.conversation)
+            .filter(|t| !t.is_terminal())
         {
-            let mut cat = self.catalog.lock().await;
-            if let Some(other) = cat
-                .tasks
-                .of_conversation(&task.conversation)
-                .filter(|t| !t.is_terminal())
-            {
-                return Err(NodeError::Conflict(format!(
-                    "conversation {} already works on task {}",
-                    task.conversation, other.id
-                )));
-            }
-            self.commit(&mut cat, events_of(&task.id, &decision.events)).await?;
+            return Err(NodeError::Conflict(format!(
+                "conversation {} already works on task {}",
+                task.conversation, other.id
+            )));
         }
-        self.changed(&task, None);
-        self.carry_out(&task, decision.effects).await;
-        self.arm_timer(&task);
-        Ok(json!({ "task": TaskObject::from(&task) }))
+        self.commit(&mut cat, events_of(&task.id, &decision.events)).await?;
+        Ok((task, decision))
     }
 
     pub async fn task_get(&self, id: &str) -> NodeResult<Value> {

@@ -6,33 +6,12 @@
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_claude_works_a_task_repaired_once_to_a_commit() {
-    use std::os::unix::fs::PermissionsExt;
     let listen = if RUNTIME == "docker" { "0.0.0.0:0" } else { "127.0.0.1:0" };
     let model = fake_model::FakeModel::start(listen.parse().expect("addr"))
         .await
         .expect("fake model");
-    let tmp = tempfile::tempdir().expect("tmp");
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let (tmp, base, extra) = claude_repo();
     let repo = tmp.path().join("proj");
-    std::fs::create_dir_all(&repo).expect("repo");
-    git_in(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("README.md"), "# proj\n").expect("readme");
-    git_in(&repo, &["add", "-A"]);
-    git_in(&repo, &["commit", "-qm", "first"]);
-    let base = git_in(&repo, &["rev-parse", "HEAD"]);
-    let worktrees = tmp.path().join("worktrees");
-    std::fs::create_dir_all(&worktrees).expect("worktrees");
-    let mut extra = String::new();
-    if RUNTIME == "docker" {
-        for p in [&repo, &worktrees] {
-            let st = std::process::Command::new("chown")
-                .args(["-R", "1000:1000", &p.display().to_string()])
-                .status()
-                .expect("chown");
-            assert!(st.success());
-        }
-        extra = format!("\n[workspaces]\nroot = {:?}\n", worktrees.display().to_string());
-    }
     let agent = json!({ "name": "cc", "harness": "claude", "workspace": { "repo": repo.display().to_string() } });
     let (node, first) = claude_node_with(&model, &extra, agent).await;
     let mut c = node.client().await;

@@ -15,13 +15,12 @@ fn git_in(dir: &std::path::Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn real_claude_edits_and_commits_on_its_own_branch() {
+/// A repository `proj` with one commit on `main` in a new temp dir, and
+/// for a guest, owned by an ordinary user (uid 1000: the guest runs as that
+/// user) with `[workspaces] root` there (returned as extra warren.toml):
+/// (the temp dir, the base commit, the extra config).
+fn claude_repo() -> (tempfile::TempDir, String, String) {
     use std::os::unix::fs::PermissionsExt;
-    let listen = if RUNTIME == "docker" { "0.0.0.0:0" } else { "127.0.0.1:0" };
-    let model = fake_model::FakeModel::start(listen.parse().expect("addr"))
-        .await
-        .expect("fake model");
     let tmp = tempfile::tempdir().expect("tmp");
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let repo = tmp.path().join("proj");
@@ -35,7 +34,6 @@ async fn real_claude_edits_and_commits_on_its_own_branch() {
     std::fs::create_dir_all(&worktrees).expect("worktrees");
     let mut extra = String::new();
     if RUNTIME == "docker" {
-        // A repository of an ordinary user: the guest runs as that user.
         for p in [&repo, &worktrees] {
             let st = std::process::Command::new("chown")
                 .args(["-R", "1000:1000", &p.display().to_string()])
@@ -45,6 +43,17 @@ async fn real_claude_edits_and_commits_on_its_own_branch() {
         }
         extra = format!("\n[workspaces]\nroot = {:?}\n", worktrees.display().to_string());
     }
+    (tmp, base, extra)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_claude_edits_and_commits_on_its_own_branch() {
+    let listen = if RUNTIME == "docker" { "0.0.0.0:0" } else { "127.0.0.1:0" };
+    let model = fake_model::FakeModel::start(listen.parse().expect("addr"))
+        .await
+        .expect("fake model");
+    let (tmp, base, extra) = claude_repo();
+    let repo = tmp.path().join("proj");
     let agent = json!({ "name": "cc", "harness": "claude", "workspace": { "repo": repo.display().to_string() } });
     let (node, id) = claude_node_with(&model, &extra, agent).await;
     let mut c = node.client().await;
