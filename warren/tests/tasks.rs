@@ -504,3 +504,50 @@ async fn overlapping_workspaces_and_a_busy_worker_are_refused_before_anything_is
     let stopped = call(&mut c, "task.stop", json!({ "task": first["id"] })).await["task"].clone();
     assert_eq!(stopped["state"], "stopped", "{stopped:#}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_worker_pauses_its_task_and_a_continue_lets_it_finish() {
+    let node = TestNode::start();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let repo = tmp.path().join("proj");
+    make_repo(&repo, &[("README", "proj\n")]);
+    let mut c = node.client().await;
+    let rules = json!([
+        { "match": "^TASK", "actions": [{ "busy": 3 }, { "shell": "echo wrong > answer.txt" }] },
+        { "match": "^Acceptance failed:", "actions": [{ "shell": "echo right > answer.txt" }] },
+    ]);
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "w", "harness": "fake", "rules": rules,
+                "workspace": { "repo": repo.display().to_string() } }),
+    )
+    .await;
+    let t = call(
+        &mut c,
+        "task.start",
+        json!({ "agent": "w", "goal": "TASK answer", "acceptance": ["grep -qx right answer.txt"] }),
+    )
+    .await["task"]
+        .clone();
+    let id = t["id"].as_str().expect("id").to_string();
+    let conv = t["conversation"].as_str().expect("conversation").to_string();
+    wait_state(&node, &id, "running", Duration::from_secs(30)).await;
+    // A human (or a monitor's breaker) pauses the worker mid-turn.
+    call(&mut c, "conversation.pause", json!({ "conversation": conv })).await;
+    let paused = wait_state(&node, &id, "paused", Duration::from_secs(30)).await;
+    assert!(
+        paused["reason"].as_str().is_some_and(|r| r.contains("paused")),
+        "{paused:#}"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let still = call(&mut c, "task.get", json!({ "task": id })).await["task"].clone();
+    assert_eq!(still["state"], "paused", "nothing moves while paused: {still:#}");
+    assert_eq!(still["checks"], json!([]), "{still:#}");
+    // Continued: what the interrupted turn left is verified, repaired, committed.
+    call(&mut c, "conversation.continue", json!({ "conversation": conv })).await;
+    let done = wait_state(&node, &id, "completed", Duration::from_secs(60)).await;
+    assert!(done["repairs"].as_u64().is_some_and(|r| r >= 1), "{done:#}");
+    let head = done["head"].as_str().expect("head");
+    assert_eq!(git(&repo, &["show", &format!("{head}:answer.txt")]), "right");
+}

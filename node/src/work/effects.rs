@@ -101,6 +101,7 @@ impl Tasks {
         };
         tokio::spawn(async move {
             let Some(t) = me.upgrade() else { return };
+            t.wake_worker(&conversation).await;
             let live = match t.require_live(&conversation).await {
                 Ok(l) => l,
                 Err(e) => {
@@ -124,12 +125,36 @@ impl Tasks {
             let Some(t) = me.upgrade() else { return };
             let input = match ended {
                 TurnEnd::Ended | TurnEnd::Bound => Input::TurnEnded,
-                TurnEnd::Gone => Input::WorkerExited {
-                    reason: "the worker's CLI went away during its turn".into(),
-                },
+                TurnEnd::Gone => {
+                    // Paused on purpose (a human, a breaker): the task pauses
+                    // first, so what the cut turn left is verified on continue.
+                    if super::observe::planned_pause(&*t.catalog.lock().await, &conversation) {
+                        t.input(&id, Input::ConversationPaused).await;
+                    }
+                    Input::WorkerExited {
+                        reason: "the worker's CLI went away during its turn".into(),
+                    }
+                }
             };
             t.input(&id, input).await;
         });
+    }
+
+    /// A worker whose CLI is not running (the node restarted, or it left
+    /// between turns) is continued before the task tells it something: the
+    /// task only does while nothing (a human's pause, a breaker) holds it.
+    async fn wake_worker(&self, conversation: &str) {
+        if self.live(conversation).is_some() || super::observe::planned_pause(&*self.catalog.lock().await, conversation)
+        {
+            return;
+        }
+        let p = api::ConversationContinue {
+            conversation: conversation.to_string(),
+            fresh: false,
+        };
+        if let Err(e) = self.conversations.conversation_continue(p).await {
+            tracing::warn!(%conversation, error = %e, "the worker's conversation could not be continued");
+        }
     }
 
     /// Where the task's commands and git run: its worktree, as its owner.

@@ -12,6 +12,7 @@
 
 mod checks;
 mod effects;
+mod observe;
 mod review;
 
 use std::collections::HashMap;
@@ -97,9 +98,16 @@ impl Tasks {
     /// Start-up: every task not ended gets its queue again and hears that
     /// the node restarted (a verification in flight runs again).
     pub async fn start_tasks(&self) {
-        let open: Vec<String> = self.catalog.lock().await.tasks.open().map(|t| t.id.clone()).collect();
-        for id in open {
+        let open: Vec<(String, String)> = {
+            let cat = self.catalog.lock().await;
+            cat.tasks
+                .open()
+                .map(|t| (t.id.clone(), t.conversation.clone()))
+                .collect()
+        };
+        for (id, conversation) in open {
             self.input(&id, Input::NodeRestarted).await;
+            self.observe(&id, &conversation);
         }
     }
 
@@ -141,6 +149,7 @@ impl Tasks {
         self.changed(&task, None);
         self.carry_out(&task, decision.effects).await;
         self.arm_timer(&task);
+        self.observe(&task.id, &task.conversation);
         Ok(json!({ "task": TaskObject::from(&task) }))
     }
 
