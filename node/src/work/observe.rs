@@ -35,14 +35,13 @@ async fn observe(me: Weak<Tasks>, id: String, conversation: String) {
     loop {
         tokio::time::sleep(EVERY).await;
         let Some(t) = me.upgrade() else { return };
-        let state: bool = {
+        let now_paused = {
             let cat = t.catalog.lock().await;
-            if !cat.tasks.by_id.get(&id).is_some_and(|task| !task.is_terminal()) {
+            if cat.tasks.by_id.get(&id).is_none_or(|task| task.is_terminal()) {
                 return;
             }
             planned_pause(&cat, &conversation)
         };
-        let now_paused = state;
         if paused.is_some_and(|was| was != now_paused) {
             let input = if now_paused {
                 Input::ConversationPaused
