@@ -428,6 +428,7 @@ impl Live {
         TurnWatch {
             status: self.status.clone(),
             hooks: self.harness.reports_turn_end().then(|| self.turns_ended.subscribe()),
+            busy_before: self.status() != Status::Idle,
         }
     }
 
@@ -477,10 +478,12 @@ pub struct TurnWatch {
     status: watch::Receiver<Status>,
     /// The hook's count of turn ends, for a CLI that reports them.
     hooks: Option<watch::Receiver<u64>>,
+    /// A turn was in flight when it was taken (the message waits for it).
+    busy_before: bool,
 }
 
 /// A CLI that reports turn ends still counts as done once idle this long
-/// after being busy (its hook may have failed).
+/// (its hook may have failed, or reported before the watch began).
 const HOOK_FALLBACK: Duration = Duration::from_secs(15);
 
 /// Waits for the turn a message just started to end: the CLI's own report
@@ -488,7 +491,15 @@ const HOOK_FALLBACK: Duration = Duration::from_secs(15);
 /// again (a turn so quick that its busy spell was never seen ends once idle
 /// for `settle`).
 pub async fn turn_end(watch: TurnWatch, bound: Duration, settle: Duration) -> TurnEnd {
-    let TurnWatch { mut status, mut hooks } = watch;
+    let TurnWatch {
+        mut status,
+        mut hooks,
+        busy_before,
+    } = watch;
+    // The message waited for the turn in flight: that turn's report is not this one's.
+    if busy_before && let Some(h) = &mut hooks {
+        h.borrow_and_update();
+    }
     let started = std::time::Instant::now();
     let mut seen_busy = false;
     let mut idle_since: Option<std::time::Instant> = None;
@@ -501,10 +512,7 @@ pub async fn turn_end(watch: TurnWatch, bound: Duration, settle: Duration) -> Tu
             _ => None,
         };
         let ended = match &mut hooks {
-            Some(h) => {
-                h.has_changed().unwrap_or(false)
-                    || (seen_busy && idle_since.is_some_and(|t| t.elapsed() > HOOK_FALLBACK))
-            }
+            Some(h) => h.has_changed().unwrap_or(false) || idle_since.is_some_and(|t| t.elapsed() > HOOK_FALLBACK),
             None => now == Status::Idle && (seen_busy || started.elapsed() > settle),
         };
         if ended {
