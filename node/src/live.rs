@@ -423,8 +423,15 @@ impl Live {
         self.turns_ended.send_modify(|n| *n += 1);
     }
 
-    /// What [`turn_end`] watches; taken before the message that starts the turn.
-    pub fn turn_watch(&self) -> TurnWatch {
+    /// Sends a message that starts a turn; what [`turn_end`] watches for
+    /// that turn's end (taken before the message, so its start is not missed).
+    pub async fn send_turn(&self, text: String, speaker: String) -> Result<TurnWatch, SendError> {
+        let watch = self.turn_watch();
+        self.send_message(text, speaker).await?;
+        Ok(watch)
+    }
+
+    fn turn_watch(&self) -> TurnWatch {
         TurnWatch {
             status: self.status.clone(),
             hooks: self.harness.reports_turn_end().then(|| self.turns_ended.subscribe()),

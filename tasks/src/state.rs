@@ -42,6 +42,19 @@ pub enum TaskState {
 }
 
 impl TaskState {
+    /// Every state, in the order a task may pass through them.
+    pub const ALL: [TaskState; 9] = [
+        TaskState::Starting,
+        TaskState::Running,
+        TaskState::Waiting,
+        TaskState::Verifying,
+        TaskState::Completed,
+        TaskState::Parked,
+        TaskState::Failed,
+        TaskState::Stopped,
+        TaskState::Paused,
+    ];
+
     pub fn is_terminal(self) -> bool {
         matches!(
             self,

@@ -23,13 +23,16 @@ async fn worker(c: &mut Client, name: &str, repo: &Path, first: &str, repair: &s
         { "match": "^TASK", "actions": [{ "shell": first }] },
         { "match": "^Acceptance failed:", "actions": [{ "shell": repair }] },
     ]);
+    agent(c, name, repo, rules).await;
+}
+
+/// Creates fake agent `name` on `repo` (a worktree per conversation) with `rules`.
+async fn agent(c: &mut Client, name: &str, repo: &Path, rules: Value) {
     call(
         c,
         "agent.create",
-        json!({
-            "name": name, "harness": "fake", "rules": rules,
-            "workspace": { "repo": repo.display().to_string() },
-        }),
+        json!({ "name": name, "harness": "fake", "rules": rules,
+                "workspace": { "repo": repo.display().to_string() } }),
     )
     .await;
 }
@@ -299,13 +302,7 @@ async fn a_reviewers_rejection_is_a_repair_round_and_its_approval_completes_the_
         { "match": "^TASK", "actions": [{ "shell": "echo work > work.txt" }] },
         { "match": "^Review rejected:", "actions": [{ "shell": "echo notes > NOTES.md" }] },
     ]);
-    call(
-        &mut c,
-        "agent.create",
-        json!({ "name": "w", "harness": "fake", "rules": worker_rules,
-                "workspace": { "repo": repo.display().to_string() } }),
-    )
-    .await;
+    agent(&mut c, "w", &repo, worker_rules).await;
     // The reviewer reads the diff, rejects the first round, approves the next.
     let review = "warren-review diff {{1}} --stat > $HOME/diff-{{2}}.txt || exit 1; \
                   if [ -f $HOME/reviewed ]; then warren-review approve {{1}} looks good now; \
@@ -391,13 +388,7 @@ async fn a_human_typing_into_the_terminal_stops_automatic_messages_until_resume(
         { "match": "^TASK", "actions": [{ "busy": 2 }, { "shell": "echo wrong > answer.txt" }] },
         { "match": "^Acceptance failed:", "actions": [{ "shell": "echo right > answer.txt" }] },
     ]);
-    call(
-        &mut c,
-        "agent.create",
-        json!({ "name": "w", "harness": "fake", "rules": rules,
-                "workspace": { "repo": repo.display().to_string() } }),
-    )
-    .await;
+    agent(&mut c, "w", &repo, rules).await;
     let t = call(
         &mut c,
         "task.start",
@@ -516,13 +507,7 @@ async fn a_paused_worker_pauses_its_task_and_a_continue_lets_it_finish() {
         { "match": "^TASK", "actions": [{ "busy": 3 }, { "shell": "echo wrong > answer.txt" }] },
         { "match": "^Acceptance failed:", "actions": [{ "shell": "echo right > answer.txt" }] },
     ]);
-    call(
-        &mut c,
-        "agent.create",
-        json!({ "name": "w", "harness": "fake", "rules": rules,
-                "workspace": { "repo": repo.display().to_string() } }),
-    )
-    .await;
+    agent(&mut c, "w", &repo, rules).await;
     let t = call(
         &mut c,
         "task.start",

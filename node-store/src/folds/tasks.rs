@@ -9,6 +9,8 @@ use tasks::{Task, TaskEvent};
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tasks {
     pub by_id: BTreeMap<String, Task>,
+    /// Worker conversation -> its task's id (each task has its own).
+    by_conversation: BTreeMap<String, String>,
 }
 
 impl Tasks {
@@ -18,6 +20,7 @@ impl Tasks {
     pub fn apply(&mut self, ts: u64, id: &str, event: &TaskEvent) {
         let folded = match (self.by_id.get_mut(id), event) {
             (None, TaskEvent::Created(_)) => tasks::replay([(event, ts)]).map(|t| {
+                self.by_conversation.insert(t.conversation.clone(), id.to_string());
                 self.by_id.insert(id.to_string(), t);
             }),
             (Some(task), _) => tasks::apply(task, event, ts),
@@ -57,7 +60,7 @@ impl Tasks {
 
     /// The task working in `conversation`, if one does.
     pub fn of_conversation(&self, conversation: &str) -> Option<&Task> {
-        self.by_id.values().find(|t| t.conversation == conversation)
+        self.by_id.get(self.by_conversation.get(conversation)?)
     }
 }
 

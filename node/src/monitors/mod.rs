@@ -502,12 +502,12 @@ impl Monitors {
         let Some(live) = self.live(&conversation) else {
             return true;
         };
-        let status = live.turn_watch();
-        if let Err(e) = live.send_message(text, "system".into()).await {
-            tracing::warn!(monitor, error = %e, "the trigger message was not delivered");
-            return true;
+        match live.send_turn(text, "system".into()).await {
+            Ok(status) => {
+                crate::live::turn_end(status, TURN_BOUND, TURN_SETTLE).await;
+            }
+            Err(e) => tracing::warn!(monitor, error = %e, "the trigger message was not delivered"),
         }
-        crate::live::turn_end(status, TURN_BOUND, TURN_SETTLE).await;
         true
     }
 

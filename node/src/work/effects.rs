@@ -110,12 +110,14 @@ impl Tasks {
                     return;
                 }
             };
-            let status = live.turn_watch();
-            if let Err(e) = live.send_message(text, SPEAKER.into()).await {
-                let reason = format!("the message did not reach the worker: {e}");
-                t.input(&id, undelivered(reason)).await;
-                return;
-            }
+            let status = match live.send_turn(text, SPEAKER.into()).await {
+                Ok(s) => s,
+                Err(e) => {
+                    let reason = format!("the message did not reach the worker: {e}");
+                    t.input(&id, undelivered(reason)).await;
+                    return;
+                }
+            };
             if launch {
                 t.input(&id, Input::Launched).await;
             }

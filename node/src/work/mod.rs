@@ -76,10 +76,6 @@ impl tasks::Facts for CatalogFacts<'_> {
     }
 }
 
-fn poisoned() -> NodeError {
-    NodeError::Internal("task state poisoned".into())
-}
-
 fn not_found(id: &str) -> NodeError {
     NodeError::NotFound(format!("task {id:?} not found"))
 }
@@ -195,11 +191,12 @@ impl Tasks {
 
     pub async fn task_list(&self, p: api::TaskList) -> NodeResult<Value> {
         if let Some(s) = &p.state
-            && !ALL_STATES.contains(&s.as_str())
+            && !tasks::TaskState::ALL.iter().any(|t| t.as_str() == s)
         {
+            let all: Vec<&str> = tasks::TaskState::ALL.iter().map(|t| t.as_str()).collect();
             return Err(NodeError::Invalid(format!(
                 "state: {s:?} is not a task state (one of {})",
-                ALL_STATES.join(", ")
+                all.join(", ")
             )));
         }
         let cat = self.catalog.lock().await;
@@ -218,21 +215,13 @@ impl Tasks {
     /// `task.stop`, `task.recover`, `task.discard`, `task.resume_auto`: one
     /// input through the task's queue; the answer is the task after it.
     pub async fn task_ask(&self, id: &str, input: Input) -> NodeResult<Value> {
-        let state = {
-            let cat = self.catalog.lock().await;
-            let task = cat.tasks.by_id.get(id).ok_or_else(|| not_found(id))?;
-            tasks::decide(task, input.clone(), now_ms()).map_err(|r| NodeError::Conflict(format!("task {id}: {r}")))?;
-            task.state()
-        };
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        self.queue(id)
-            .send(Job { input, done: Some(tx) })
-            .await
-            .map_err(|_| poisoned())?;
-        match rx.await {
-            Ok(Ok(())) => self.task_get(id).await,
-            Ok(Err(refused)) => Err(NodeError::Conflict(format!("task {id} (was {state}): {refused}"))),
-            Err(_) => Err(NodeError::Internal(format!("task {id}: its queue stopped"))),
+        if self.task_conversation(id).await.is_none() {
+            return Err(not_found(id));
+        }
+        match self.decided(id, input).await {
+            Some(Ok(())) => self.task_get(id).await,
+            Some(Err(refused)) => Err(NodeError::Conflict(format!("task {id}: {refused}"))),
+            None => Err(NodeError::Internal(format!("task {id}: its queue stopped"))),
         }
     }
 
@@ -248,15 +237,16 @@ impl Tasks {
         };
         // Decided before the human's call answers: what it sees next holds.
         if let Some(id) = id {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            let job = Job {
-                input: Input::HumanTookOver { source },
-                done: Some(tx),
-            };
-            if self.queue(&id).send(job).await.is_ok() {
-                let _ = rx.await;
-            }
+            self.decided(&id, Input::HumanTookOver { source }).await;
         }
+    }
+
+    /// Queues `input` for task `id` and waits until it is decided: whether
+    /// the task took it; `None` when its queue stopped.
+    async fn decided(&self, id: &str, input: Input) -> Option<Result<(), tasks::Refused>> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.queue(id).send(Job { input, done: Some(tx) }).await.ok()?;
+        rx.await.ok()
     }
 
     /// Queues an observation for task `id` (in order with its others).
@@ -378,19 +368,6 @@ impl Tasks {
         }
     }
 }
-
-/// Every `state` a task may be in (`task.list {state}`).
-const ALL_STATES: &[&str] = &[
-    "starting",
-    "running",
-    "waiting",
-    "verifying",
-    "completed",
-    "parked",
-    "failed",
-    "stopped",
-    "paused",
-];
 
 fn events_of(id: &str, events: &[tasks::TaskEvent]) -> Vec<Event> {
     events

@@ -44,8 +44,7 @@ impl Tasks {
         let conversation = self.reviewer_conversation(task, reviewer).await?;
         for text in [review_request_text(task, round), review_reminder_text(task)] {
             let live = self.require_live(&conversation).await?;
-            let status = live.turn_watch();
-            live.send_message(text, "system".into()).await?;
+            let status = live.send_turn(text, "system".into()).await?;
             drop(live);
             turn_end(status, REVIEW_TURN, SETTLE).await;
             if !self.awaits_verdict(&task.id, round).await {

@@ -82,6 +82,28 @@ fn now_ms_f() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Runs git in `dir` for a bench's own setup (as `bench`, new repositories on
+/// `main`), failing with its words; its stdout, trimmed.
+fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@localhost",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .context("running git (the workspace and task benches need it)")?;
+    if !out.status.success() {
+        bail!("git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;

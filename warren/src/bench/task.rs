@@ -19,20 +19,6 @@ fn stamp(path: &Path) -> anyhow::Result<f64> {
     Ok(ns / 1e6)
 }
 
-/// Runs git in `dir` for the bench's own setup.
-fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let out = Command::new("git")
-        .args(["-c", "user.name=bench", "-c", "user.email=bench@localhost"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .context("running git (the task bench needs it)")?;
-    if !out.status.success() {
-        bail!("git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
 /// Waits until task `id` has ended; its object.
 async fn ended(c: &mut Client, id: &str, within: Duration) -> anyhow::Result<Value> {
     let t0 = Instant::now();

@@ -5,27 +5,6 @@
 use super::*;
 use node::workspace::{diff, repo};
 
-/// Runs git in `dir` for the bench's own setup, failing with its words.
-fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=bench",
-            "-c",
-            "user.email=bench@localhost",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .context("running git (the workspace bench needs it)")?;
-    if !out.status.success() {
-        bail!("git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    Ok(())
-}
-
 /// A repository of `n` small files in 100 directories, one commit.
 fn make_repo(path: &Path, n: usize) -> anyhow::Result<()> {
     std::fs::create_dir_all(path)?;
@@ -36,7 +15,7 @@ fn make_repo(path: &Path, n: usize) -> anyhow::Result<()> {
         std::fs::write(d.join(format!("f{i}.txt")), format!("line one of {i}\nline two\n"))?;
     }
     git(path, &["add", "-A"])?;
-    git(path, &["commit", "-qm", "files"])
+    git(path, &["commit", "-qm", "files"]).map(drop)
 }
 
 pub(super) async fn bench_workspace(args: &BenchArgs) -> anyhow::Result<()> {
