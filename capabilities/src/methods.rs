@@ -214,6 +214,7 @@ mod tests {
             ("task.resume_auto", Task, Control),
             ("task.diff", Task, Observe),
             ("task.review", Task, Observe),
+            ("task.decide", Task, Observe),
         ];
         assert_eq!(TABLE.len(), former.len());
         for (m, scope, operation) in former {
@@ -293,6 +294,7 @@ mod tests {
             ("read", &["transcript.read", "conversation.get"]),
             ("advise", &["conversation.sendMessage"]),
             ("review", &["task.diff", "task.review"]),
+            ("decide", &["task.decide"]),
             ("deploy", &["tool.invoke"]),
         ];
         for (tool, methods) in tools {

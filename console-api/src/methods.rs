@@ -154,6 +154,10 @@ methods! {
     /// The reviewer's verdict (`warren-review approve|reject NOTES`): only the
     /// reviewer agent's own conversation may give it.
     TASK_REVIEW = "task.review" => on(F::Tasks, S::Task, O::Observe).tool("review").params::<TaskReview>();
+    /// The decider's answer to the dialog its task holds (`warren-decide
+    /// approve|deny REASON`): only the decider agent's own conversation may
+    /// give it, and an approve only inside the decider's bounds.
+    TASK_DECIDE = "task.decide" => on(F::Tasks, S::Task, O::Observe).tool("decide").params::<TaskDecide>();
     /// After a human took over: automatic messages to the worker flow again.
     TASK_RESUME_AUTO = "task.resume_auto" => on(F::Tasks, S::Task, O::Control).params::<TaskRef>();
     /// `{supervision}`: the global supervision defaults, the master switch
@@ -221,7 +225,7 @@ mod tests {
         let served: Vec<&str> = REGISTRY.iter().filter(|m| m.served).map(|m| m.name).collect();
         assert_eq!(ALL, served.as_slice());
         assert!(ALL.contains(&CONFIG_SET) && ALL.contains(&AGENT_GET));
-        assert_eq!(ALL.len(), 75);
+        assert_eq!(ALL.len(), 76);
     }
 
     #[test]

@@ -167,6 +167,17 @@ pub struct TaskReview {
     pub notes: String,
 }
 
+/// `task.decide`: the decider's `approve` or `deny` of the dialog its task
+/// holds, with its reason (audited).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskDecide {
+    pub task: String,
+    pub decision: String,
+    #[serde(default)]
+    pub reason: String,
+}
+
 /// `task.recover`: `extend_secs` more before the deadline; none: close out at once.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

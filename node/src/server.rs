@@ -232,7 +232,7 @@ pub async fn run(
     let conversations = crate::conversations::Conversations::new(node.clone(), supervisor.clone(), spend.clone());
     conversations.start(startup);
     let monitors = crate::monitors::Monitors::new(node.clone(), conversations.clone(), fleet.clone());
-    let tasks = crate::work::Tasks::new(node.clone(), conversations.clone());
+    let tasks = crate::work::Tasks::new(node.clone(), conversations.clone(), supervisor.clone());
     let app = Arc::new(App {
         node: node.clone(),
         conversations: conversations.clone(),

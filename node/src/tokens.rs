@@ -163,7 +163,7 @@ impl Node {
         let extra = {
             let cat = self.catalog.lock().await;
             let mut rights = cat.monitors.rights_of(&agent.name);
-            rights.extend(cat.tasks.review_rights_of(&agent.name));
+            rights.extend(cat.tasks.helper_rights_of(&agent.name));
             rights
         };
         let (token, path, ids) = self.issue_instance_token(conversation, agent, home, extra, tools)?;

@@ -553,7 +553,7 @@ fn recover(tx: &mut Tx, extend_secs: u64) -> Result<(), Refused> {
     Ok(())
 }
 
-fn dialog_held(tx: &mut Tx, dialog: u64, question: String) -> Result<(), Refused> {
+fn dialog_held(tx: &mut Tx, dialog: String, question: String) -> Result<(), Refused> {
     if !matches!(tx.task.stage, Stage::Starting | Stage::Working) {
         return Err(tx.refuse("the worker has no turn that could hold a dialog"));
     }
@@ -572,7 +572,7 @@ fn dialog_held(tx: &mut Tx, dialog: u64, question: String) -> Result<(), Refused
         .map(|d| d.agent.clone());
     let question = bound_head(&question, MAX_REASON_BYTES);
     let held = HeldDialog {
-        dialog,
+        dialog: dialog.clone(),
         question,
         asked_decider: decider.is_some(),
     };
@@ -583,7 +583,7 @@ fn dialog_held(tx: &mut Tx, dialog: u64, question: String) -> Result<(), Refused
     Ok(())
 }
 
-fn held_dialog(tx: &Tx, dialog: u64) -> Result<HeldDialog, Refused> {
+fn held_dialog(tx: &Tx, dialog: String) -> Result<HeldDialog, Refused> {
     match &tx.task.holds.dialog {
         Some(h) if h.dialog == dialog => Ok(h.clone()),
         Some(h) => Err(tx.refuse(format!("dialog {dialog} is not the held one ({})", h.dialog))),
@@ -605,7 +605,7 @@ fn restarted(tx: &mut Tx) -> Result<(), Refused> {
             if let (Some(h), Some(d)) = (&tx.task.holds.dialog, &tx.task.decider)
                 && h.asked_decider
             {
-                let (dialog, decider) = (h.dialog, d.agent.clone());
+                let (dialog, decider) = (h.dialog.clone(), d.agent.clone());
                 tx.effect(Effect::AskDecider { dialog, decider });
             }
         }

@@ -69,14 +69,14 @@ pub enum Input {
     BudgetResumed,
     /// The policy held a dialog of the worker's.
     DialogHeld {
-        dialog: u64,
+        dialog: String,
         question: String,
     },
     DialogAnswered {
-        dialog: u64,
+        dialog: String,
     },
     DeciderTimedOut {
-        dialog: u64,
+        dialog: String,
     },
     BreakerTripped,
     ConversationPaused,
@@ -137,7 +137,7 @@ pub enum Effect {
     /// A deadline notice or a nudge to go on; never sent under a human takeover.
     SendNotice { text: String },
     /// Show the held dialog to the decider's conversation.
-    AskDecider { dialog: u64, decider: String },
+    AskDecider { dialog: String, decider: String },
     /// The deadline ran out: end the worker's turn, keep the conversation and worktree.
     InterruptWorker,
     /// Parked, failed or stopped: stop the worker's conversation; the branch stays.

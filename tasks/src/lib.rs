@@ -18,6 +18,7 @@
 //! serial queue per task, and schedules [`Input::Tick`] at [`Task::next_wakeup`].
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
+pub mod boundary;
 pub mod decide;
 pub mod fold;
 mod io;
@@ -26,6 +27,7 @@ pub mod spec;
 pub mod state;
 pub mod wire;
 
+pub use boundary::{HeldFacts, decider_may_approve};
 pub use decide::{CheckOutcome, Decision, Effect, Input, Placement, Refused, create, decide};
 pub use fold::{Created, FoldError, TaskEvent, apply, replay};
 pub use spec::{Authority, DeciderSpec, Facts, Invalid, ReviewSpec, TaskSpec, validate};

@@ -186,3 +186,26 @@ pub(crate) fn recovered_text(extend_secs: u64) -> String {
 pub(crate) fn reason(s: impl AsRef<str>) -> String {
     bound_head(s.as_ref(), MAX_REASON_BYTES)
 }
+
+/// Every question to a task's decider starts with exactly this, then the task's id.
+pub const DECIDE_REQUEST: &str = "Decide for task";
+
+/// The decider's question: the held dialog, the goal, the change so far and
+/// the worker's recent transcript (each bounded), and how to answer.
+pub fn decide_request_text(task: &Task, dialog: &str, change: &str, recent: &str) -> String {
+    format!(
+        "{DECIDE_REQUEST} {id}: worker {agent} on branch {branch} is held at a permission dialog.\n\
+         Goal:\n{goal}\n\nThe dialog:\n{dialog}\n\nIts change so far:\n{change}\n\nRecently:\n{recent}\n\n\
+         Answer once: `warren-decide approve {id} REASON` or `warren-decide deny {id} REASON`. \
+         Approve only what the goal needs; the node refuses your approve of a push, of anything \
+         naming the base branch or a protected path, of a standing permission, and of what its \
+         veto holds. You cannot change the work yourself.",
+        id = task.id,
+        agent = task.agent,
+        branch = task.branch,
+        goal = bound_head(task.goal.trim(), 4096),
+        dialog = bound_head(dialog.trim(), 4096),
+        change = bound_head(change.trim(), 4096),
+        recent = bound_head(recent.trim(), 4096),
+    )
+}

@@ -59,6 +59,21 @@ pub struct DeciderSpec {
     pub agent: String,
     #[serde(default)]
     pub authority: Authority,
+    /// How long the decider has to answer one held dialog before the task parks
+    /// (default [`DEFAULT_DECIDER_SECS`], [`MIN_DECIDER_SECS`]..=[`MAX_DECIDER_SECS`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
+pub const DEFAULT_DECIDER_SECS: u64 = 300;
+pub const MIN_DECIDER_SECS: u64 = 10;
+pub const MAX_DECIDER_SECS: u64 = 3600;
+
+impl DeciderSpec {
+    /// The decider's time limit for one dialog, in milliseconds.
+    pub fn timeout_ms(&self) -> u64 {
+        self.timeout_secs.unwrap_or(DEFAULT_DECIDER_SECS) * 1000
+    }
 }
 
 /// Seed 001's permission authority. `Hybrid` (the default) asks the decider only about
@@ -109,7 +124,7 @@ pub trait Facts {
 #[error("{field}: {message}")]
 pub struct Invalid {
     /// `agent`, `goal`, `acceptance`, `acceptance[3]`, `max_repairs`, `deadline_secs`,
-    /// `review.agent` or `decider.agent`.
+    /// `review.agent`, `decider.agent` or `decider.timeout_secs`.
     pub field: String,
     pub message: String,
 }
@@ -201,6 +216,14 @@ pub fn validate(spec: &TaskSpec, facts: &dyn Facts) -> Result<(), Invalid> {
     }
     if let Some(decider) = &spec.decider {
         check_other_agent("decider.agent", "decider", &decider.agent, spec, facts)?;
+        if let Some(secs) = decider.timeout_secs
+            && !(MIN_DECIDER_SECS..=MAX_DECIDER_SECS).contains(&secs)
+        {
+            return Err(invalid(
+                "decider.timeout_secs",
+                format!("{secs} s is outside {MIN_DECIDER_SECS}..={MAX_DECIDER_SECS} s"),
+            ));
+        }
     }
     Ok(())
 }

@@ -126,7 +126,7 @@ pub enum VerifyStage {
 /// A dialog the policy held during a task's turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HeldDialog {
-    pub dialog: u64,
+    pub dialog: String,
     pub question: String,
     /// Whether it went to the decider (so its silence parks the task).
     pub asked_decider: bool,

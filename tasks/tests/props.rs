@@ -101,6 +101,7 @@ fn arb_spec() -> impl Strategy<Value = TaskSpec> {
             decider: decider.then(|| DeciderSpec {
                 agent: "dec".into(),
                 authority: Authority::Hybrid,
+                timeout_secs: None,
             }),
             max_repairs: Some(max),
             deadline_secs: Some(secs),
@@ -182,11 +183,15 @@ fn resolve(h: &mut H, a: &A) -> Input {
         A::BudgetWaiting => Input::BudgetWaiting,
         A::BudgetResumed => Input::BudgetResumed,
         A::DialogHeld { id } => Input::DialogHeld {
-            dialog: id,
+            dialog: format!("h-{id}"),
             question: "q".into(),
         },
-        A::DialogAnswered { id } => Input::DialogAnswered { dialog: id },
-        A::DeciderTimedOut { id } => Input::DeciderTimedOut { dialog: id },
+        A::DialogAnswered { id } => Input::DialogAnswered {
+            dialog: format!("h-{id}"),
+        },
+        A::DeciderTimedOut { id } => Input::DeciderTimedOut {
+            dialog: format!("h-{id}"),
+        },
         A::Breaker => Input::BreakerTripped,
         A::ConversationPaused => Input::ConversationPaused,
         A::Continued => Input::Continued,

@@ -363,6 +363,7 @@ fn the_decider_is_asked_only_in_hybrid_or_decider_authority_and_never_under_a_ta
         s.decider = Some(DeciderSpec {
             agent: "dec".into(),
             authority,
+            timeout_secs: None,
         });
         let mut h = H::new(s);
         h.ok(Input::Launched);
@@ -372,7 +373,7 @@ fn the_decider_is_asked_only_in_hybrid_or_decider_authority_and_never_under_a_ta
             });
         }
         let d = h.ok(Input::DialogHeld {
-            dialog: 4,
+            dialog: "h-4".into(),
             question: "git push --force?".into(),
         });
         assert_eq!(
@@ -380,7 +381,7 @@ fn the_decider_is_asked_only_in_hybrid_or_decider_authority_and_never_under_a_ta
             asks,
             "{authority:?} {takeover}"
         );
-        assert_eq!(h.step(Input::DeciderTimedOut { dialog: 4 }).is_ok(), asks);
+        assert_eq!(h.step(Input::DeciderTimedOut { dialog: "h-4".into() }).is_ok(), asks);
     }
 }
 
@@ -482,7 +483,7 @@ fn waiting_and_paused_say_why() {
     let mut h = H::new(spec(&["make"], None));
     h.ok(Input::Launched);
     h.ok(Input::DialogHeld {
-        dialog: 1,
+        dialog: "h-1".into(),
         question: "allow curl?".into(),
     });
     let o = TaskObject::from(&h.task);

@@ -25,6 +25,7 @@ fn good() -> TaskSpec {
         decider: Some(DeciderSpec {
             agent: "decider".into(),
             authority: Authority::Hybrid,
+            timeout_secs: None,
         }),
         max_repairs: Some(3),
         deadline_secs: Some(600),
@@ -111,6 +112,7 @@ fn each_bad_input_names_its_field() {
                 s.decider = Some(DeciderSpec {
                     agent: "worker".into(),
                     authority: Authority::Policy,
+                    timeout_secs: None,
                 })
             },
             "decider.agent",
@@ -121,9 +123,21 @@ fn each_bad_input_names_its_field() {
                 s.decider = Some(DeciderSpec {
                     agent: "ghost".into(),
                     authority: Authority::Decider,
+                    timeout_secs: None,
                 })
             },
             "decider.agent",
+        ),
+        (
+            "decider's time limit too short",
+            |s| {
+                s.decider = Some(DeciderSpec {
+                    agent: "reviewer".into(),
+                    authority: Authority::Hybrid,
+                    timeout_secs: Some(5),
+                })
+            },
+            "decider.timeout_secs",
         ),
         (
             "reviewer decides too",
@@ -131,6 +145,7 @@ fn each_bad_input_names_its_field() {
                 s.decider = Some(DeciderSpec {
                     agent: "reviewer".into(),
                     authority: Authority::Hybrid,
+                    timeout_secs: None,
                 })
             },
             "ok",

@@ -24,11 +24,12 @@ fn waiting_dialog() -> H {
     s.decider = Some(DeciderSpec {
         agent: "dec".into(),
         authority: Authority::Hybrid,
+        timeout_secs: None,
     });
     let mut h = H::new(s);
     h.ok(Input::Launched);
     let d = h.ok(Input::DialogHeld {
-        dialog: 1,
+        dialog: "h-1".into(),
         question: "run rm -rf build?".into(),
     });
     assert_eq!(common::effect_names(&d), ["ask_decider"]);
@@ -156,7 +157,7 @@ fn table() -> Vec<(&'static str, Setup, &'static str, MakeInput, Want)> {
         ("starting", starting, "commit done", |h| done(h), No),
         ("starting", starting, "stop", |_| Input::StopAsked, Go(S::Stopped, &["ended"], &["stop_worker"])),
         ("starting", starting, "restart", |_| Input::NodeRestarted, Go(S::Starting, &["restarted"], &["launch"])),
-        ("starting", starting, "dialog held", |_| Input::DialogHeld { dialog: 1, question: "trust?".into() }, Go(S::Starting, &["wait_started"], &[])),
+        ("starting", starting, "dialog held", |_| Input::DialogHeld { dialog: "h-1".into(), question: "trust?".into() }, Go(S::Starting, &["wait_started"], &[])),
         ("starting", starting, "recover", |_| Input::Recover { extend_secs: 60 }, No),
         ("starting", starting, "discard", |_| Input::Discard, No),
         ("starting", starting, "continued", |_| Input::Continued, No),
@@ -183,9 +184,9 @@ fn table() -> Vec<(&'static str, Setup, &'static str, MakeInput, Want)> {
         ("running", running, "stop", |_| Input::StopAsked, Go(S::Stopped, &["ended"], &["stop_worker"])),
         ("running", running, "tick early", |_| Input::Tick, Go(S::Running, &[], &[])),
         ("running", running, "restart", |_| Input::NodeRestarted, Go(S::Running, &["restarted"], &["watch_worker"])),
-        ("running", running, "dialog held", |_| Input::DialogHeld { dialog: 7, question: "q".into() }, Go(S::Waiting, &["wait_started"], &[])),
-        ("running", running, "dialog answered", |_| Input::DialogAnswered { dialog: 7 }, No),
-        ("running", running, "decider timeout", |_| Input::DeciderTimedOut { dialog: 7 }, No),
+        ("running", running, "dialog held", |_| Input::DialogHeld { dialog: "h-7".into(), question: "q".into() }, Go(S::Waiting, &["wait_started"], &[])),
+        ("running", running, "dialog answered", |_| Input::DialogAnswered { dialog: "h-7".into() }, No),
+        ("running", running, "decider timeout", |_| Input::DeciderTimedOut { dialog: "h-7".into() }, No),
         ("running", running, "recover", |_| Input::Recover { extend_secs: 60 }, No),
         ("running", running, "discard", |_| Input::Discard, No),
         // waiting on the budget: verification still runs (it spends no tokens)
@@ -194,12 +195,12 @@ fn table() -> Vec<(&'static str, Setup, &'static str, MakeInput, Want)> {
         ("budget", waiting_budget, "turn ended", |_| Input::TurnEnded, Go(S::Verifying, &["turn_ended", "verification_started"], &["run_checks"])),
         ("budget", waiting_budget, "stop", |_| Input::StopAsked, Go(S::Stopped, &["ended"], &["stop_worker"])),
         // waiting on a held dialog the decider was asked about
-        ("dialog", waiting_dialog, "answered", |_| Input::DialogAnswered { dialog: 1 }, Go(S::Running, &["wait_ended"], &[])),
-        ("dialog", waiting_dialog, "other answered", |_| Input::DialogAnswered { dialog: 2 }, No),
-        ("dialog", waiting_dialog, "same held again", |_| Input::DialogHeld { dialog: 1, question: "q".into() }, Go(S::Waiting, &[], &[])),
-        ("dialog", waiting_dialog, "second dialog", |_| Input::DialogHeld { dialog: 2, question: "q".into() }, No),
-        ("dialog", waiting_dialog, "decider timeout", |_| Input::DeciderTimedOut { dialog: 1 }, Go(S::Parked, &["ended"], &["stop_worker", "raise_needs_you"])),
-        ("dialog", waiting_dialog, "other timeout", |_| Input::DeciderTimedOut { dialog: 3 }, No),
+        ("dialog", waiting_dialog, "answered", |_| Input::DialogAnswered { dialog: "h-1".into() }, Go(S::Running, &["wait_ended"], &[])),
+        ("dialog", waiting_dialog, "other answered", |_| Input::DialogAnswered { dialog: "h-2".into() }, No),
+        ("dialog", waiting_dialog, "same held again", |_| Input::DialogHeld { dialog: "h-1".into(), question: "q".into() }, Go(S::Waiting, &[], &[])),
+        ("dialog", waiting_dialog, "second dialog", |_| Input::DialogHeld { dialog: "h-2".into(), question: "q".into() }, No),
+        ("dialog", waiting_dialog, "decider timeout", |_| Input::DeciderTimedOut { dialog: "h-1".into() }, Go(S::Parked, &["ended"], &["stop_worker", "raise_needs_you"])),
+        ("dialog", waiting_dialog, "other timeout", |_| Input::DeciderTimedOut { dialog: "h-3".into() }, No),
         ("dialog", waiting_dialog, "turn ended", |_| Input::TurnEnded, Go(S::Verifying, &["wait_ended", "turn_ended", "verification_started"], &["run_checks"])),
         ("dialog", waiting_dialog, "worker exited", |_| Input::WorkerExited { reason: "killed".into() }, Go(S::Verifying, &["wait_ended", "worker_exited", "verification_started"], &["run_checks"])),
         ("dialog", waiting_dialog, "restart", |_| Input::NodeRestarted, Go(S::Waiting, &["restarted"], &["watch_worker", "ask_decider"])),
@@ -223,7 +224,7 @@ fn table() -> Vec<(&'static str, Setup, &'static str, MakeInput, Want)> {
         ("checks", checks, "breaker", |_| Input::BreakerTripped, Go(S::Paused, &["verification_cancelled", "paused"], &["cancel_verification"])),
         ("checks", checks, "restart", |_| Input::NodeRestarted, Go(S::Verifying, &["restarted", "verification_started"], &["run_checks"])),
         ("checks", checks, "takeover", |_| Input::HumanTookOver { source: TakeoverSource::Keys }, Go(S::Verifying, &["human_takeover"], &[])),
-        ("checks", checks, "dialog held", |_| Input::DialogHeld { dialog: 1, question: "q".into() }, No),
+        ("checks", checks, "dialog held", |_| Input::DialogHeld { dialog: "h-1".into(), question: "q".into() }, No),
         ("checks", checks, "budget waiting", |_| Input::BudgetWaiting, Go(S::Verifying, &["wait_started"], &[])),
         ("checks", checks, "launched", |_| Input::Launched, No),
         ("checks", checks, "recover", |_| Input::Recover { extend_secs: 0 }, No),
@@ -264,7 +265,7 @@ fn table() -> Vec<(&'static str, Setup, &'static str, MakeInput, Want)> {
         ("takeover", takeover, "turn ended", |_| Input::TurnEnded, Go(S::Running, &["turn_ended"], &[])),
         ("takeover", takeover, "resume", |_| Input::ResumeAuto, Go(S::Running, &["resumed_auto"], &[])),
         ("takeover", takeover, "again", |_| Input::HumanTookOver { source: TakeoverSource::Keys }, Go(S::Running, &[], &[])),
-        ("takeover", takeover, "dialog held", |_| Input::DialogHeld { dialog: 1, question: "q".into() }, Go(S::Waiting, &["wait_started"], &[])),
+        ("takeover", takeover, "dialog held", |_| Input::DialogHeld { dialog: "h-1".into(), question: "q".into() }, Go(S::Waiting, &["wait_started"], &[])),
     ]
 }
 
@@ -327,11 +328,11 @@ fn every_input(h: &H) -> Vec<Input> {
         Input::BudgetWaiting,
         Input::BudgetResumed,
         Input::DialogHeld {
-            dialog: 1,
+            dialog: "h-1".into(),
             question: "q".into(),
         },
-        Input::DialogAnswered { dialog: 1 },
-        Input::DeciderTimedOut { dialog: 1 },
+        Input::DialogAnswered { dialog: "h-1".into() },
+        Input::DeciderTimedOut { dialog: "h-1".into() },
         Input::BreakerTripped,
         Input::ConversationPaused,
         Input::Continued,
@@ -417,7 +418,7 @@ fn the_deadline_dismisses_a_held_dialog_with_the_turn() {
     assert_eq!(common::effect_names(&d), ["interrupt_worker"]);
     assert_eq!((h.task.state(), h.task.holds.dialog.clone()), (TaskState::Paused, None));
     assert!(
-        h.step(Input::DeciderTimedOut { dialog: 1 }).is_err(),
+        h.step(Input::DeciderTimedOut { dialog: "h-1".into() }).is_err(),
         "nothing is held any more"
     );
     h.assert_fold();

@@ -246,6 +246,7 @@ fn main() -> ExitCode {
 /// `warren transcript read CONV`, `warren-advise CONV TEXT` is `warren conv
 /// send` (the node makes it attributed advice), `warren-mail`,
 /// `warren-review VERB TASK` is `warren task review VERB TASK`,
+/// `warren-decide VERB TASK REASON` is `warren task decide VERB TASK REASON`,
 /// `warren-recall` and `warren-supervision` act for the conversation's own
 /// agent (`WARREN_AGENT`), and any other `warren-NAME ARGS` is the owner
 /// tool NAME (`warren tool invoke NAME ARGS`).
@@ -261,6 +262,8 @@ fn tool_argv(argv: &[String]) -> Option<Vec<String>> {
         "advise" => push(&mut out, &["conv", "send"]),
         // `warren-review diff|approve|reject TASK ...`.
         "review" => push(&mut out, &["task", "review"]),
+        // `warren-decide approve|deny TASK REASON`.
+        "decide" => push(&mut out, &["task", "decide"]),
         "mail" | "recall" | "supervision" => {
             // The verb, then the agent, then the rest: `warren-mail send TO
             // BODY` is `warren mail send ME TO BODY`.

@@ -3,7 +3,8 @@
 //! worktree: a failed acceptance repaired once and completed with a commit
 //! on the task branch (the base untouched), a task that cannot pass parked
 //! with its branch, `kill -9` during verification ending in exactly one
-//! completion, the bad input refused with nothing stored, and the CLI.
+//! completion, the bad input refused with nothing stored, a decider answering
+//! held dialogs inside its bounds, and the CLI.
 
 mod support;
 mod workspace;
@@ -535,4 +536,83 @@ async fn a_paused_worker_pauses_its_task_and_a_continue_lets_it_finish() {
     assert!(done["repairs"].as_u64().is_some_and(|r| r >= 1), "{done:#}");
     let head = done["head"].as_str().expect("head");
     assert_eq!(git(&repo, &["show", &format!("{head}:answer.txt")]), "right");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decider_approves_a_held_dialog_in_scope_and_its_approve_of_a_push_is_refused_and_audited() {
+    let node = TestNode::start_with_config("[supervision]\nenabled = true\n");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let repo = tmp.path().join("proj");
+    let base = make_repo(&repo, &[("README", "proj\n")]);
+    // Outside the worktree: the policy holds it (not repo-scoped).
+    let marker = tmp.path().join("scratch-marker");
+    let touch = format!("touch {}", marker.display());
+    let mut c = node.client().await;
+    let rules = json!([{ "match": "^TASK", "actions": [
+        { "tool_bash": touch },
+        { "tool_bash": "git push --force origin main" },
+        { "shell": "echo right > answer.txt" },
+    ] }]);
+    agent(&mut c, "w", &repo, rules).await;
+    let (code, _, err) = warren(&["supervision", "set", "w", "--enable"], &node.path());
+    assert_eq!(code, 0, "supervision set: {err}");
+    // The decider approves the scratch file; it tries to approve the push,
+    // and denies it when the node refuses.
+    let push = "warren-decide approve {{1}} ship it > $HOME/push-approve.txt 2>&1 || \
+                warren-decide deny {{1}} the node refused my approve";
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "dec", "harness": "fake", "rules": [
+            { "match": "^Decide for task (t-\\S+):[\\s\\S]*git push", "actions": [{ "shell": push }] },
+            { "match": "^Decide for task (t-\\S+):[\\s\\S]*scratch-marker",
+              "actions": [{ "shell": "warren-decide approve {{1}} a scratch file is in scope" }] },
+        ] }),
+    )
+    .await;
+    let t = call(
+        &mut c,
+        "task.start",
+        json!({ "agent": "w", "goal": "TASK answer", "acceptance": ["grep -qx right answer.txt"],
+                "decider": { "agent": "dec", "authority": "hybrid" } }),
+    )
+    .await["task"]
+        .clone();
+    let id = t["id"].as_str().expect("id").to_string();
+    let done = wait_state(&node, &id, "completed", Duration::from_secs(120)).await;
+    assert_eq!(done["repairs"], 0, "{done:#}");
+    assert!(marker.exists(), "the decider's approve let the held command run");
+    assert_eq!(git(&repo, &["rev-parse", "main"]), base, "nothing reached main");
+    // The refusal reached the decider, and every answer is audited as its.
+    let said = std::fs::read_to_string(node.path().join("agents/dec/home/push-approve.txt")).expect("decider output");
+    assert!(said.contains("may not approve"), "{said}");
+    let audit = call(&mut c, "supervision.audit", json!({ "agent": "w", "limit": 200 })).await;
+    let rows: Vec<&Value> = audit["entries"].as_array().expect("entries").iter().collect();
+    let row = |subject: &str, outcome: &str, decision: &str| {
+        rows.iter().any(|r| {
+            r["trigger"] == "answer"
+                && r["outcome"] == outcome
+                && r["decision"] == decision
+                && r["subject"].as_str().is_some_and(|s| s.contains(subject))
+                && r["reason"].as_str().is_some_and(|s| s.contains("decider dec"))
+        })
+    };
+    assert!(row("scratch-marker", "sent", "approve"), "{rows:#?}");
+    assert!(
+        row("git push", "skipped", "approve"),
+        "the refused approve is audited: {rows:#?}"
+    );
+    assert!(row("git push", "sent", "deny"), "{rows:#?}");
+    assert!(
+        !rows.iter().any(|r| r["outcome"] == "sent"
+            && r["decision"] == "approve"
+            && r["subject"].as_str().is_some_and(|s| s.contains("git push"))),
+        "the push was never approved: {rows:#?}"
+    );
+    // Only the decider answers: not the node's own admin.
+    let (code, out, err) = warren(&["task", "decide", "approve", &id, "me", "too"], &node.path());
+    assert_ne!(code, 0, "{out}");
+    assert!(err.contains("only its decider"), "{err}");
+    let kinds = task_events(&node.db(), Some(&id)).await;
+    assert_eq!(kinds.iter().filter(|k| *k == "wait_started").count(), 2, "{kinds:?}");
 }

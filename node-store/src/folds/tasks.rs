@@ -49,11 +49,22 @@ impl Tasks {
             .filter(move |t| t.review.as_ref().is_some_and(|r| r.agent == agent))
     }
 
-    /// What a reviewer's instance token holds beyond its own agent: observe
-    /// on each worker's conversation it reviews (its diff, its transcript).
-    pub fn review_rights_of(&self, agent: &str) -> Vec<capabilities::Right> {
+    /// The open tasks whose dialogs `agent` decides.
+    pub fn decided_by<'a>(&'a self, agent: &'a str) -> impl Iterator<Item = &'a Task> + 'a {
+        self.open().filter(move |t| {
+            t.decider
+                .as_ref()
+                .is_some_and(|d| d.agent == agent && d.authority.asks_decider())
+        })
+    }
+
+    /// What a reviewer's or decider's instance token holds beyond its own
+    /// agent: observe on each worker's conversation it reviews or decides
+    /// for (its diff, its transcript).
+    pub fn helper_rights_of(&self, agent: &str) -> Vec<capabilities::Right> {
         use capabilities::{Operation, Resource, Right};
         self.reviewed_by(agent)
+            .chain(self.decided_by(agent))
             .map(|t| Right::new(Resource::Conversation(t.conversation.clone()), Operation::Observe))
             .collect()
     }

@@ -28,6 +28,26 @@ pub struct Held {
     /// The definitions the agent changed that made the repository-code rule
     /// hold it: a human's approve accepts them as they are.
     pub redefined: Vec<std::path::PathBuf>,
+    /// Why the policy held it (a task's decider never lifts the veto's holds).
+    pub source: supervision::PolicySource,
+}
+
+/// Who answers a held dialog, as its audit row says.
+#[derive(Debug, Clone, Copy)]
+pub enum AnsweredBy<'a> {
+    /// `supervision.answer`.
+    Human,
+    /// A task's decider agent (`task.decide`), with its reason.
+    Decider { agent: &'a str, reason: &'a str },
+}
+
+impl AnsweredBy<'_> {
+    fn says(&self, decision: &str) -> String {
+        match self {
+            AnsweredBy::Human => format!("a human chose {decision}"),
+            AnsweredBy::Decider { agent, reason } => format!("the task's decider {agent} chose {decision}: {reason}"),
+        }
+    }
 }
 
 impl Held {
@@ -92,6 +112,7 @@ impl Supervisor {
             dialog,
             since: now_ms(),
             redefined: decision.redefined.clone(),
+            source: decision.source,
         };
         if let Ok(mut h) = self.holds.lock() {
             if h.len() >= MAX_HOLDS
@@ -125,12 +146,58 @@ impl Supervisor {
         }
     }
 
-    /// Drops the holds of a conversation whose CLI is gone.
     /// Whether a dialog with this hold id is held here.
     pub fn is_held(&self, hold: &str) -> bool {
         self.holds.lock().is_ok_and(|h| h.contains_key(hold))
     }
 
+    /// The hold `id`, if it is still held.
+    pub fn held(&self, id: &str) -> Option<Held> {
+        self.holds.lock().ok()?.get(id).cloned()
+    }
+
+    /// The oldest dialog held on `conversation`, if any.
+    pub fn hold_of(&self, conversation: &str) -> Option<Held> {
+        let h = self.holds.lock().ok()?;
+        h.values()
+            .filter(|x| x.conversation == conversation)
+            .min_by_key(|x| x.since)
+            .cloned()
+    }
+
+    /// Whether the task working in `conversation` has its decider answer
+    /// every dialog (`authority: decider`; not under a human's takeover):
+    /// what the policy would approve is held for the decider instead.
+    pub(super) async fn decider_answers_all(&self, conversation: &str) -> bool {
+        let cat = self.catalog.lock().await;
+        cat.tasks
+            .of_conversation(conversation)
+            .filter(|t| !t.is_terminal() && t.takeover.is_none())
+            .and_then(|t| t.decider.as_ref())
+            .is_some_and(|d| d.authority == tasks::Authority::Decider)
+    }
+
+    /// Audits a task decider's approve that its bounds refused (nothing typed).
+    pub async fn refuse_decider(&self, held: &Held, agent: &str, why: &str) {
+        let mut fields = AuditFields::for_action(
+            Trigger::Answer,
+            supervision::AuditDecision::Approve,
+            Outcome::Skipped,
+            format!("refused: the task's decider {agent} may not approve this dialog: {why}"),
+        );
+        fields.dialog_class = Some(held.class);
+        fields.subject = Some(held.summary.clone());
+        self.audit(
+            &held.agent,
+            Some(&held.conversation),
+            fields,
+            excerpt(&held.screen),
+            None,
+        )
+        .await;
+    }
+
+    /// Drops the holds of a conversation whose CLI is gone.
     pub(crate) fn drop_holds(&self, conversation: &str) {
         if let Ok(mut h) = self.holds.lock() {
             h.retain(|_, x| x.conversation != conversation);
@@ -162,6 +229,11 @@ impl Supervisor {
     /// learned rule of the agent's workspace once the answer is sent; a
     /// command that cannot be learned is refused before anything is sent.
     pub async fn supervision_answer(&self, hold: &str, decision: &str, learn: bool) -> NodeResult<Value> {
+        self.answer_hold(hold, decision, learn, AnsweredBy::Human).await
+    }
+
+    /// Answers hold `hold` as `by` (see `supervision_answer`).
+    pub async fn answer_hold(&self, hold: &str, decision: &str, learn: bool, by: AnsweredBy<'_>) -> NodeResult<Value> {
         let held = self
             .holds
             .lock()
@@ -198,7 +270,7 @@ impl Supervisor {
                     Trigger::Answer,
                     verdict,
                     outcome,
-                    why.map_or_else(|| format!("a human chose {decision}"), str::to_string),
+                    why.map_or_else(|| by.says(decision), str::to_string),
                 );
                 fields.dialog_class = Some(held.class);
                 fields.subject = Some(held.summary.clone());
@@ -216,8 +288,11 @@ impl Supervisor {
                 if verdict == supervision::AuditDecision::Approve {
                     live.accept_changed(&held.redefined);
                     if !held.redefined.is_empty() {
-                        self.accept_definitions(&live.workspace, &held.redefined, "human via supervision.answer")
-                            .await;
+                        let who = match by {
+                            AnsweredBy::Human => "human via supervision.answer".to_string(),
+                            AnsweredBy::Decider { agent, .. } => format!("task decider {agent} via task.decide"),
+                        };
+                        self.accept_definitions(&live.workspace, &held.redefined, &who).await;
                     }
                 }
                 let mut answer = json!({ "outcome": "sent", "keys": keys });

@@ -28,7 +28,7 @@ use crate::live::Live;
 use crate::service::Node;
 use node_runtime::harness::Dialog as ScreenDialog;
 
-pub use holds::Held;
+pub use holds::{AnsweredBy, Held};
 pub use hooks::{HookReport, ToolRequest, parse};
 
 /// Supervision on this node: a subsystem over the core, owning the dialogs it

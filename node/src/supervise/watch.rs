@@ -118,6 +118,12 @@ impl Supervisor {
             decision.verdict = Verdict::Hold;
             decision.reason = "this conversation's record of changed files is full: held for a human".into();
         }
+        // A task whose decider answers every dialog: the policy's approve
+        // becomes the decider's question (its deny stands).
+        if decision.verdict == Verdict::Approve && self.decider_answers_all(&live.id).await {
+            decision.verdict = Verdict::Hold;
+            decision.reason = "the task's decider answers every dialog (authority: decider)".into();
+        }
         match decision.verdict {
             Verdict::Hold => self.hold(live, shown, dialog, &decision).await,
             Verdict::Approve | Verdict::Deny => {

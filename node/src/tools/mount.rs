@@ -38,6 +38,10 @@ pub(crate) fn mounted_now(cat: &Catalog, agent: &AgentRecord, owner: &BTreeMap<S
     if cat.tasks.reviewed_by(&agent.name).next().is_some() {
         tools.push("review".to_string());
     }
+    // A decider of an open task answers the dialogs it is woken for.
+    if cat.tasks.decided_by(&agent.name).next().is_some() {
+        tools.push("decide".to_string());
+    }
     tools
 }
 
@@ -78,6 +82,9 @@ fn builtin_usage(tool: &str) -> Option<&'static str> {
         "advise" => "`warren-advise CONVERSATION TEXT` sends advice into it",
         "review" => {
             "`warren-review diff TASK` shows a task's change; `warren-review approve TASK NOTES` or `warren-review reject TASK NOTES` gives your verdict"
+        }
+        "decide" => {
+            "`warren-decide approve TASK REASON` or `warren-decide deny TASK REASON` answers the held dialog of a task you decide for (once per dialog)"
         }
         _ => return None,
     })

@@ -70,8 +70,7 @@ impl Tasks {
                     }
                 }
                 Effect::StartReview { round, reviewer } => self.start_review(task, round, reviewer),
-                // `task.start` refuses deciders until they are served.
-                Effect::AskDecider { dialog, .. } => self.report(&task.id, Input::DeciderTimedOut { dialog }),
+                Effect::AskDecider { dialog, decider } => self.ask_decider(task, dialog, decider),
             }
         }
     }

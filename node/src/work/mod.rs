@@ -11,6 +11,7 @@
 //! deadlines and restarts are decided one at a time, in order.
 
 mod checks;
+mod decider;
 mod effects;
 mod observe;
 mod review;
@@ -37,6 +38,8 @@ pub struct Tasks {
     node: Arc<Node>,
     /// Starting the worker's conversation, pausing it when the task ends.
     conversations: Arc<crate::conversations::Conversations>,
+    /// The dialogs held on a worker's conversation, answered by its decider.
+    supervisor: Arc<crate::supervise::Supervisor>,
     me: Weak<Tasks>,
     /// Task id -> its serial queue (while its worker runs).
     queues: Mutex<HashMap<String, mpsc::Sender<Job>>>,
@@ -50,6 +53,10 @@ struct Beside {
     timer: Option<JoinHandle<()>>,
     /// The reviewer's conversation for this task (its rounds continue it).
     reviewer: Option<String>,
+    /// The decider's conversation for this task (each dialog continues it).
+    decider: Option<String>,
+    /// The time limit of the dialog put to the decider.
+    decider_timer: Option<JoinHandle<()>>,
 }
 
 impl std::ops::Deref for Tasks {
@@ -81,10 +88,15 @@ fn not_found(id: &str) -> NodeError {
 }
 
 impl Tasks {
-    pub fn new(node: Arc<Node>, conversations: Arc<crate::conversations::Conversations>) -> Arc<Tasks> {
+    pub fn new(
+        node: Arc<Node>,
+        conversations: Arc<crate::conversations::Conversations>,
+        supervisor: Arc<crate::supervise::Supervisor>,
+    ) -> Arc<Tasks> {
         Arc::new_cyclic(|me| Tasks {
             node,
             conversations,
+            supervisor,
             me: me.clone(),
             queues: Default::default(),
             beside: Default::default(),
@@ -120,13 +132,6 @@ impl Tasks {
                     spec.agent, live.id
                 )));
             }
-        }
-        // A decider needs its mounted `warren-decide`, which this node does
-        // not serve yet: refused, not ignored.
-        if spec.decider.is_some() {
-            return Err(NodeError::Invalid(
-                "decider: a decider agent is not served by this node yet; held dialogs wait for a human".into(),
-            ));
         }
         let asked_at = now_ms();
         let conversation = self.conversations.conversation_start(&spec.agent).await?;
@@ -245,13 +250,22 @@ impl Tasks {
     /// the task took it; `None` when its queue stopped.
     async fn decided(&self, id: &str, input: Input) -> Option<Result<(), tasks::Refused>> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.queue(id).send(Job { input, done: Some(tx) }).await.ok()?;
+        self.send(id, Job { input, done: Some(tx) }).await?;
         rx.await.ok()
     }
 
     /// Queues an observation for task `id` (in order with its others).
     pub(crate) async fn input(&self, id: &str, input: Input) {
-        let _ = self.queue(id).send(Job { input, done: None }).await;
+        let _ = self.send(id, Job { input, done: None }).await;
+    }
+
+    /// Sends `job` to the queue of task `id`; a queue that closed between
+    /// lookup and send (its task just ended) is replaced once.
+    async fn send(&self, id: &str, job: Job) -> Option<()> {
+        match self.queue(id).send(job).await {
+            Ok(()) => Some(()),
+            Err(mpsc::error::SendError(job)) => self.queue(id).send(job).await.ok(),
+        }
     }
 
     /// The queue of task `id`, its worker started on first use.
@@ -359,12 +373,13 @@ impl Tasks {
         }
         let Some(b) = b else { return };
         b.verification.into_iter().for_each(|(_, h)| h.abort());
-        b.timer.into_iter().for_each(|h| h.abort());
-        if let Some(reviewer) = b.reviewer
-            && self.live(&reviewer).is_some()
-            && let Err(e) = self.conversations.conversation_pause(&reviewer).await
-        {
-            tracing::warn!(task = id, error = %e, "the reviewer's conversation would not pause");
+        b.timer.into_iter().chain(b.decider_timer).for_each(|h| h.abort());
+        for helper in b.reviewer.into_iter().chain(b.decider) {
+            if self.live(&helper).is_some()
+                && let Err(e) = self.conversations.conversation_pause(&helper).await
+            {
+                tracing::warn!(task = id, conversation = %helper, error = %e, "a helper's conversation would not pause");
+            }
         }
     }
 }
@@ -397,6 +412,15 @@ async fn run_queue(me: Weak<Tasks>, id: String, mut rx: mpsc::Receiver<Job>) {
         }
         if ended {
             tasks.forget(&id).await;
+            // Whatever was queued before the close still gets its answer
+            // (the ended task refuses it); later sends open a new queue.
+            rx.close();
+            while let Some(job) = rx.recv().await {
+                let (_, taken) = tasks.step(&id, job.input).await;
+                if let Some(done) = job.done {
+                    let _ = done.send(taken);
+                }
+            }
             return;
         }
     }

@@ -3,9 +3,11 @@
 //! pauses the task and a continue lets it go on (a CLI that left, or a
 //! restart, is no pause: the task continues its worker when it next tells
 //! it something); a budget that
-//! holds the conversation (waiting or exhausted) makes the task wait. One
-//! watch per open task, reading the catalog and the live conversation twice
-//! a second, reporting each change once through the task's queue.
+//! holds the conversation (waiting or exhausted) makes the task wait; a
+//! dialog the supervisor holds on it makes the task wait (and goes to its
+//! decider), and its answer lets it go on. One watch per open task, reading
+//! the catalog, the live conversation and the supervisor's holds twice a
+//! second, reporting each change once through the task's queue.
 
 use std::sync::Weak;
 use std::time::Duration;
@@ -32,16 +34,39 @@ async fn observe(me: Weak<Tasks>, id: String, conversation: String) {
     // when it next has something to tell it).
     let mut paused: Option<bool> = None;
     let mut waiting = false;
+    // The hold last reported as held (each is reported once).
+    let mut reported: Option<String> = None;
     loop {
         tokio::time::sleep(EVERY).await;
         let Some(t) = me.upgrade() else { return };
-        let now_paused = {
+        let (now_paused, task_holds) = {
             let cat = t.catalog.lock().await;
-            if cat.tasks.by_id.get(&id).is_none_or(|task| task.is_terminal()) {
+            let Some(task) = cat.tasks.by_id.get(&id).filter(|task| !task.is_terminal()) else {
                 return;
-            }
-            planned_pause(&cat, &conversation)
+            };
+            let holds = task.holds.dialog.as_ref().map(|d| d.dialog.clone());
+            (planned_pause(&cat, &conversation), holds)
         };
+        // The task's held dialog was answered (or went away with its screen).
+        if let Some(dialog) = &task_holds
+            && !t.supervisor.is_held(dialog)
+        {
+            t.input(&id, Input::DialogAnswered { dialog: dialog.clone() }).await;
+        } else if task_holds.is_none()
+            && let Some(held) = t.supervisor.hold_of(&conversation)
+            && reported.as_ref() != Some(&held.id)
+        {
+            reported = Some(held.id.clone());
+            let question = held.summary.clone();
+            t.input(
+                &id,
+                Input::DialogHeld {
+                    dialog: held.id,
+                    question,
+                },
+            )
+            .await;
+        }
         if paused.is_some_and(|was| was != now_paused) {
             let input = if now_paused {
                 Input::ConversationPaused

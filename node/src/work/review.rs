@@ -3,7 +3,7 @@
 //! the task's next round; the reviewer's other live conversation is paused
 //! first: one live conversation per agent). Its launch mounts
 //! `warren-review` and its instance token may observe the worker's
-//! conversation (`node_store::folds::tasks::review_rights_of`), nothing more:
+//! conversation (`node_store::folds::tasks::helper_rights_of`), nothing more:
 //! it reads the diff with `task.diff` and answers with `task.review`, which
 //! only the reviewer agent's own token may call. A turn that ends without a
 //! verdict is reminded once; a second one fails the review (the task parks).
@@ -17,6 +17,7 @@ use tasks::state::{Stage, Verdict, VerifyStage};
 use tasks::{Input, Task};
 
 use super::Tasks;
+use super::decider::Helper;
 use crate::live::turn_end;
 use crate::service::{NodeError, NodeResult};
 
@@ -41,7 +42,7 @@ impl Tasks {
     }
 
     async fn ask_reviewer(&self, task: &Task, round: u32, reviewer: &str) -> NodeResult<()> {
-        let conversation = self.reviewer_conversation(task, reviewer).await?;
+        let conversation = self.helper_conversation(task, reviewer, Helper::Reviewer).await?;
         for text in [review_request_text(task, round), review_reminder_text(task)] {
             let live = self.require_live(&conversation).await?;
             let status = live.send_turn(text, "system".into()).await?;
@@ -65,18 +66,26 @@ impl Tasks {
             .is_some_and(|t| t.round == round && t.stage == Stage::Verifying(VerifyStage::Review))
     }
 
-    /// The reviewer's conversation for this task: the one of its last round
-    /// when it is still there (continued if paused), else a new one.
-    async fn reviewer_conversation(&self, task: &Task, reviewer: &str) -> NodeResult<String> {
+    /// A helper's (reviewer's, decider's) conversation for this task: the
+    /// one it used last for the task when it is still there (continued if
+    /// paused), else a new one; the helper's other live conversation is
+    /// paused first.
+    pub(super) async fn helper_conversation(&self, task: &Task, agent: &str, helper: Helper) -> NodeResult<String> {
+        fn slot(b: &mut super::Beside, helper: Helper) -> &mut Option<String> {
+            match helper {
+                Helper::Reviewer => &mut b.reviewer,
+                Helper::Decider => &mut b.decider,
+            }
+        }
         let known = self
             .beside
             .lock()
             .ok()
-            .and_then(|b| b.get(&task.id).and_then(|b| b.reviewer.clone()));
+            .and_then(|mut b| b.get_mut(&task.id).and_then(|b| slot(b, helper).clone()));
         let (known_state, live_other) = {
             let cat = self.catalog.lock().await;
             let state = known.as_ref().and_then(|id| cat.conversations.get(id)).map(|c| c.state);
-            let live = cat.live_conversation_of(reviewer).map(|c| c.id.clone());
+            let live = cat.live_conversation_of(agent).map(|c| c.id.clone());
             (state, live)
         };
         if let Some(other) = live_other
@@ -93,10 +102,10 @@ impl Tasks {
                 };
                 self.conversations.conversation_continue(p).await?.id
             }
-            _ => self.conversations.conversation_start(reviewer).await?.id,
+            _ => self.conversations.conversation_start(agent).await?.id,
         };
         if let Ok(mut beside) = self.beside.lock() {
-            beside.entry(task.id.clone()).or_default().reviewer = Some(id.clone());
+            *slot(beside.entry(task.id.clone()).or_default(), helper) = Some(id.clone());
         }
         Ok(id)
     }

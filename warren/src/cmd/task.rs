@@ -24,6 +24,16 @@ pub enum TaskVerb {
         /// Another agent that reviews the diff and approves or rejects.
         #[arg(long)]
         review: Option<String>,
+        /// Another agent that answers the dialogs the policy would hold, inside
+        /// its bounds (never a push, the base branch, a protected path).
+        #[arg(long)]
+        decider: Option<String>,
+        /// `hybrid` (default: only what the policy holds) or `decider` (every dialog).
+        #[arg(long, requires = "decider")]
+        authority: Option<String>,
+        /// How long the decider has to answer one dialog, e.g. `5m` (10 s..1 h).
+        #[arg(long, requires = "decider", value_parser = parse_duration_secs)]
+        decider_timeout: Option<u64>,
         /// Repair rounds before the task is parked (default 3, at most 20).
         #[arg(long)]
         max_repairs: Option<u32>,
@@ -72,6 +82,16 @@ pub enum TaskVerb {
     Review {
         #[command(subcommand)]
         verb: ReviewVerb,
+    },
+    /// The decider's answer to the dialog its task holds (its `warren-decide`).
+    Decide {
+        /// `approve` or `deny`.
+        decision: String,
+        task: String,
+        /// Why (audited).
+        reason: Vec<String>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
     },
     /// After a human typed into the worker's terminal: automatic messages flow again.
     ResumeAuto {
@@ -177,12 +197,21 @@ pub async fn task(verb: TaskVerb, conn: Conn, out: Output) -> anyhow::Result<Exi
             goal,
             accept,
             review,
+            decider,
+            authority,
+            decider_timeout,
             max_repairs,
             deadline,
             data_dir,
         } => {
             let mut p = json!({ "agent": agent, "goal": goal, "acceptance": accept });
             put(&mut p, "review", review.map(|a| json!({ "agent": a })));
+            if let Some(agent) = decider {
+                let mut d = json!({ "agent": agent });
+                put(&mut d, "authority", authority);
+                put(&mut d, "timeout_secs", decider_timeout);
+                p["decider"] = d;
+            }
             put(&mut p, "max_repairs", max_repairs);
             put(&mut p, "deadline_secs", deadline);
             (data_dir, m::TASK_START, p)
@@ -201,6 +230,18 @@ pub async fn task(verb: TaskVerb, conn: Conn, out: Output) -> anyhow::Result<Exi
         TaskVerb::Discard { task, data_dir } => (data_dir, m::TASK_DISCARD, json!({ "task": task })),
         TaskVerb::ResumeAuto { task, data_dir } => (data_dir, m::TASK_RESUME_AUTO, json!({ "task": task })),
         TaskVerb::Review { verb } => return review(verb, conn, out).await,
+        TaskVerb::Decide {
+            decision,
+            task,
+            reason,
+            data_dir,
+        } => {
+            let mut c = conn.connect(data_dir).await?;
+            let p = json!({ "task": task, "decision": decision, "reason": reason.join(" ") });
+            return finish(out, c.call(m::TASK_DECIDE, p).await, |_| {
+                println!("{decision} sent for task {task}")
+            });
+        }
         TaskVerb::Recover { task, extend, data_dir } => {
             let mut p = json!({ "task": task });
             put(&mut p, "extend_secs", extend);

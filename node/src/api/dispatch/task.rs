@@ -18,6 +18,7 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
         m::TASK_RESUME_AUTO => work.task_ask(&c.params::<TaskRef>()?.task, Input::ResumeAuto).await?,
         m::TASK_DIFF => to_value(work.task_diff(&c.params::<TaskRef>()?.task).await?)?,
         m::TASK_REVIEW => work.task_review(c.params()?, c.conn.speaks_for().as_deref()).await?,
+        m::TASK_DECIDE => work.task_decide(c.params()?, c.conn.speaks_for().as_deref()).await?,
         m::TASK_RECOVER => {
             let p: TaskRecover = c.params()?;
             let extend_secs = p.extend_secs.unwrap_or(0);
