@@ -11,8 +11,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use serde_json::json;
-use support::{TestNode, call, start_idle};
-use workspace::{create_on, git, make_repo, sh, workspace_of};
+use support::{call, start_idle};
+use workspace::{create_on, git, owned_repo_node, sh, workspace_of};
 
 /// Every file and directory under `dir` that uid 1000 does not own.
 fn not_owned_by_1000(dir: &Path, out: &mut Vec<String>) {
@@ -27,34 +27,9 @@ fn not_owned_by_1000(dir: &Path, out: &mut Vec<String>) {
     }
 }
 
-/// A repository `proj` (one commit on `main`) and a worktrees root, both
-/// owned by uid 1000, and a Docker node whose `[workspaces] root` is that
-/// root: (the temp dir, the base commit, the node).
-fn owned_repo_node() -> (tempfile::TempDir, String, TestNode) {
-    use std::os::unix::fs::PermissionsExt;
-    let tmp = tempfile::tempdir().expect("tmp");
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let repo = tmp.path().join("proj");
-    let base = make_repo(&repo, &[("a.txt", "a\n")]);
-    let worktrees = tmp.path().join("worktrees");
-    std::fs::create_dir_all(&worktrees).expect("worktrees");
-    for p in [&repo, &worktrees] {
-        let st = std::process::Command::new("chown")
-            .args(["-R", "1000:1000", &p.display().to_string()])
-            .status()
-            .expect("chown");
-        assert!(st.success());
-    }
-    let node = TestNode::start_on(
-        "docker",
-        &format!("[workspaces]\nroot = {:?}\n", worktrees.display().to_string()),
-    );
-    (tmp, base, node)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guest_commits_on_its_branch_as_the_repositorys_owner() {
-    let (tmp, base, node) = owned_repo_node();
+    let (tmp, base, node) = owned_repo_node("");
     let (repo, worktrees) = (tmp.path().join("proj"), tmp.path().join("worktrees"));
     let mut c = node.client().await;
     create_on(&mut c, "g", json!({ "repo": repo.display().to_string() })).await;
@@ -110,7 +85,7 @@ async fn a_guest_commits_on_its_branch_as_the_repositorys_owner() {
 /// task completes with a commit on its branch, the base untouched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_in_a_guest_is_checked_in_the_guest_repaired_and_committed() {
-    let (tmp, base, node) = owned_repo_node();
+    let (tmp, base, node) = owned_repo_node("");
     let repo = tmp.path().join("proj");
     let mut c = node.client().await;
     let rules = json!([

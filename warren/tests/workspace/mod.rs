@@ -94,3 +94,28 @@ pub async fn sh(node: &TestNode, c: &mut Client, id: &str, cmd: &str) -> String 
 pub async fn workspace_of(c: &mut Client, id: &str) -> Value {
     call(c, "conversation.get", json!({ "conversation": id })).await["conversation"]["workspace"].clone()
 }
+
+/// A repository `proj` (one commit on `main`) and a worktrees root, both
+/// owned by uid 1000, and a Docker node whose `[workspaces] root` is that
+/// root, with `config` besides: (the temp dir, the base commit, the node).
+pub fn owned_repo_node(config: &str) -> (tempfile::TempDir, String, TestNode) {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("tmp");
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let repo = tmp.path().join("proj");
+    let base = make_repo(&repo, &[("a.txt", "a\n")]);
+    let worktrees = tmp.path().join("worktrees");
+    std::fs::create_dir_all(&worktrees).expect("worktrees");
+    for p in [&repo, &worktrees] {
+        let st = std::process::Command::new("chown")
+            .args(["-R", "1000:1000", &p.display().to_string()])
+            .status()
+            .expect("chown");
+        assert!(st.success());
+    }
+    let node = TestNode::start_on(
+        "docker",
+        &format!("{config}\n[workspaces]\nroot = {:?}\n", worktrees.display().to_string()),
+    );
+    (tmp, base, node)
+}
