@@ -188,3 +188,60 @@ async fn a_paused_worker_pauses_its_task_and_a_continue_lets_it_finish() {
     let head = done["head"].as_str().expect("head");
     assert_eq!(git(&repo, &["show", &format!("{head}:answer.txt")]), "right");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decider_that_does_not_answer_in_time_parks_the_task_with_the_question() {
+    let node = TestNode::start_with_config("[supervision]\nenabled = true\n");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let repo = tmp.path().join("proj");
+    make_repo(&repo, &[("README", "proj\n")]);
+    let mut c = node.client().await;
+    let rules = json!([{ "match": "^TASK", "actions": [{ "tool_bash": "ls -la /tmp" }] }]);
+    agent(&mut c, "w", &repo, rules).await;
+    let (code, _, err) = warren(&["supervision", "set", "w", "--enable"], &node.path());
+    assert_eq!(code, 0, "supervision set: {err}");
+    // The decider hears the question and says nothing.
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "mute", "harness": "fake", "rules": [{ "match": "^Decide", "actions": [] }] }),
+    )
+    .await;
+    let (code, out, err) = warren(
+        &[
+            "task",
+            "start",
+            "w",
+            "TASK list",
+            "--accept",
+            "true",
+            "--decider",
+            "mute",
+            "--decider-timeout",
+            "10s",
+        ],
+        &node.path(),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let id = out.split_whitespace().next().expect("the task id first").to_string();
+    let waiting = wait_state(&node, &id, "waiting", Duration::from_secs(30)).await;
+    assert!(
+        waiting["reason"].as_str().is_some_and(|r| r.contains("ls -la /tmp")),
+        "{waiting:#}"
+    );
+    let parked = wait_state(&node, &id, "parked", Duration::from_secs(40)).await;
+    let reason = parked["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("did not answer in time") && reason.contains("ls -la /tmp"),
+        "{parked:#}"
+    );
+    // Nobody answered it: no answer row in the audit log.
+    let audit = call(&mut c, "supervision.audit", json!({ "agent": "w" })).await;
+    let answers: Vec<&Value> = audit["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|r| r["trigger"] == "answer")
+        .collect();
+    assert!(answers.is_empty(), "{answers:#?}");
+}
