@@ -245,3 +245,52 @@ async fn a_decider_that_does_not_answer_in_time_parks_the_task_with_the_question
         .collect();
     assert!(answers.is_empty(), "{answers:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_authority_decider_even_a_routine_dialog_is_the_deciders() {
+    let node = TestNode::start_with_config("[supervision]\nenabled = true\n");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let repo = tmp.path().join("proj");
+    make_repo(&repo, &[("README", "proj\n")]);
+    let mut c = node.client().await;
+    // A read in the worktree: the policy alone would approve it.
+    let rules = json!([{ "match": "^TASK", "actions": [{ "tool_bash": "cat README" }] }]);
+    agent(&mut c, "w", &repo, rules).await;
+    let (code, _, err) = warren(&["supervision", "set", "w", "--enable"], &node.path());
+    assert_eq!(code, 0, "supervision set: {err}");
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "dec", "harness": "fake", "rules": [{ "match": "^Decide for task (t-\\S+):",
+                "actions": [{ "shell": "warren-decide approve {{1}} reading the readme" }] }] }),
+    )
+    .await;
+    let t = call(
+        &mut c,
+        "task.start",
+        json!({ "agent": "w", "goal": "TASK read", "acceptance": ["true"],
+                "decider": { "agent": "dec", "authority": "decider" } }),
+    )
+    .await["task"]
+        .clone();
+    let id = t["id"].as_str().expect("id").to_string();
+    wait_state(&node, &id, "completed", Duration::from_secs(60)).await;
+    let audit = call(&mut c, "supervision.audit", json!({ "agent": "w" })).await;
+    let rows = audit["entries"].as_array().expect("entries");
+    let held = rows
+        .iter()
+        .find(|r| r["subject"] == "cat README" && r["outcome"] == "held")
+        .unwrap_or_else(|| panic!("held for the decider: {rows:#?}"));
+    assert!(
+        held["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("authority: decider")),
+        "{held}"
+    );
+    assert!(
+        rows.iter().any(|r| r["subject"] == "cat README"
+            && r["outcome"] == "sent"
+            && r["reason"].as_str().is_some_and(|r| r.contains("decider dec"))),
+        "answered by the decider: {rows:#?}"
+    );
+}
