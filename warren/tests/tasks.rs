@@ -30,10 +30,7 @@ fn rig(config: &str) -> (tempfile::TempDir, std::path::PathBuf, String, TestNode
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_acceptance_is_repaired_once_and_completes_with_a_commit_on_its_branch() {
-    let node = TestNode::start();
-    let tmp = tempfile::tempdir().expect("tmp");
-    let repo = tmp.path().join("proj");
-    let base = make_repo(&repo, &[("README", "proj\n")]);
+    let (_tmp, repo, base, node) = rig("");
     let mut c = node.client().await;
     worker(&mut c, "w", &repo, "echo wrong > answer.txt", "echo right > answer.txt").await;
 
@@ -103,10 +100,7 @@ async fn a_failed_acceptance_is_repaired_once_and_completes_with_a_commit_on_its
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_task_input_is_refused_naming_the_field_and_nothing_is_stored() {
-    let node = TestNode::start();
-    let tmp = tempfile::tempdir().expect("tmp");
-    let repo = tmp.path().join("proj");
-    make_repo(&repo, &[("README", "proj\n")]);
+    let (_tmp, repo, _base, node) = rig("");
     let mut c = node.client().await;
     worker(&mut c, "w", &repo, "true", "true").await;
     call(&mut c, "agent.create", json!({ "name": "plain", "harness": "fake" })).await;
@@ -150,10 +144,7 @@ async fn bad_task_input_is_refused_naming_the_field_and_nothing_is_stored() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_worker_pauses_its_task_and_a_continue_lets_it_finish() {
-    let node = TestNode::start();
-    let tmp = tempfile::tempdir().expect("tmp");
-    let repo = tmp.path().join("proj");
-    make_repo(&repo, &[("README", "proj\n")]);
+    let (_tmp, repo, _base, node) = rig("");
     let mut c = node.client().await;
     let rules = json!([
         { "match": "^TASK", "actions": [{ "busy": 3 }, { "shell": "echo wrong > answer.txt" }] },
@@ -191,10 +182,7 @@ async fn a_paused_worker_pauses_its_task_and_a_continue_lets_it_finish() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decider_that_does_not_answer_in_time_parks_the_task_with_the_question() {
-    let node = TestNode::start_with_config("[supervision]\nenabled = true\n");
-    let tmp = tempfile::tempdir().expect("tmp");
-    let repo = tmp.path().join("proj");
-    make_repo(&repo, &[("README", "proj\n")]);
+    let (_tmp, repo, _base, node) = rig("[supervision]\nenabled = true\n");
     let mut c = node.client().await;
     let rules = json!([{ "match": "^TASK", "actions": [{ "tool_bash": "ls -la /tmp" }] }]);
     agent(&mut c, "w", &repo, rules).await;
@@ -248,10 +236,7 @@ async fn a_decider_that_does_not_answer_in_time_parks_the_task_with_the_question
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_authority_decider_even_a_routine_dialog_is_the_deciders() {
-    let node = TestNode::start_with_config("[supervision]\nenabled = true\n");
-    let tmp = tempfile::tempdir().expect("tmp");
-    let repo = tmp.path().join("proj");
-    make_repo(&repo, &[("README", "proj\n")]);
+    let (_tmp, repo, _base, node) = rig("[supervision]\nenabled = true\n");
     let mut c = node.client().await;
     // A read in the worktree: the policy alone would approve it.
     let rules = json!([{ "match": "^TASK", "actions": [{ "tool_bash": "cat README" }] }]);

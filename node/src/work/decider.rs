@@ -108,19 +108,9 @@ impl Tasks {
         }
         let (dialog, base, agent) = {
             let cat = self.catalog.lock().await;
-            let task = cat
-                .tasks
-                .by_id
-                .get(&p.task)
-                .ok_or_else(|| NodeError::NotFound(format!("task {:?} not found", p.task)))?;
-            let decider = task.decider.as_ref().map(|d| d.agent.as_str());
-            if decider.is_none() || decider != caller {
-                return Err(NodeError::Forbidden(format!(
-                    "task {}: only its decider's own conversation answers its dialogs{}",
-                    task.id,
-                    decider.map(|d| format!(" (agent {d})")).unwrap_or_default()
-                )));
-            }
+            let may = "decider's own conversation answers its dialogs";
+            let decider: fn(&Task) -> Option<&str> = |t| t.decider.as_ref().map(|d| d.agent.as_str());
+            let task = super::task_of_helper(&cat, &p.task, caller, decider, may)?;
             let dialog = task
                 .holds
                 .dialog
@@ -134,7 +124,7 @@ impl Tasks {
                 .and_then(|a| a.record.workspace.as_ref())
                 .map(|w| w.base.clone())
                 .unwrap_or_default();
-            (dialog, base, decider.unwrap_or_default().to_string())
+            (dialog, base, caller.unwrap_or_default().to_string())
         };
         let held = self
             .supervisor

@@ -384,6 +384,27 @@ impl Tasks {
     }
 }
 
+/// Task `id` when `caller` (an instance token's agent) is the agent its
+/// `helper` names (its reviewer, its decider), else -32003 saying who may.
+fn task_of_helper<'a>(
+    cat: &'a Catalog,
+    id: &str,
+    caller: Option<&str>,
+    helper: fn(&Task) -> Option<&str>,
+    may: &str,
+) -> NodeResult<&'a Task> {
+    let task = cat.tasks.by_id.get(id).ok_or_else(|| not_found(id))?;
+    let agent = helper(task);
+    if agent.is_none() || agent != caller {
+        return Err(NodeError::Forbidden(format!(
+            "task {}: only its {may}{}",
+            task.id,
+            agent.map(|a| format!(" (agent {a})")).unwrap_or_default()
+        )));
+    }
+    Ok(task)
+}
+
 fn events_of(id: &str, events: &[tasks::TaskEvent]) -> Vec<Event> {
     events
         .iter()

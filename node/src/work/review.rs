@@ -124,20 +124,15 @@ impl Tasks {
         };
         let round = {
             let cat = self.catalog.lock().await;
-            let task = cat
-                .tasks
-                .by_id
-                .get(&p.task)
-                .ok_or_else(|| NodeError::NotFound(format!("task {:?} not found", p.task)))?;
-            let reviewer = task.review.as_ref().map(|r| r.agent.as_str());
-            if reviewer.is_none() || reviewer != caller {
-                return Err(NodeError::Forbidden(format!(
-                    "task {}: only its reviewer's own conversation gives a verdict{}",
-                    task.id,
-                    reviewer.map(|r| format!(" (agent {r})")).unwrap_or_default()
-                )));
-            }
-            task.round
+            let may = "reviewer's own conversation gives a verdict";
+            super::task_of_helper(
+                &cat,
+                &p.task,
+                caller,
+                |t| t.review.as_ref().map(|r| r.agent.as_str()),
+                may,
+            )?
+            .round
         };
         let notes = p.notes;
         self.task_ask(&p.task, Input::ReviewVerdict { round, verdict, notes })
