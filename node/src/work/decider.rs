@@ -22,6 +22,8 @@ use crate::supervise::{AnsweredBy, Held};
 
 /// Most transcript entries of the worker the decider is shown.
 const RECENT: u64 = 12;
+/// Longest reason a decider gives (it goes into the audit log).
+const MAX_REASON: usize = 2048;
 
 impl Tasks {
     /// `Effect::AskDecider`: beside the queue, the decider is asked and its
@@ -105,6 +107,12 @@ impl Tasks {
         let reason = p.reason.trim();
         if reason.is_empty() {
             return Err(NodeError::Invalid("reason: say why (it is audited)".into()));
+        }
+        if reason.len() > MAX_REASON {
+            return Err(NodeError::Invalid(format!(
+                "reason: {} bytes, over the limit of {MAX_REASON}",
+                reason.len()
+            )));
         }
         let (dialog, base, agent) = {
             let cat = self.catalog.lock().await;

@@ -435,6 +435,15 @@ async fn a_decider_approves_a_held_dialog_in_scope_and_its_approve_of_a_push_is_
     let (code, out, err) = warren(&["task", "decide", "approve", &id, "me", "too"], &node.path());
     assert_ne!(code, 0, "{out}");
     assert!(err.contains("only its decider"), "{err}");
+    for (params, field) in [
+        (json!({ "task": id, "decision": "maybe", "reason": "r" }), "decision"),
+        (json!({ "task": id, "decision": "deny", "reason": " " }), "reason"),
+        (json!({ "task": id, "decision": "deny", "reason": "x".repeat(3000) }), "reason"),
+    ] {
+        let e = call_err(&mut c, "task.decide", params).await;
+        assert_eq!(e.code, -32602, "{e:?}");
+        assert!(e.message.starts_with(field), "{e:?}");
+    }
     let kinds = task_events(&node.db(), Some(&id)).await;
     assert_eq!(kinds.iter().filter(|k| *k == "wait_started").count(), 2, "{kinds:?}");
 }
