@@ -7,6 +7,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 pub mod catalog;
+pub mod egress;
 pub mod events;
 pub mod folds;
 pub mod lifecycle;

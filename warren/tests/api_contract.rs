@@ -229,6 +229,35 @@ async fn bad_input_gets_named_errors_and_changes_nothing() {
             "agent \"ghost\" not found",
         ),
         ("conversation.start", json!({ "agent": "ghost" }), -32004, "not found"),
+    ];
+    // `grants.egress`: host[:port] patterns only, ports 1..=65535, no
+    // wildcard for everything, at most 10,000 entries.
+    let many: Vec<String> = (0..10_001).map(|i| format!("h{i}.example.com")).collect();
+    let mut cases = cases;
+    for bad in [
+        json!(["not a host"]),
+        json!(["example.com:0"]),
+        json!(["example.com:70000"]),
+        json!(["*"]),
+        json!(["*.com:443"]),
+        json!(["10.0.0.0/8"]),
+        json!(many),
+    ] {
+        let grants = json!({ "egress": bad });
+        cases.push((
+            "agent.create",
+            json!({ "name": "walled", "harness": "fake", "grants": grants }),
+            -32602,
+            "grants.egress",
+        ));
+        cases.push((
+            "agent.update",
+            json!({ "agent": "solid", "grants": grants }),
+            -32602,
+            "grants.egress",
+        ));
+    }
+    let more: Vec<(&str, Value, i64, &str)> = vec![
         (
             "conversation.get",
             json!({ "conversation": "c-missing" }),
@@ -284,6 +313,7 @@ async fn bad_input_gets_named_errors_and_changes_nothing() {
             "not found",
         ),
     ];
+    cases.extend(more);
     for (method, params, code, needle) in cases {
         let e = call_err(&mut c, method, params.clone()).await;
         assert_eq!(e.code, code, "{method} {params}: {}", e.message);

@@ -625,7 +625,10 @@ fn check_record(a: &AgentRecord) -> Result<(), Invalid> {
         validate::resources(r)?;
     }
     validate::list("grants.tools", &a.grants.tools)?;
-    validate::list("grants.egress", &a.grants.egress)?;
+    crate::egress::check_list(&a.grants.egress).map_err(|problem| Invalid {
+        field: "grants.egress",
+        problem,
+    })?;
     match &a.grants.peers {
         None => {}
         Some(serde_json::Value::String(s)) if s == "all" => {}
