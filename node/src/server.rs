@@ -145,6 +145,11 @@ pub async fn run(
         },
     };
 
+    if guests.is_none() {
+        eprintln!(
+            "note: the local runtime does not isolate: each CLI runs as a process of this node's user, with its files and its network (no egress allow-list); the Docker runtime runs each conversation in a guest"
+        );
+    }
     let store = Store::open(&db_path(&data_dir))
         .await
         .with_context(|| format!("opening the store {}", db_path(&data_dir).display()))?;

@@ -335,3 +335,14 @@ async fn a_closed_pipe_plain_logs_and_true_help() {
     assert_eq!(code, 0);
     assert!(help.starts_with("Create an agent"), "{help}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warren_up_on_the_local_runtime_says_it_does_not_isolate() {
+    let node = TestNode::start();
+    let log = std::fs::read_to_string(node.path().join("node.log")).expect("node.log");
+    let line = log
+        .lines()
+        .find(|l| l.contains("the local runtime does not isolate"))
+        .unwrap_or_else(|| panic!("no isolation note at start-up:\n{log}"));
+    assert!(line.contains("network"), "{line}");
+}
