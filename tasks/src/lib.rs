@@ -11,8 +11,8 @@
 //!   that rebuilds a [`Task`] from them (`replay(log) == live`).
 //! - [`wire`]: the `task.get` object.
 //!
-//! This crate does no IO and reads no clock: time arrives as `now_ms`. The node (a
-//! `tasks` subsystem still to be written) owns the IO: it records each [`Decision`]'s
+//! This crate does no IO and reads no clock: time arrives as `now_ms`. The node (its
+//! `work` subsystem, `node/src/work/`) owns the IO: it records each [`Decision`]'s
 //! events in its log before carrying out its [`Effect`]s in order (running checks, starting the review,
 //! sending messages, committing), feeds what it observes back as [`Input`]s through one
 //! serial queue per task, and schedules [`Input::Tick`] at [`Task::next_wakeup`].

@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::{TestNode, call, call_err, wait_until, warren};
 use warren::client::Client;
-use workspace::{git, owned_repo_node};
+use workspace::{git, owned_repo_node, workspace_of};
 
 include!("cases/tasks.rs");
 

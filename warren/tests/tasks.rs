@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::{TestNode, call, call_err, wait_until, warren};
 use warren::client::Client;
-use workspace::{git, make_repo};
+use workspace::{git, make_repo, workspace_of};
 
 include!("cases/tasks.rs");
 
@@ -185,9 +185,7 @@ async fn a_decider_that_does_not_answer_in_time_parks_the_task_with_the_question
     let (_tmp, repo, _base, node) = rig("[supervision]\nenabled = true\n");
     let mut c = node.client().await;
     let rules = json!([{ "match": "^TASK", "actions": [{ "tool_bash": "ls -la /tmp" }] }]);
-    agent(&mut c, "w", &repo, rules).await;
-    let (code, _, err) = warren(&["supervision", "set", "w", "--enable"], &node.path());
-    assert_eq!(code, 0, "supervision set: {err}");
+    supervised_agent(&mut c, &node, "w", &repo, rules).await;
     // The decider hears the question and says nothing.
     call(
         &mut c,
@@ -240,9 +238,7 @@ async fn under_authority_decider_even_a_routine_dialog_is_the_deciders() {
     let mut c = node.client().await;
     // A read in the worktree: the policy alone would approve it.
     let rules = json!([{ "match": "^TASK", "actions": [{ "tool_bash": "cat README" }] }]);
-    agent(&mut c, "w", &repo, rules).await;
-    let (code, _, err) = warren(&["supervision", "set", "w", "--enable"], &node.path());
-    assert_eq!(code, 0, "supervision set: {err}");
+    supervised_agent(&mut c, &node, "w", &repo, rules).await;
     call(
         &mut c,
         "agent.create",

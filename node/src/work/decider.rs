@@ -17,6 +17,7 @@ use tasks::messages::decide_request_text;
 use tasks::{HeldFacts, Input, Task};
 
 use super::Tasks;
+use super::review::Helper;
 use crate::service::{NodeError, NodeResult};
 use crate::supervise::{AnsweredBy, Held};
 
@@ -152,13 +153,6 @@ impl Tasks {
         self.input(&p.task, Input::DialogAnswered { dialog }).await;
         Ok(json!({ "answer": answer }))
     }
-}
-
-/// Which helper conversation of a task.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Helper {
-    Reviewer,
-    Decider,
 }
 
 /// What the dialog asks, for the decider to read: its command, its content

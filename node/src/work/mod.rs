@@ -423,6 +423,7 @@ struct Job {
 
 /// A task's serial queue: one input at a time, until the task ends.
 async fn run_queue(me: Weak<Tasks>, id: String, mut rx: mpsc::Receiver<Job>) {
+    let mut closed = false;
     while let Some(job) = rx.recv().await {
         let Some(tasks) = me.upgrade() else {
             return;
@@ -431,18 +432,12 @@ async fn run_queue(me: Weak<Tasks>, id: String, mut rx: mpsc::Receiver<Job>) {
         if let Some(done) = job.done {
             let _ = done.send(taken);
         }
-        if ended {
+        // Once its task ended the queue closes: what is still in it gets its
+        // answer (the ended task refuses it); later sends open a new queue.
+        if ended && !closed {
+            closed = true;
             tasks.forget(&id).await;
-            // Whatever was queued before the close still gets its answer
-            // (the ended task refuses it); later sends open a new queue.
             rx.close();
-            while let Some(job) = rx.recv().await {
-                let (_, taken) = tasks.step(&id, job.input).await;
-                if let Some(done) = job.done {
-                    let _ = done.send(taken);
-                }
-            }
-            return;
         }
     }
 }

@@ -17,9 +17,15 @@ use tasks::state::{Stage, Verdict, VerifyStage};
 use tasks::{Input, Task};
 
 use super::Tasks;
-use super::decider::Helper;
 use crate::live::turn_end;
 use crate::service::{NodeError, NodeResult};
+
+/// Which helper conversation of a task.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Helper {
+    Reviewer,
+    Decider,
+}
 
 /// How long a reviewer's turn is watched.
 const REVIEW_TURN: Duration = Duration::from_secs(3600);

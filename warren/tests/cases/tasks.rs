@@ -24,6 +24,14 @@ async fn agent(c: &mut Client, name: &str, repo: &Path, rules: Value) {
     .await;
 }
 
+/// As `agent`, with supervision on for it (the rig's config turns on the
+/// node's master switch).
+async fn supervised_agent(c: &mut Client, node: &TestNode, name: &str, repo: &Path, rules: Value) {
+    agent(c, name, repo, rules).await;
+    let (code, _, err) = warren(&["supervision", "set", name, "--enable"], &node.path());
+    assert_eq!(code, 0, "supervision set: {err}");
+}
+
 /// Waits until task `id` is in `state`; returns it.
 async fn wait_state(node: &TestNode, id: &str, state: &str, within: Duration) -> Value {
     let id = id.to_string();
@@ -101,8 +109,7 @@ async fn a_task_that_cannot_pass_is_parked_with_its_branch_and_evidence() {
     })
     .await;
     let branch = parked["branch"].as_str().expect("branch");
-    let worktree = call(&mut c, "conversation.get", json!({ "conversation": conv })).await["conversation"]["workspace"]
-        ["path"]
+    let worktree = workspace_of(&mut c, &conv).await["path"]
         .as_str()
         .expect("path")
         .to_string();
@@ -137,8 +144,7 @@ async fn kill_9_during_verification_ends_in_exactly_one_completion() {
         .clone();
     let id = t["id"].as_str().expect("id").to_string();
     let conv = t["conversation"].as_str().expect("conversation");
-    let worktree = call(&mut c, "conversation.get", json!({ "conversation": conv })).await["conversation"]["workspace"]
-        ["path"]
+    let worktree = workspace_of(&mut c, conv).await["path"]
         .as_str()
         .map(std::path::PathBuf::from)
         .expect("path");
@@ -366,9 +372,7 @@ async fn a_decider_approves_a_held_dialog_in_scope_and_its_approve_of_a_push_is_
         { "tool_bash": "git push --force origin main" },
         { "shell": "echo right > answer.txt" },
     ] }]);
-    agent(&mut c, "w", &repo, rules).await;
-    let (code, _, err) = warren(&["supervision", "set", "w", "--enable"], &node.path());
-    assert_eq!(code, 0, "supervision set: {err}");
+    supervised_agent(&mut c, &node, "w", &repo, rules).await;
     // The decider approves the listing; it tries to approve the push,
     // and denies it when the node refuses.
     let push = "warren-decide approve {{1}} ship it > $HOME/push-approve.txt 2>&1 || \
