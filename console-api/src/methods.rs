@@ -47,6 +47,8 @@ methods! {
     AGENT_LOGIN = "agent.login" => on(F::Agent, S::Agent, O::Admin)
         .routed().local_only().launches().params::<AgentRef>();
     AGENT_ARCHIVE = "agent.archive" => on(F::Agent, S::Agent, O::Admin).routed().params::<AgentRef>();
+    EGRESS_AUDIT = "egress.audit" => on(F::Agent, S::Agent, O::Observe)
+        .routed().companion_read().params::<EgressAudit>();
     CONVERSATION_START = "conversation.start" => on(F::Conversation, S::Agent, O::Control)
         .routed().launches().params::<AgentRef>();
     CONVERSATION_CONTINUE = "conversation.continue" => on(F::Conversation, S::Conversation, O::Control)
@@ -225,7 +227,7 @@ mod tests {
         let served: Vec<&str> = REGISTRY.iter().filter(|m| m.served).map(|m| m.name).collect();
         assert_eq!(ALL, served.as_slice());
         assert!(ALL.contains(&CONFIG_SET) && ALL.contains(&AGENT_GET));
-        assert_eq!(ALL.len(), 76);
+        assert_eq!(ALL.len(), 77);
     }
 
     #[test]
@@ -263,7 +265,7 @@ mod tests {
                 "session" | "subscription" | "events" => F::Session,
                 "node" | "config" => F::Node,
                 "fleet" => F::Fleet,
-                "agent" => F::Agent,
+                "agent" | "egress" => F::Agent,
                 "conversation" => F::Conversation,
                 "transcript" | "terminal" => F::Transcript,
                 "supervision" => F::Supervision,

@@ -258,6 +258,16 @@ pub struct AgentRef {
     pub agent: String,
 }
 
+/// `egress.audit`: an agent's allow-list and its guests' recorded egress
+/// decisions, newest first (`limit` 1..=1000, default 100).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EgressAudit {
+    pub agent: String,
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ConversationState {

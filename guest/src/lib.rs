@@ -5,6 +5,7 @@
 //! and take requests. Without the bootstrap variables it is a plain PTY proxy.
 
 pub mod bootstrap;
+pub mod forward;
 mod link;
 pub mod proto;
 mod pty;
@@ -41,6 +42,10 @@ pub async fn run(program: String, args: Vec<String>) -> anyhow::Result<i32> {
         Some(size) => size,
         None => bootstrap::pty_size(&vars)?,
     };
+    // The ways out of a guest with no network, open before the CLI starts.
+    if let Some((_, spec)) = vars.iter().find(|(k, _)| k == forward::FORWARD) {
+        forward::start(spec).await?;
+    }
     let pty = pty::Pty::spawn(&program, &args, size, &bootstrap::BOOTSTRAP_VARS)?;
     let _raw = if tty {
         let raw = term::RawMode::enable().context("cannot put the terminal in raw mode")?;

@@ -248,6 +248,30 @@ async fn serve(
     }
 }
 
+/// Writes a secret into the secrets directory (0600, replaced whole: a
+/// reader never sees half of it).
+fn write_secret(name: &str, value: &str) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if !proto::secret_name_ok(name) {
+        return Err(format!("{name:?} is not a secret's file name"));
+    }
+    let dir = std::env::var_os(proto::SECRETS_DIR).ok_or_else(|| format!("{} is not set", proto::SECRETS_DIR))?;
+    let dir = std::path::Path::new(&dir);
+    let tmp = dir.join(format!(".{name}.new"));
+    let write = || -> std::io::Result<()> {
+        let _ = std::fs::remove_file(&tmp);
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(value.as_bytes())?;
+        std::fs::rename(&tmp, dir.join(name))
+    };
+    write().map_err(|e| format!("writing {name} into {}: {e}", dir.display()))
+}
+
 fn json<T: serde::Serialize>(value: &T) -> Option<Value> {
     serde_json::to_value(value).ok()
 }
@@ -270,6 +294,7 @@ async fn answer(pty: &Arc<Pty>, request: NodeMsg) -> GuestMsg {
         }
         NodeMsg::Ping { .. } => Ok(None),
         NodeMsg::Freeze { frozen, .. } => pty.freeze(frozen).map(|()| None),
+        NodeMsg::Secret { name, value, .. } => write_secret(&name, &value.0).map(|()| None),
         NodeMsg::Welcome { .. } | NodeMsg::Refused { .. } => Err("not a request".into()),
     };
     GuestMsg::reply(id, outcome)

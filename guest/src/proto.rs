@@ -121,6 +121,37 @@ pub enum NodeMsg {
         id: u64,
         frozen: bool,
     },
+    /// Put a per-conversation secret (the instance token) in the guest's
+    /// secrets directory (a tmpfs: gone with the container), as file `name`.
+    Secret {
+        id: u64,
+        name: String,
+        value: SecretValue,
+    },
+}
+
+/// A secret's value: serialized as the string, never shown by `Debug`.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SecretValue(pub String);
+
+impl std::fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// The variable naming the guest's secrets directory (a tmpfs).
+pub const SECRETS_DIR: &str = "WARREN_GUEST_SECRETS";
+
+/// Whether `name` may name a file in the secrets directory: 1-64 letters,
+/// digits, `.`, `_`, `-`, not starting with a dot.
+pub fn secret_name_ok(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 impl NodeMsg {
@@ -135,7 +166,8 @@ impl NodeMsg {
             | NodeMsg::Quota { id }
             | NodeMsg::Close { id }
             | NodeMsg::Ping { id }
-            | NodeMsg::Freeze { id, .. } => Some(*id),
+            | NodeMsg::Freeze { id, .. }
+            | NodeMsg::Secret { id, .. } => Some(*id),
         }
     }
 }

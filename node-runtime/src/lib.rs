@@ -5,6 +5,7 @@
 //! the stored records (`node-store`) and nothing of the API or subsystems.
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
+pub mod egress;
 pub mod exits;
 pub mod harness;
 pub mod images;

@@ -134,6 +134,144 @@ pub fn check_list(entries: &[String]) -> Result<Vec<EgressRule>, String> {
     entries.iter().map(|e| EgressRule::parse(e)).collect()
 }
 
+/// The name a guest uses for the node's host (Docker's standard name): the
+/// proxy connects to the host's loopback for it, so it is reachable only when
+/// a model endpoint or a grant names it.
+pub const HOST_NAME: &str = "host.docker.internal";
+
+/// The proxy's verdict on a destination, before any address is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// `rule` is the model endpoint or the grant entry that allows it.
+    /// `internal_ok`: it may resolve to one of the node's own networks (the
+    /// rule names the host, an address, or the operator's model endpoint);
+    /// otherwise only public addresses are reached (a granted name that
+    /// resolves inward is refused).
+    Allowed {
+        rule: String,
+        internal_ok: bool,
+    },
+    Refused {
+        rule: String,
+    },
+}
+
+/// Where a guest may go: its model endpoints (`host`, `port`) and its
+/// grants, in that order; the first that allows `host:port` decides. Entries
+/// that do not parse allow nothing (they were refused when stored).
+pub fn decide(model: &[(String, u16)], grants: &[String], host: &str, port: u16) -> Verdict {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    if let Some((h, p)) = model.iter().find(|(h, p)| h.eq_ignore_ascii_case(&host) && *p == port) {
+        return Verdict::Allowed {
+            rule: format!("model endpoint {h}:{p}"),
+            internal_ok: true,
+        };
+    }
+    for entry in grants {
+        let Ok(rule) = EgressRule::parse(entry) else { continue };
+        if rule.allows(&host, port) {
+            let internal_ok = match &rule.host {
+                HostPattern::V4(_) | HostPattern::V6(_) => true,
+                HostPattern::Name(n) => n == HOST_NAME,
+                HostPattern::Under(_) => false,
+            };
+            return Verdict::Allowed {
+                rule: entry.clone(),
+                internal_ok,
+            };
+        }
+    }
+    Verdict::Refused {
+        rule: "no grant".into(),
+    }
+}
+
+/// The model endpoints a guest reaches without a grant: the host and port of
+/// every `*_BASE_URL` (and `OPENAI_API_BASE`) in its environment, else its
+/// harness's provider.
+pub fn model_endpoints(env: &[(String, String)], harness: &str) -> Vec<(String, u16)> {
+    let mut out: Vec<(String, u16)> = env
+        .iter()
+        .filter(|(k, _)| k.ends_with("_BASE_URL") || k == "OPENAI_API_BASE")
+        .filter_map(|(_, v)| crate::net::host_of(v))
+        .filter(|(h, p)| !h.is_empty() && *p != 0)
+        .map(|(h, p)| (h.trim_end_matches('.').to_ascii_lowercase(), p))
+        .collect();
+    if out.is_empty() {
+        let provider: &[&str] = match harness {
+            "claude" => &["api.anthropic.com"],
+            "codex" => &["api.openai.com", "chatgpt.com"],
+            "aider" => &["api.openai.com", "api.anthropic.com"],
+            "gemini" => &["generativelanguage.googleapis.com"],
+            "opencode" => &["api.anthropic.com", "api.openai.com"],
+            _ => &[],
+        };
+        out = provider.iter().map(|h| (h.to_string(), 443)).collect();
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Which proxy decisions become records: every refusal, up to
+/// [`Sampler::REFUSALS_PER_SEC`] per conversation (those over it are counted
+/// into the next record), and of the allowed connections the first to each
+/// destination, then one in [`Sampler::ALLOWED_EVERY`]. Bounded: at most
+/// [`Sampler::MAX_KEYS`] destinations are remembered. Pure: the caller says
+/// what time it is.
+#[derive(Debug, Default)]
+pub struct Sampler {
+    /// Per conversation: the second the window started, records in it, refusals left out.
+    refused: std::collections::HashMap<String, (u64, u32, u64)>,
+    /// Per (conversation, destination, port): allowed connections seen.
+    allowed: std::collections::HashMap<(String, String, u16), u64>,
+}
+
+impl Sampler {
+    pub const REFUSALS_PER_SEC: u32 = 20;
+    pub const ALLOWED_EVERY: u64 = 100;
+    pub const MAX_KEYS: usize = 4096;
+
+    /// Whether to record this decision, and how many decisions the record
+    /// stands for (None: one).
+    pub fn take(
+        &mut self,
+        conversation: &str,
+        dest: &str,
+        port: u16,
+        allowed: bool,
+        now_secs: u64,
+    ) -> Option<Option<u64>> {
+        if allowed {
+            let key = (conversation.to_string(), dest.to_string(), port);
+            if self.allowed.len() >= Self::MAX_KEYS && !self.allowed.contains_key(&key) {
+                self.allowed.clear();
+            }
+            let seen = self.allowed.entry(key).or_insert(0);
+            *seen += 1;
+            return match *seen {
+                1 => Some(None),
+                n if n % Self::ALLOWED_EVERY == 0 => Some(Some(Self::ALLOWED_EVERY)),
+                _ => None,
+            };
+        }
+        if self.refused.len() >= Self::MAX_KEYS && !self.refused.contains_key(conversation) {
+            self.refused.clear();
+        }
+        let (start, used, left_out) = self.refused.entry(conversation.to_string()).or_insert((now_secs, 0, 0));
+        if *start != now_secs {
+            (*start, *used) = (now_secs, 0);
+        }
+        if *used >= Self::REFUSALS_PER_SEC {
+            *left_out += 1;
+            return None;
+        }
+        *used += 1;
+        let count = std::mem::take(left_out);
+        Some((count > 0).then_some(count + 1))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,5 +354,111 @@ mod tests {
             check_list(&many[..MAX_EGRESS_ENTRIES]).map(|v| v.len()),
             Ok(MAX_EGRESS_ENTRIES)
         );
+    }
+
+    #[test]
+    fn the_verdict_names_what_allowed_it() {
+        let model = vec![("host.docker.internal".to_string(), 8080)];
+        let grants: Vec<String> = [
+            "pypi.org:443",
+            "*.example.com",
+            "10.0.0.7:5432",
+            "host.docker.internal:9000",
+            "bad entry",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let allowed = |rule: &str, internal_ok| Verdict::Allowed {
+            rule: rule.into(),
+            internal_ok,
+        };
+        let cases: &[(&str, u16, Verdict)] = &[
+            (
+                "host.docker.internal",
+                8080,
+                allowed("model endpoint host.docker.internal:8080", true),
+            ),
+            (
+                "HOST.docker.internal.",
+                8080,
+                allowed("model endpoint host.docker.internal:8080", true),
+            ),
+            ("pypi.org", 443, allowed("pypi.org:443", false)),
+            ("a.example.com", 22, allowed("*.example.com", false)),
+            ("10.0.0.7", 5432, allowed("10.0.0.7:5432", true)),
+            ("host.docker.internal", 9000, allowed("host.docker.internal:9000", true)),
+        ];
+        for (host, port, want) in cases {
+            assert_eq!(&decide(&model, &grants, host, *port), want, "{host}:{port}");
+        }
+        for (host, port) in [
+            ("host.docker.internal", 8081),
+            ("host.docker.internal", 9001),
+            ("pypi.org", 80),
+            ("example.com", 443),
+            ("10.0.0.8", 5432),
+            ("bad entry", 1),
+            ("evil.test", 443),
+        ] {
+            assert!(
+                matches!(decide(&model, &grants, host, port), Verdict::Refused { .. }),
+                "{host}:{port}"
+            );
+        }
+    }
+
+    #[test]
+    fn model_endpoints_come_from_base_urls_or_the_provider() {
+        let env = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        assert_eq!(
+            model_endpoints(
+                &env(&[
+                    ("ANTHROPIC_BASE_URL", "http://host.docker.internal:8080"),
+                    ("HOME", "/h")
+                ]),
+                "claude"
+            ),
+            vec![("host.docker.internal".to_string(), 8080)]
+        );
+        assert_eq!(
+            model_endpoints(&env(&[("OPENAI_API_BASE", "https://LLM.example.org/v1")]), "aider"),
+            vec![("llm.example.org".to_string(), 443)]
+        );
+        assert_eq!(
+            model_endpoints(&[], "claude"),
+            vec![("api.anthropic.com".to_string(), 443)]
+        );
+        assert!(model_endpoints(&[], "fake").is_empty());
+    }
+
+    #[test]
+    fn refusals_are_all_counted_and_allowed_ones_sampled() {
+        let mut s = Sampler::default();
+        let mut recorded = 0u64;
+        for _ in 0..25 {
+            if let Some(n) = s.take("c1", "evil.test", 443, false, 100) {
+                recorded += n.unwrap_or(1);
+            }
+        }
+        assert_eq!(recorded, 20, "at most 20 records a second");
+        // The next second's first record stands for the 5 left out too.
+        assert_eq!(s.take("c1", "evil.test", 443, false, 101), Some(Some(6)));
+        assert_eq!(
+            s.take("c2", "evil.test", 443, false, 100),
+            Some(None),
+            "per conversation"
+        );
+        assert_eq!(
+            s.take("c1", "pypi.org", 443, true, 100),
+            Some(None),
+            "the first allowed"
+        );
+        let sampled = (2..=250)
+            .filter(|_| s.take("c1", "pypi.org", 443, true, 100).is_some())
+            .count();
+        assert_eq!(sampled, 2, "then one in 100");
     }
 }

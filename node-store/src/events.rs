@@ -228,6 +228,20 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         source: Option<String>,
     },
+    /// The egress proxy decided a guest's connection: every refusal (coalesced
+    /// into `count` when a guest repeats itself) and a sample of what was
+    /// allowed. `rule` is the model endpoint or grant that allowed it, or why
+    /// it was refused.
+    Egress {
+        conversation: String,
+        agent: String,
+        dest: String,
+        port: u16,
+        allowed: bool,
+        rule: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        count: Option<u64>,
+    },
     /// Instance tokens were issued to a conversation (launch or renewal): a
     /// restarted node revokes them, whatever became of the CLI.
     InstanceTokenIssued {
@@ -421,6 +435,7 @@ impl Event {
             Event::FleetInvite { .. } => "fleet_invite",
             Event::FleetInviteUsed { .. } => "fleet_invite_used",
             Event::Guest { .. } => "guest",
+            Event::Egress { .. } => "egress",
             Event::GuestAttached { .. } => "guest_attached",
             Event::InstanceTokenIssued { .. } => "instance_token_issued",
             Event::Transcript { .. } => "transcript",
@@ -455,6 +470,7 @@ impl Event {
             Event::Transcript { conversation, .. } | Event::UsageRecorded { conversation, .. } => Some(conversation),
             Event::SupervisionActed { conversation, .. } => conversation.as_deref(),
             Event::Guest { conversation, .. }
+            | Event::Egress { conversation, .. }
             | Event::GuestAttached { conversation, .. }
             | Event::InstanceTokenIssued { conversation, .. } => Some(conversation),
             Event::ToolInvoked { conversation, .. }
@@ -474,10 +490,12 @@ impl Event {
                 Durability::Full
             }
             // Usage is re-read from the CLI's file past the last committed
-            // cursor: a report lost with a commit is recorded again.
-            Event::Transcript { .. } | Event::SupervisionActed { .. } | Event::UsageRecorded { .. } => {
-                Durability::Relaxed
-            }
+            // cursor: a report lost with a commit is recorded again. An
+            // egress record lost with a crash loses only a sample.
+            Event::Transcript { .. }
+            | Event::SupervisionActed { .. }
+            | Event::UsageRecorded { .. }
+            | Event::Egress { .. } => Durability::Relaxed,
             _ => Durability::Full,
         }
     }

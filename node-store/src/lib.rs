@@ -11,6 +11,7 @@ pub mod egress;
 pub mod events;
 pub mod folds;
 pub mod lifecycle;
+pub mod net;
 pub mod redact;
 pub mod store;
 pub mod tools;

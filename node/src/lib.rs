@@ -8,6 +8,7 @@ pub mod api;
 pub mod config;
 pub mod console;
 pub mod conversations;
+pub mod egress;
 pub mod fleet;
 pub mod idempotent;
 pub mod live;

@@ -126,16 +126,17 @@ pub async fn run(
     cfg.supervision
         .validate()
         .map_err(|e| anyhow::anyhow!("[supervision] in the config: {e}"))?;
+    let (egress, egress_notes) = crate::egress::Gate::new();
     let (runtime, guests): (Arc<dyn Runtime>, Option<GuestSide>) = match cfg.runtime {
         RuntimeKind::Local => (Arc::new(LocalRuntime), None),
         RuntimeKind::Docker => {
             let docker = docker::connect()
                 .await
                 .map_err(|e| anyhow::anyhow!("--runtime docker: {e}"))?;
-            docker_runtime(docker, &node_id, &root_hex, &cfg, &self_exe).await?
+            docker_runtime(docker, &node_id, &root_hex, &cfg, &self_exe, egress.clone()).await?
         }
         RuntimeKind::Auto => match docker::connect().await {
-            Ok(d) => docker_runtime(d, &node_id, &root_hex, &cfg, &self_exe).await?,
+            Ok(d) => docker_runtime(d, &node_id, &root_hex, &cfg, &self_exe, egress.clone()).await?,
             Err(e) => {
                 eprintln!(
                     "warning: {e}; conversations run as local processes (the local PTY runtime), not in Docker guests"
@@ -208,6 +209,8 @@ pub async fn run(
     .map_err(|e| anyhow::anyhow!("recovering the catalog: {e}"))?;
     // Every agent's secrets are redacted from here on, before any CLI runs.
     crate::secrets::load_redaction(&data_dir, &cfg.tools, node.store().redaction());
+    egress.bind(&node);
+    let egress_task = tokio::spawn(crate::egress::record(node.clone(), egress_notes));
     let fleet = crate::fleet::Fleet::new(node.clone(), fleet_runtime);
 
     let listener = tokio::net::TcpListener::bind(&cfg.listen)
@@ -248,6 +251,7 @@ pub async fn run(
         spend,
         fleet: fleet.clone(),
         secrets: crate::secrets::Secrets::new(node.clone()),
+        egress: egress.clone(),
         tools: crate::tools::Tools::new(node.clone()),
         identity: NodeIdentity {
             node_id: node_id.clone(),
@@ -380,6 +384,7 @@ pub async fn run(
     conversations.pause_all("node stopped").await;
     unix_task.abort();
     home_task.abort();
+    egress_task.abort();
     for t in side_tasks {
         t.abort();
     }
@@ -409,19 +414,19 @@ fn warn_setup(p: &harness::setup::SetupProblem) {
     eprintln!("warning: {}", p.message);
 }
 
-/// The Docker runtime: the node's bridge network, a listener on its gateway
-/// (guests dial out to it; nothing listens inside a container), and the
-/// registry that pins the node's identity (its root key) for guests.
+/// The Docker runtime: a listener on the host's loopback that each guest
+/// reaches through its own socket (guests have no network; nothing listens
+/// inside a container), the egress proxies, and the registry that pins the
+/// node's identity (its root key) for guests.
 async fn docker_runtime(
     docker: bollard::Docker,
     node_id: &str,
     root_hex: &str,
     cfg: &Config,
     self_exe: &Path,
+    egress: Arc<crate::egress::Gate>,
 ) -> anyhow::Result<(Arc<dyn Runtime>, Option<GuestSide>)> {
-    let (network, gateway) = docker::ensure_network(&docker, node_id)
-        .await
-        .map_err(|e| anyhow::anyhow!(e))?;
+    let gateway = "127.0.0.1";
     // The same port as the last run when it is free: guests that outlived a
     // restart redial the address they were given.
     let port_file = cfg.data_dir.join("guest.port");
@@ -429,18 +434,18 @@ async fn docker_runtime(
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0);
-    let listener = match tokio::net::TcpListener::bind((gateway.as_str(), last_port)).await {
+    let listener = match tokio::net::TcpListener::bind((gateway, last_port)).await {
         Ok(l) => l,
         Err(e) if last_port != 0 => {
             tracing::warn!(error = %e, last_port, "the guest port of the last run is taken: guests of that run cannot come back");
-            tokio::net::TcpListener::bind((gateway.as_str(), 0)).await?
+            tokio::net::TcpListener::bind((gateway, 0)).await?
         }
         Err(e) => {
-            return Err(e).with_context(|| format!("binding the guest listener on {gateway} (the {network} gateway)"));
+            return Err(e).with_context(|| format!("binding the guest listener on {gateway}"));
         }
     };
     write_private(&port_file, &format!("{}\n", listener.local_addr()?.port()))?;
-    let base_url = format!("ws://{}", listener.local_addr()?);
+    let node_addr = listener.local_addr()?;
     let seed: [u8; 32] = hex::decode(root_hex)
         .ok()
         .and_then(|b| b.try_into().ok())
@@ -451,12 +456,17 @@ async fn docker_runtime(
         note_tx,
         Duration::from_secs(cfg.limits.guest_refusal_record_secs.max(1)),
     ));
-    tracing::info!(%network, %base_url, "docker runtime: guests dial the node here");
+    tracing::info!(%node_addr, "docker runtime: guests reach the node here, through their sockets");
+    let sockets = Arc::new(node_runtime::egress::sockets::Sockets::new(
+        cfg.data_dir.join("guests"),
+        node_addr,
+        egress,
+    ));
     let runtime = Arc::new(docker::DockerRuntime::new(
         docker,
         node_id.to_string(),
-        network,
-        base_url,
+        node_addr,
+        sockets,
         registry.clone(),
         cfg.docker.clone(),
         self_exe.to_path_buf(),

@@ -10,6 +10,9 @@ use node_store::util::write_private;
 
 /// The TLS node's certificate in a home's `.warren/`, beside the instance token.
 pub const NODE_CERT_FILE: &str = "node-cert.pem";
+/// The instance token's file name (in the home's `.warren/`, or in a
+/// guest's secrets directory).
+pub const INSTANCE_TOKEN_FILE: &str = "instance.token";
 
 impl Node {
     /// Where clients (and CLIs, with their instance token) reach this node.
@@ -74,7 +77,9 @@ impl Node {
     }
 
     /// Mints the conversation's instance token (exactly the agent's grants,
-    /// short-lived) and writes it to `<home>/.warren/instance.token` (0600).
+    /// short-lived) and writes it to `<home>/.warren/instance.token` (0600),
+    /// or, when the runtime keeps secrets in the guest, names the file there
+    /// (the caller hands it over with [`Node::hand_instance_token`]).
     /// Its methods are those of the tools the conversation mounts
     /// (`tools::mounted`, the same list the tools dir is made from), and an
     /// owner tool adds its `tool:NAME` invoke right.
@@ -139,8 +144,15 @@ impl Node {
         }
         let dir = home.join(".warren");
         std::fs::create_dir_all(&dir).map_err(|e| NodeError::Internal(format!("create {}: {e}", dir.display())))?;
-        let path = dir.join("instance.token");
-        write_private(&path, &token).map_err(|e| NodeError::Internal(format!("write {}: {e}", path.display())))?;
+        let path = match self.runtime.secrets_dir() {
+            Some(guest) => Path::new(guest).join(INSTANCE_TOKEN_FILE),
+            None => {
+                let path = dir.join(INSTANCE_TOKEN_FILE);
+                write_private(&path, &token)
+                    .map_err(|e| NodeError::Internal(format!("write {}: {e}", path.display())))?;
+                path
+            }
+        };
         // Beside it, the certificate a TLS node presents (public), which the
         // conversation's `warren` tools trust (see `warren::client::tls_config`).
         if let Some(cert) = self.tls_cert.get() {
@@ -221,11 +233,31 @@ impl Node {
                 };
                 let home = node.agent_dir(&agent.name).join("home");
                 let tools = crate::tools::mount::mounted_now(&*node.catalog.lock().await, &agent, &node.cfg.tools);
-                if let Err(e) = node.issue_and_record_instance_token(&id, &agent, &home, &tools).await {
-                    tracing::warn!(conversation = %id, error = %e, "instance token renewal failed");
+                match node.issue_and_record_instance_token(&id, &agent, &home, &tools).await {
+                    Ok((token, _)) => {
+                        if let Some(live) = node.live(&id) {
+                            node.hand_instance_token(&live.session, &token).await;
+                        }
+                    }
+                    Err(e) => tracing::warn!(conversation = %id, error = %e, "instance token renewal failed"),
                 }
             }
         });
+    }
+
+    /// Gives a guest its instance token over its link, when the runtime keeps
+    /// secrets in the guest (else it is in the home's file already).
+    pub(crate) async fn hand_instance_token(
+        &self,
+        session: &std::sync::Arc<dyn node_runtime::runtime::Session>,
+        token: &str,
+    ) {
+        if self.runtime.secrets_dir().is_none() {
+            return;
+        }
+        if let Err(e) = session.hand_secret(INSTANCE_TOKEN_FILE, token).await {
+            tracing::warn!(error = %e, "could not hand the guest its instance token");
+        }
     }
 
     /// Revokes every instance token issued to conversation `id`.

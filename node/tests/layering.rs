@@ -19,6 +19,7 @@ const FLOORS: &[(&str, u32)] = &[
     ("secrets", 6),
     ("config", 6),
     ("spend", 5),
+    ("egress", 5),
     ("tools", 5),
     ("fleet", 5),
     ("mail", 5),

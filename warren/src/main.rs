@@ -60,6 +60,11 @@ enum Command {
         #[command(subcommand)]
         verb: cmd::ConfigVerb,
     },
+    /// An agent's egress: its allow-list and what its guests were refused.
+    Egress {
+        #[command(subcommand)]
+        verb: cmd::EgressVerb,
+    },
     /// An agent's spend-rate budget: get; set and topup (local only).
     Budget {
         #[command(subcommand)]
@@ -320,6 +325,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Supervision { verb } => cmd::supervision(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Config { verb } => cmd::config(verb, out).await,
         Command::Budget { verb } => cmd::budget(verb, cmd::Conn::new(cli.url, cli.token), out).await,
+        Command::Egress { verb } => cmd::egress(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Mail { verb } => cmd::mail(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Monitor { verb } => cmd::monitor(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Task { verb } => cmd::task(verb, cmd::Conn::new(cli.url, cli.token), out).await,

@@ -3,6 +3,11 @@
 //! PTY and dials back to the node (outbound only: no port into the container);
 //! the node drives it over that connection (`guest_link`).
 //!
+//! A guest has no network (`network_mode: none`: loopback only, no route, no
+//! IPv6, no DNS server): its only ways out are two Unix sockets the node
+//! serves for it alone (`egress::sockets`), which the guest process forwards
+//! from loopback ports: the node's guest endpoint and the egress proxy.
+//!
 //! The agent's home and workspace are bind-mounted at the same absolute paths
 //! as on the host, so every path a harness adapter plans (config dirs, session
 //! files, the instance token file) means the same inside and out. The CLI is
@@ -14,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bollard::Docker;
-use bollard::models::{ContainerCreateBody, HostConfig, NetworkCreateRequest};
+use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, ListContainersOptionsBuilder, RemoveContainerOptionsBuilder,
     StopContainerOptionsBuilder,
@@ -23,6 +28,8 @@ use futures_util::future::BoxFuture;
 
 use super::guest_link::{GuestRegistry, GuestSession};
 use super::{LaunchSpec, Runtime, RuntimeError, Session};
+use crate::egress::Route;
+use crate::egress::sockets::{EGRESS_SOCKET, GUEST_DIR, NODE_SOCKET, PROXY_PORT, Sockets};
 
 /// The labels every container of a node carries.
 pub const LABEL_NODE: &str = "warren.node";
@@ -30,6 +37,8 @@ pub const LABEL_AGENT: &str = "warren.agent";
 pub const LABEL_CONVERSATION: &str = "warren.conversation";
 /// The unprivileged user guests run as when the node runs as root.
 pub const GUEST_UID: u32 = 10001;
+/// The guest's tmpfs for per-conversation secrets (the instance token).
+pub const SECRETS_DIR: &str = "/run/warren-secrets";
 /// PATH inside guest images.
 const GUEST_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// How long after losing its guest's connection a running container gets to
@@ -97,41 +106,15 @@ pub async fn connect() -> Result<Docker, String> {
     Ok(docker)
 }
 
-/// The node's own bridge network (created if missing); returns its name and
-/// the gateway address the node listens on for its guests.
-pub async fn ensure_network(docker: &Docker, node_id: &str) -> Result<(String, String), String> {
-    let name = format!("warren-{node_id}");
-    if docker.inspect_network(&name, None).await.is_err() {
-        let labels = HashMap::from([(LABEL_NODE.to_string(), node_id.to_string())]);
-        docker
-            .create_network(NetworkCreateRequest {
-                name: name.clone(),
-                driver: Some("bridge".into()),
-                labels: Some(labels),
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| format!("creating the network {name}: {e}"))?;
-    }
-    let net = docker
-        .inspect_network(&name, None)
-        .await
-        .map_err(|e| format!("inspecting the network {name}: {e}"))?;
-    let gateway = net
-        .ipam
-        .and_then(|i| i.config)
-        .and_then(|c| c.into_iter().find_map(|c| c.gateway))
-        .ok_or_else(|| format!("the network {name} has no gateway address"))?;
-    Ok((name, gateway))
-}
-
 /// Runs conversations in guest containers.
 pub struct DockerRuntime {
     docker: Docker,
     node_id: String,
-    network: String,
-    /// `ws://GATEWAY:PORT`: the node as guests reach it.
+    /// `ws://127.0.0.1:PORT`: the node's guest endpoint, on the host's
+    /// loopback and at the same address on each guest's (forwarded).
     base_url: String,
+    node_port: u16,
+    sockets: Arc<Sockets>,
     registry: Arc<GuestRegistry>,
     settings: DockerSettings,
     /// Put in the images this node builds (guests run the node's version).
@@ -151,8 +134,8 @@ impl DockerRuntime {
     pub fn new(
         docker: Docker,
         node_id: String,
-        network: String,
-        base_url: String,
+        node: std::net::SocketAddr,
+        sockets: Arc<Sockets>,
         registry: Arc<GuestRegistry>,
         settings: DockerSettings,
         self_exe: PathBuf,
@@ -160,8 +143,9 @@ impl DockerRuntime {
         DockerRuntime {
             docker,
             node_id,
-            network,
-            base_url,
+            base_url: format!("ws://{node}"),
+            node_port: node.port(),
+            sockets,
             registry,
             settings,
             self_exe,
@@ -264,10 +248,46 @@ impl DockerRuntime {
         env.push(format!("{}={token}", guest::bootstrap::LAUNCH_TOKEN));
         env.push(format!("{}={}", guest::bootstrap::ROWS, spec.rows));
         env.push(format!("{}={}", guest::bootstrap::COLS, spec.cols));
+        env.push(format!("{}={SECRETS_DIR}", guest::proto::SECRETS_DIR));
+        // Its two ways out, on loopback; every HTTP client is sent through
+        // the proxy, and nothing else leads anywhere.
+        let proxy_port = if self.node_port == PROXY_PORT {
+            PROXY_PORT + 1
+        } else {
+            PROXY_PORT
+        };
+        env.push(format!(
+            "{}={}={GUEST_DIR}/{NODE_SOCKET},{proxy_port}={GUEST_DIR}/{EGRESS_SOCKET}",
+            guest::forward::FORWARD,
+            self.node_port
+        ));
+        let proxy = format!("http://127.0.0.1:{proxy_port}");
+        for k in [
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "all_proxy",
+        ] {
+            env.retain(|e| !e.starts_with(&format!("{k}=")));
+            env.push(format!("{k}={proxy}"));
+        }
+        for k in ["NO_PROXY", "no_proxy"] {
+            env.retain(|e| !e.starts_with(&format!("{k}=")));
+            env.push(format!("{k}=127.0.0.1,localhost"));
+        }
         env
     }
 
-    fn container_body(&self, spec: &LaunchSpec, image: &str, token: &str, user: &str) -> ContainerCreateBody {
+    fn container_body(
+        &self,
+        spec: &LaunchSpec,
+        image: &str,
+        token: &str,
+        user: &str,
+        sockets: &Path,
+    ) -> ContainerCreateBody {
         // This node's own binary (the fake CLI is a verb of it) is the
         // image's, which is off the guest's PATH.
         let program = if spec.program == self.self_exe {
@@ -296,6 +316,7 @@ impl DockerRuntime {
             let mode = if m.read_only { "ro" } else { "rw" };
             binds.push(format!("{0}:{0}:{mode}", m.path.display()));
         }
+        binds.push(format!("{}:{GUEST_DIR}:ro", sockets.display()));
         ContainerCreateBody {
             image: Some(image.to_string()),
             cmd: Some(cmd),
@@ -307,20 +328,24 @@ impl DockerRuntime {
             open_stdin: Some(false),
             host_config: Some(HostConfig {
                 binds: Some(binds),
-                network_mode: Some(self.network.clone()),
+                network_mode: Some("none".into()),
                 cap_drop: Some(vec!["ALL".into()]),
                 security_opt: Some(vec!["no-new-privileges".into()]),
                 pids_limit: Some(spec.resources.pids.unwrap_or(self.settings.pids_limit)),
                 memory: Some((spec.resources.memory_mb.unwrap_or(self.settings.memory_mb) * 1024 * 1024) as i64),
                 nano_cpus: Some((spec.resources.cpus.unwrap_or(self.settings.cpus) * 1e9) as i64),
                 readonly_rootfs: Some(true),
-                // Services the host offers to its guests (e.g. a local model
-                // server) are reachable by this standard name.
-                extra_hosts: Some(vec!["host.docker.internal:host-gateway".into()]),
-                tmpfs: Some(HashMap::from([(
-                    "/tmp".to_string(),
-                    format!("rw,nosuid,nodev,size={}m", self.settings.tmp_mb),
-                )])),
+                tmpfs: Some(HashMap::from([
+                    (
+                        "/tmp".to_string(),
+                        format!("rw,nosuid,nodev,size={}m", self.settings.tmp_mb),
+                    ),
+                    // Secrets live in memory only, gone with the container.
+                    (
+                        SECRETS_DIR.to_string(),
+                        "rw,nosuid,nodev,noexec,size=1m,mode=1777".to_string(),
+                    ),
+                ])),
                 ..Default::default()
             }),
             ..Default::default()
@@ -337,6 +362,7 @@ impl DockerRuntime {
             reason,
         })?;
         let user = guest_user(&spec.mounts, spec.run_as).map_err(fail)?;
+        let (sockets, run) = self.open_sockets(&spec).map_err(fail)?;
         let name = self.container_name(&spec.conversation);
         // A leftover of an earlier run of this conversation would block the
         // name (it may be being removed right now: wait until it is gone).
@@ -353,7 +379,7 @@ impl DockerRuntime {
         let opts = CreateContainerOptionsBuilder::new().name(&name).build();
         let created = self
             .docker
-            .create_container(Some(opts), self.container_body(&spec, &image, &token, &user))
+            .create_container(Some(opts), self.container_body(&spec, &image, &token, &user, &sockets))
             .await
             .map_err(|e| fail(format!("creating the container: {e}")));
         let id = match created {
@@ -387,7 +413,7 @@ impl DockerRuntime {
             code = exited => Err(Some(code)),
         };
         match outcome {
-            Ok(attached) => Ok(self.start_session(&spec, id, attached)),
+            Ok(attached) => Ok(self.start_session(&spec, id, attached, run)),
             Err(exit) => {
                 self.registry.cancel(&spec.conversation);
                 let logs = logs_tail(&self.docker, &id).await;
@@ -431,6 +457,7 @@ impl DockerRuntime {
             .filter(|c| c.state.as_ref().and_then(|s| s.running).unwrap_or(false))
             .and_then(|c| c.id)
             .ok_or_else(|| fail(format!("its container {name} is not running")))?;
+        let (_, run) = self.open_sockets(&spec).map_err(fail)?;
         let attached = self.registry.expect_adoption(&spec.conversation, &key_hash, grace);
         let attached = match tokio::time::timeout(grace, attached).await {
             Ok(Ok(a)) => a,
@@ -439,12 +466,18 @@ impl DockerRuntime {
                 return Err(fail(format!("its guest did not come back within {grace:?}")));
             }
         };
-        Ok(self.start_session(&spec, running, attached))
+        Ok(self.start_session(&spec, running, attached, run))
     }
 
     /// The session over an attached guest, and the task that notices its
     /// container going away.
-    fn start_session(&self, spec: &LaunchSpec, id: String, attached: super::guest_link::Attached) -> Arc<dyn Session> {
+    fn start_session(
+        &self,
+        spec: &LaunchSpec,
+        id: String,
+        attached: super::guest_link::Attached,
+        run: u64,
+    ) -> Arc<dyn Session> {
         let docker = self.docker.clone();
         let stop_id = id.clone();
         let stopper = Box::new(move || -> BoxFuture<'static, ()> {
@@ -461,8 +494,23 @@ impl DockerRuntime {
             spec.status.clone(),
             stopper,
         );
-        tokio::spawn(watch_container(self.docker.clone(), id, session.clone()));
+        let (sockets, conversation) = (self.sockets.clone(), spec.conversation.clone());
+        let watch = watch_container(self.docker.clone(), id, session.clone());
+        tokio::spawn(async move {
+            watch.await;
+            sockets.close(&conversation, Some(run));
+        });
         session
+    }
+
+    /// The conversation's sockets: its egress is decided against its agent's
+    /// model endpoints (from its environment) and live grants.
+    fn open_sockets(&self, spec: &LaunchSpec) -> Result<(PathBuf, u64), String> {
+        self.sockets.open(Route {
+            conversation: spec.conversation.clone(),
+            agent: spec.agent.clone(),
+            model: node_store::egress::model_endpoints(&spec.env, &spec.harness),
+        })
     }
 }
 
@@ -694,17 +742,35 @@ impl Runtime for DockerRuntime {
         true
     }
 
+    fn secrets_dir(&self) -> Option<&'static str> {
+        Some(SECRETS_DIR)
+    }
+
     fn adopt(
         &self,
         spec: LaunchSpec,
         key_hash: String,
         grace: Duration,
     ) -> BoxFuture<'_, Result<Arc<dyn Session>, RuntimeError>> {
-        Box::pin(self.adopt_guest(spec, key_hash, grace))
+        Box::pin(async move {
+            let conversation = spec.conversation.clone();
+            let adopted = self.adopt_guest(spec, key_hash, grace).await;
+            if adopted.is_err() {
+                self.sockets.close(&conversation, None);
+            }
+            adopted
+        })
     }
 
     fn launch(&self, spec: LaunchSpec) -> BoxFuture<'_, Result<Arc<dyn Session>, RuntimeError>> {
-        Box::pin(self.launch_guest(spec))
+        Box::pin(async move {
+            let conversation = spec.conversation.clone();
+            let launched = self.launch_guest(spec).await;
+            if launched.is_err() {
+                self.sockets.close(&conversation, None);
+            }
+            launched
+        })
     }
 
     fn reap<'a>(&'a self, live: &'a [String]) -> BoxFuture<'a, Vec<(String, String)>> {

@@ -642,6 +642,11 @@ impl Session for GuestSession {
     fn freeze(&self, frozen: bool) -> BoxFuture<'_, Result<(), RuntimeError>> {
         Box::pin(async move { self.request(|id| NodeMsg::Freeze { id, frozen }).await.map(|_| ()) })
     }
+
+    fn hand_secret(&self, name: &str, value: &str) -> BoxFuture<'_, Result<(), RuntimeError>> {
+        let (name, value) = (name.to_string(), guest::proto::SecretValue(value.to_string()));
+        Box::pin(async move { self.request(|id| NodeMsg::Secret { id, name, value }).await.map(|_| ()) })
+    }
 }
 
 #[cfg(test)]

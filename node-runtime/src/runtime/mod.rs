@@ -154,6 +154,18 @@ pub trait Session: Send + Sync {
     /// budget keeps its CLI warm, making no requests, and thaws in place.
     fn freeze(&self, frozen: bool) -> BoxFuture<'_, Result<(), RuntimeError>>;
 
+    /// Puts a per-conversation secret (file `name`) where only the running
+    /// CLI finds it: a guest's tmpfs ([`Runtime::secrets_dir`]). A runtime
+    /// without one has nowhere to put it.
+    fn hand_secret(&self, name: &str, _value: &str) -> BoxFuture<'_, Result<(), RuntimeError>> {
+        let name = name.to_string();
+        Box::pin(async move {
+            Err(RuntimeError::Io(format!(
+                "this session has no secrets directory for {name}"
+            )))
+        })
+    }
+
     /// Types `text` as it is (no Enter).
     fn send_text(&self, text: &str) -> BoxFuture<'_, Result<(), RuntimeError>> {
         self.write(text.as_bytes().to_vec())
@@ -182,6 +194,13 @@ pub trait Runtime: Send + Sync {
     /// True when a CLI can outlive the node and be re-adopted (guests).
     fn can_adopt(&self) -> bool {
         false
+    }
+
+    /// Where the CLI finds its per-conversation secrets when they never
+    /// touch the host's disk (a guest's tmpfs, filled over the guest link
+    /// with `Session::hand_secret`); None: in the agent's home, on the host.
+    fn secrets_dir(&self) -> Option<&'static str> {
+        None
     }
 
     /// Re-adopts the CLI of `spec.conversation` left running by the node's

@@ -228,6 +228,7 @@ impl Catalog {
             Event::MailSent { .. }
             | Event::SupervisionActed { .. }
             | Event::Guest { .. }
+            | Event::Egress { .. }
             | Event::AgentSecret { .. } => {}
             Event::GuestAttached { conversation, key_hash } => {
                 if let Some(c) = self.conversations.get_mut(conversation)

@@ -136,6 +136,8 @@ pub fn carries_outside_text(e: &Event) -> bool {
         | Event::ToolInvoked { .. }
         | Event::RecallStashed { .. }
         | Event::Guest { .. }
+        // A guest names the destination (a secret may hide in a host name).
+        | Event::Egress { .. }
         // Check output tails, repair texts and review notes.
         | Event::Task { .. } => true,
         Event::AgentCreated { .. }

@@ -159,7 +159,7 @@ impl Store {
     /// Every catalog event (everything but transcript deltas), in order.
     pub async fn catalog_events(&self) -> Result<Vec<StoredEvent>, StoreError> {
         let rows =
-            sqlx::query("SELECT seq, ts, body FROM events WHERE kind NOT IN ('transcript', 'mail_sent', 'supervision_acted') ORDER BY seq")
+            sqlx::query("SELECT seq, ts, body FROM events WHERE kind NOT IN ('transcript', 'mail_sent', 'supervision_acted', 'egress') ORDER BY seq")
                 .fetch_all(&self.reads)
                 .await?;
         rows.iter().map(decode_row).collect()
@@ -237,6 +237,19 @@ impl Store {
     /// Tool invocations with seq < `before`, newest first.
     pub async fn tools_before(&self, before: u64, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
         self.kind_before("tool_invoked", before, limit).await
+    }
+
+    /// An agent's egress decisions (over all its conversations), newest first.
+    pub async fn egress_of(&self, agent: &str, limit: u32) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, ts, body FROM events WHERE kind = 'egress' AND conversation IN \
+             (SELECT conversation FROM conversation_agent WHERE agent = ?) ORDER BY seq DESC LIMIT ?",
+        )
+        .bind(agent)
+        .bind(limit as i64)
+        .fetch_all(&self.reads)
+        .await?;
+        rows.iter().map(decode_row).collect()
     }
 
     /// Events of `kind` with seq < `before`, newest first. The kind is written

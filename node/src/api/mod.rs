@@ -44,6 +44,7 @@ pub struct App {
     pub fleet: Arc<crate::fleet::Fleet>,
     pub spend: Arc<crate::spend::Spend>,
     pub secrets: Arc<crate::secrets::Secrets>,
+    pub egress: Arc<crate::egress::Gate>,
     pub tools: Arc<crate::tools::Tools>,
     pub identity: NodeIdentity,
     pub verifier: Arc<capabilities::Verifier>,

@@ -499,7 +499,10 @@ impl Conversations {
             .issue_and_record_instance_token(&c.id, agent, &home, &mounted)
             .await
             .map_err(LaunchError::internal)?;
-        env.push(("WARREN_TOKEN".into(), token));
+        // In a guest, the token is handed over its link once it is up.
+        if self.runtime.secrets_dir().is_none() {
+            env.push(("WARREN_TOKEN".into(), token.clone()));
+        }
         env.push(("WARREN_TOKEN_FILE".into(), token_file.display().to_string()));
         if let Some(url) = self.endpoint.get() {
             env.push(("WARREN_URL".into(), url.clone()));
@@ -536,6 +539,7 @@ impl Conversations {
             Spawn::Adopt { key_hash, grace } => self.runtime.adopt(spec, key_hash, grace).await,
             Spawn::Fresh | Spawn::Resume | Spawn::Login => self.runtime.launch(spec).await,
         }?;
+        self.hand_instance_token(&session, &token).await;
         let live = Live::start(LiveParts {
             id: c.id.clone(),
             agent: agent.name.clone(),

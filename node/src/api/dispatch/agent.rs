@@ -16,6 +16,10 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
             json!({ "agents": node.agent_list().await })
         }
         m::AGENT_UPDATE => json!({ "agent": node.agent_update(c.params()?).await? }),
+        m::EGRESS_AUDIT => {
+            let a: console_api::EgressAudit = c.params()?;
+            c.app.egress.audit(&a.agent, a.limit).await?
+        }
         m::AGENT_ARCHIVE => {
             json!({ "agent": node.agent_archive(&c.params::<console_api::AgentRef>()?.agent).await? })
         }

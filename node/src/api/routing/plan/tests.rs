@@ -93,6 +93,7 @@ fn the_registry_routes_what_was_routed_before() {
         "agent.secret.set",
         "agent.secret.unset",
         "agent.secret.list",
+        "egress.audit",
         "conversation.start",
         "conversation.continue",
         "conversation.pause",
