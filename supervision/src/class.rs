@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::dialog::Dialog;
-use crate::text::{MarkerSets, contains_any, normalize};
+use crate::text::{MarkerSets, Normalizer, contains_any, normalize};
 
 /// What a permission dialog is about. Declared (and ordered) in priority
 /// order: a dialog is the first class whose markers match.
@@ -194,31 +194,44 @@ fn has_url(text: &str) -> bool {
 /// carries a command and matched nothing earlier is a `command_exec`.
 pub fn classify(dialog: &Dialog) -> DialogClass {
     let parsed = dialog.command.as_deref().map(crate::shell::parse);
-    let action = normalize(&dialog.action_text());
+    let action = dialog.normalized_action_text();
     classify_parsed(dialog, parsed.as_ref().and_then(|p| p.as_ref().ok()), &action)
 }
 
 /// [`classify`] with the dialog's command already parsed and its action text
 /// (`Dialog::action_text`) normalised, once per decision.
 pub(crate) fn classify_parsed(dialog: &Dialog, script: Option<&crate::shell::Script>, action: &str) -> DialogClass {
-    let mut text = action.to_string();
+    if script.is_some_and(crate::shell::dumps_environment) {
+        return DialogClass::CredentialAccess;
+    }
+    let mut text = String::with_capacity(2 * action.len() + 64);
+    text.push_str(action);
     for p in &dialog.paths {
-        let p = normalize(p);
-        if !p.is_empty() {
-            text.push(' ');
-            text.push_str(&p);
+        let before = text.len();
+        text.push(' ');
+        Normalizer::new(&mut text).push(p);
+        if text.len() == before + 1 {
+            text.truncate(before);
         }
     }
     // The command as the shell reads it: quotes and escapes removed, so
     // `cat .e''nv` is read as `cat .env`.
-    if let Some(view) = script.map(crate::shell::view) {
-        if view.dumps_environment {
-            return DialogClass::CredentialAccess;
-        }
+    let mut repeat = None;
+    if let Some(script) = script {
         text.push(' ');
-        text.push_str(&normalize(&view.words));
+        let start = text.len();
+        crate::shell::view_words(script, &mut Normalizer::new(&mut text));
+        // A command with nothing to remove reads the same both ways: the
+        // words repeat the end of the action text, whole words there too.
+        let words = &text[start..];
+        if action
+            .strip_suffix(words)
+            .is_some_and(|before| before.is_empty() || before.ends_with(' '))
+        {
+            repeat = Some(start);
+        }
     }
-    let found = TEXT_MARKERS.found(&text);
+    let found = TEXT_MARKERS.found_repeating(&text, repeat);
     let heading = HEADING_MARKERS.found(&dialog.heading_text());
     let has = |bit: u32| found & (1 << bit) != 0;
     if has(0) {

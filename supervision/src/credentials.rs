@@ -45,10 +45,10 @@ const TEMPLATES: &[&str] = &[".example", ".sample", ".template", ".dist", ".defa
 /// Why `rel` (a resolved path relative to the worktree) is a credential
 /// file, if it is.
 pub(crate) fn credential_file(rel: &Path) -> Option<&'static str> {
-    match rel.to_str() {
-        Some(text) if folds_to_itself(text) => credential_plain(text),
-        _ => credential_general(rel),
-    }
+    let text = rel.to_str();
+    let plain = text.and_then(credential_plain);
+    debug_assert_eq!(plain.is_some(), text.is_some_and(folds_to_itself), "{rel:?}");
+    plain.unwrap_or_else(|| credential_general(rel))
 }
 
 /// True when `text` is a plain relative path (see `walk::plain`) of
@@ -63,20 +63,39 @@ fn folds_to_itself(text: &str) -> bool {
         && crate::walk::plain(text.as_bytes())
 }
 
-/// [`credential_file`] for text that folds to itself, read off the text
-/// without the folding iterator (the judge checks a few hundred paths per
-/// command).
-fn credential_plain(text: &str) -> Option<&'static str> {
-    let mut name = None;
-    for part in text.split('/').filter(|p| !p.is_empty()) {
+/// [`credential_file`] for text that folds to itself, read off the text in
+/// one pass (the judge checks a few hundred paths per command); `None` when
+/// the text does not fold to itself.
+fn credential_plain(text: &str) -> Option<Option<&'static str>> {
+    if !cfg!(unix) || text.starts_with('/') {
+        return None;
+    }
+    if text.is_empty() {
+        return Some(None);
+    }
+    // Without an early exit the test is vectorised.
+    let folded = text
+        .bytes()
+        .fold(true, |ok, b| ok & (b' '..=b'~').contains(&b) & !b.is_ascii_uppercase());
+    if !folded {
+        return None;
+    }
+    let mut in_directory = false;
+    let mut name = "";
+    for part in crate::walk::slash_pieces(text) {
+        if part.is_empty() || part == "." {
+            return None;
+        }
         let part = part.trim_end_matches(['.', ' ']);
         // Every directory of keys starts with a dot.
-        if part.starts_with('.') && DIRECTORIES.contains(&part) {
-            return Some(IN_DIRECTORY);
-        }
-        name = Some(part);
+        in_directory |= part.starts_with('.') && DIRECTORIES.contains(&part);
+        name = part;
     }
-    credential_name(name?)
+    Some(if in_directory {
+        Some(IN_DIRECTORY)
+    } else {
+        credential_name(name)
+    })
 }
 
 /// [`credential_file`] over the folded parts, for any path.
@@ -103,10 +122,10 @@ fn credential_name(name: &str) -> Option<&'static str> {
     {
         return Some("an environment file (secrets by convention)");
     }
-    if SUFFIXES.iter().any(|s| name.len() > s.len() && name.ends_with(s)) {
-        return Some("a key or keystore file");
-    }
-    None
+    // Every suffix is a dot and no other dot, so a name ends with one exactly when
+    // its last dot starts it: one look-up instead of a test per suffix.
+    let dot = name.bytes().rposition(|b| b == b'.')?;
+    (dot > 0 && SUFFIXES.contains(&&name[dot..])).then_some("a key or keystore file")
 }
 
 #[cfg(test)]

@@ -165,7 +165,7 @@ pub fn decide_dialog(dialog: &Dialog, ctx: &DecisionContext<'_>) -> Decision {
         .as_deref()
         .filter(|c| !c.trim().is_empty())
         .map(crate::shell::parse);
-    let action = crate::text::normalize(&dialog.action_text());
+    let action = dialog.normalized_action_text();
     let class = classify_parsed(dialog, parsed.as_ref().and_then(|p| p.as_ref().ok()), &action);
     let prompt = prompt_kind(dialog);
     let (scoped, redefined) = scope_detail_parsed(dialog, parsed.as_ref(), class, ctx.scope, ctx.resolver);

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::options::PromptKind;
+use crate::text::Normalizer;
 
 /// Why a dialog whose frame was not verified is held.
 pub const FRAME_UNVERIFIED: &str = "the dialog did not match its CLI's template";
@@ -150,7 +151,9 @@ impl Dialog {
 
     /// Title and question: where file-write and delete-file markers are read.
     pub(crate) fn heading_text(&self) -> String {
-        crate::text::normalize(&format!("{}\n{}", self.title, self.question))
+        let mut out = String::with_capacity(self.title.len() + self.question.len() + 1);
+        Normalizer::new(&mut out).push(&self.title).space().push(&self.question);
+        out
     }
 
     /// Title, question, body and command, one per line, as written: what the
@@ -162,6 +165,24 @@ impl Dialog {
             text.push_str(cmd);
         }
         text
+    }
+
+    /// [`Dialog::action_text`], normalised (`text::normalize`), without the
+    /// joined copy.
+    pub(crate) fn normalized_action_text(&self) -> String {
+        let command = self.command.as_deref();
+        let len = self.title.len() + self.question.len() + self.body.len() + command.map_or(0, str::len);
+        let mut out = String::with_capacity(len + 3);
+        let mut text = Normalizer::new(&mut out);
+        text.push(&self.title)
+            .space()
+            .push(&self.question)
+            .space()
+            .push(&self.body);
+        if let Some(cmd) = command {
+            text.space().push(cmd);
+        }
+        out
     }
 }
 

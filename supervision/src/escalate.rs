@@ -113,8 +113,18 @@ pub(crate) fn escalation_in_normalized(text: &str) -> Option<Escalation> {
     // Quotes and escapes dropped from each word (as if from the whole text:
     // they never separate words or segments here).
     let quote = |c: char| matches!(c, '\'' | '"' | '\\');
+    // One list of words for every segment without quotes (most of them).
+    let mut plain: Vec<&str> = Vec::new();
     for segment in text.split([';', '&', '|', '\n', '(', ')', '`', '{', '}', '$']) {
         if !segment.contains("git") && !segment.contains("rm") {
+            continue;
+        }
+        if !segment.contains(quote) {
+            plain.clear();
+            plain.extend(segment.split_whitespace());
+            if let Some(found) = segment_escalation(&plain) {
+                return Some(found);
+            }
             continue;
         }
         let owned: Vec<std::borrow::Cow<'_, str>> = segment

@@ -24,8 +24,16 @@ pub(crate) struct Judged<'s> {
 
 /// A segment as a map key: equal when the segments are equal, hashed by
 /// their shape and outer words only (cheap; equality decides).
-#[derive(PartialEq, Eq)]
+#[derive(Eq)]
 struct Key<'s>(&'s Segment);
+
+impl PartialEq for Key<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        // The walk asks again for the very segment it judged from another
+        // directory: no need to compare it word by word with itself.
+        std::ptr::eq(self.0, other.0) || self.0 == other.0
+    }
+}
 
 impl std::hash::Hash for Key<'_> {
     fn hash<H: Hasher>(&self, state: &mut H) {

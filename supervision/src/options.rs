@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::text::{contains_any, normalize};
+use crate::text::{MarkerSets, normalize};
 
 /// A yes/no permission request, or a genuine question with several answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -107,10 +107,14 @@ fn first_word(cleaned: &str) -> &str {
         .unwrap_or_default()
 }
 
+/// The standing markers in one automaton: each option of a dialog is read
+/// for them several times per decision.
+static STANDING: MarkerSets = MarkerSets::new(&[STANDING_MARKERS]);
+
 /// True when the option grants a standing permission (always, this session,
 /// auto mode, don't ask again, ...).
 pub fn is_standing(option: &str) -> bool {
-    contains_any(&clean(option), STANDING_MARKERS)
+    STANDING.found(&clean(option)) != 0
 }
 
 /// Letters outside ASCII in an option can hide a standing grant behind

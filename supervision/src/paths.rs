@@ -181,11 +181,13 @@ impl Scope {
                 format!("{raw} names another user's home")
             });
         }
-        let odd = if raw.is_ascii() {
-            raw.bytes().any(|b| b.is_ascii_control())
-        } else {
-            raw.chars().any(|c| c.is_control() || crate::text::is_invisible(c))
-        };
+        // One pass for the usual printable ASCII; other text is read again.
+        let odd = raw.bytes().any(|b| !(b' '..0x7f).contains(&b))
+            && if raw.is_ascii() {
+                raw.bytes().any(|b| b.is_ascii_control())
+            } else {
+                raw.chars().any(|c| c.is_control() || crate::text::is_invisible(c))
+            };
         if odd {
             return Err(format!("{raw:?} has a control or invisible character"));
         }

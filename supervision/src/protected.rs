@@ -416,7 +416,10 @@ pub(crate) fn folded_parts(rel: &Path) -> impl Iterator<Item = Cow<'_, str>> + '
     let text = rel
         .to_str()
         .filter(|t| cfg!(unix) && !t.starts_with('/') && crate::walk::plain(t.as_bytes()));
-    let split = text.into_iter().flat_map(|t| t.split('/')).filter(|t| !t.is_empty());
+    let split = text
+        .into_iter()
+        .flat_map(crate::walk::slash_pieces)
+        .filter(|t| !t.is_empty());
     let general = rel
         .components()
         .take_while(move |_| text.is_none())

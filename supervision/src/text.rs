@@ -26,56 +26,134 @@ pub(crate) fn is_invisible(c: char) -> bool {
 /// `'` and collapses every run of whitespace to one space. Used for matching
 /// markers, never for deciding what a command does.
 pub(crate) fn normalize(text: &str) -> String {
-    if text.is_ascii() {
-        return normalize_ascii(text.as_bytes());
-    }
     let mut out = String::with_capacity(text.len());
-    let mut space = false;
-    for c in text.chars().filter(|c| !is_invisible(*c)) {
-        let c = match c {
-            '\u{2018}' | '\u{2019}' | '\u{02BC}' => '\'',
-            other => other,
-        };
-        if c.is_whitespace() {
-            space = true;
-            continue;
-        }
-        if space && !out.is_empty() {
-            out.push(' ');
-        }
-        space = false;
-        out.extend(c.to_lowercase());
-    }
+    Normalizer::new(&mut out).push(text);
     out
 }
 
-/// [`normalize`] for ASCII text: runs of non-space bytes copied and
-/// lower-cased at once, each run of whitespace one space.
-fn normalize_ascii(text: &[u8]) -> String {
-    let space = |b: u8| b.is_ascii_whitespace() || b == 0x0b;
-    let mut out: Vec<u8> = Vec::with_capacity(text.len());
-    let mut i = 0;
-    while i < text.len() {
-        let gap = i;
-        while i < text.len() && space(text[i]) {
-            i += 1;
+/// [`normalize`] of several pieces as if they were joined, appended to `out`
+/// as they come (no joined copy is made first). Whitespace is collapsed
+/// across the pieces, and none leads what this normaliser writes.
+pub(crate) struct Normalizer<'o> {
+    out: &'o mut String,
+    /// Where this normaliser's text starts in `out`.
+    start: usize,
+    /// Whitespace was read since the last character written.
+    space: bool,
+}
+
+impl<'o> Normalizer<'o> {
+    pub(crate) fn new(out: &'o mut String) -> Normalizer<'o> {
+        Normalizer {
+            start: out.len(),
+            out,
+            space: false,
         }
-        if i == text.len() {
-            break;
-        }
-        if i > gap && !out.is_empty() {
-            out.push(b' ');
-        }
-        let word = i;
-        while i < text.len() && !space(text[i]) {
-            i += 1;
-        }
-        let from = out.len();
-        out.extend_from_slice(&text[word..i]);
-        out[from..].make_ascii_lowercase();
     }
-    // Only ASCII bytes were copied.
-    String::from_utf8(out).unwrap_or_default()
+
+    /// Reads `text`.
+    pub(crate) fn push(&mut self, text: &str) -> &mut Self {
+        if text.is_ascii() {
+            self.push_ascii(text);
+        } else {
+            self.push_chars(text);
+        }
+        self
+    }
+
+    /// Reads one whitespace character.
+    pub(crate) fn space(&mut self) -> &mut Self {
+        self.space = true;
+        self
+    }
+
+    /// Writes the space a run of whitespace before a character stands for.
+    fn gap(&mut self) {
+        if self.space && self.out.len() > self.start {
+            self.out.push(' ');
+        }
+        self.space = false;
+    }
+
+    fn push_chars(&mut self, text: &str) {
+        for c in text.chars().filter(|c| !is_invisible(*c)) {
+            let c = match c {
+                '\u{2018}' | '\u{2019}' | '\u{02BC}' => '\'',
+                other => other,
+            };
+            if c.is_whitespace() {
+                self.space = true;
+                continue;
+            }
+            self.gap();
+            self.out.extend(c.to_lowercase());
+        }
+    }
+
+    /// [`Normalizer::push_chars`] for ASCII text. Most text is words
+    /// between single spaces: it is copied and lower-cased at once.
+    fn push_ascii(&mut self, text: &str) {
+        let words = text.trim_matches(' ');
+        if !single_spaced(words) {
+            return self.push_runs(text);
+        }
+        self.space |= words.len() < text.len() && text.starts_with(' ');
+        if words.is_empty() {
+            return;
+        }
+        self.gap();
+        let from = self.out.len();
+        self.out.push_str(words);
+        self.out[from..].make_ascii_lowercase();
+        self.space = text.ends_with(' ');
+    }
+
+    /// [`Normalizer::push_ascii`] for any ASCII text: runs of non-space
+    /// bytes copied and lower-cased at once, each run of whitespace one space.
+    fn push_runs(&mut self, text: &str) {
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let gap = i;
+            while i < bytes.len() && is_space(bytes[i]) {
+                i += 1;
+            }
+            self.space |= i > gap;
+            if i == bytes.len() {
+                break;
+            }
+            self.gap();
+            let word = i;
+            while i < bytes.len() && !is_space(bytes[i]) {
+                i += 1;
+            }
+            let from = self.out.len();
+            self.out.push_str(&text[word..i]);
+            self.out[from..].make_ascii_lowercase();
+        }
+    }
+}
+
+/// ASCII whitespace as `char::is_whitespace` reads it.
+fn is_space(b: u8) -> bool {
+    b.is_ascii_whitespace() || b == 0x0b
+}
+
+/// True when `text` has no whitespace but single spaces between other bytes
+/// (when `text` has no space at either end).
+fn single_spaced(text: &str) -> bool {
+    // Tab, newline, vertical tab, form feed, carriage return.
+    let control = |b: u8| b.wrapping_sub(b'\t') < 5;
+    let bytes = text.as_bytes();
+    let Some(&last) = bytes.last() else {
+        return true;
+    };
+    // No early exit, so the loop is vectorised: most text passes.
+    let odd = bytes
+        .iter()
+        .zip(&bytes[1..])
+        .fold(false, |odd, (&b, &next)| odd | control(b) | (b == b' ' && next == b' '));
+    !odd && !control(last)
 }
 
 fn is_word_char(c: char) -> bool {
@@ -190,6 +268,16 @@ impl MarkerSets {
 
     /// The bit set of tables with a whole-word marker in `text` (normalised).
     pub(crate) fn found(&self, text: &str) -> u32 {
+        self.found_repeating(text, None)
+    }
+
+    /// [`MarkerSets::found`], when `text[from..]` (if `repeat` is
+    /// `Some(from)`) is known to repeat an earlier stretch of the text, with
+    /// a space or the start before each copy and a space or the end after
+    /// it: every marker wholly inside the repeat is then found in the
+    /// earlier copy too, as a whole word there as well, so only markers that
+    /// end within the longest marker's length of `from` are looked for in it.
+    pub(crate) fn found_repeating(&self, text: &str, repeat: Option<usize>) -> u32 {
         use aho_corasick::Anchored;
         use aho_corasick::automaton::Automaton;
         let built = self.automaton.get_or_init(|| {
@@ -220,13 +308,14 @@ impl MarkerSets {
         let Some(Markers { dfa, owner }) = built else {
             return one_by_one();
         };
-        let bytes = text.as_bytes();
+        let lead = dfa.max_pattern_len().saturating_sub(1);
+        let end = repeat.map_or(text.len(), |from| text.len().min(from + lead));
+        let bytes = &text.as_bytes()[..end];
         // The text is read in `LANES` pieces stepped together: one DFA walk is
         // a chain of dependent table loads, several independent ones overlap.
         // Each lane starts early enough (the longest marker, less one byte)
         // to see every marker that ends in its piece, and reports only those.
         let piece = bytes.len().div_ceil(LANES).max(1);
-        let lead = dfa.max_pattern_len().saturating_sub(1);
         let Ok(start) = dfa.start_state(Anchored::No) else {
             return one_by_one();
         };
@@ -311,6 +400,28 @@ mod tests {
                 .filter(|(_, t)| contains_any(&text, t))
                 .fold(0, |set, (i, _)| set | (1 << i));
             proptest::prop_assert_eq!(SETS.found(&text), want, "{:?}", text);
+        }
+    }
+
+    proptest::proptest! {
+        /// Pieces read one by one normalise as the joined text does, char by
+        /// char (the ASCII fast paths agree with the general reading).
+        #[test]
+        fn pieces_normalize_as_the_joined_text(parts in proptest::collection::vec(proptest::collection::vec(
+            proptest::sample::select(vec![
+                "a", "B", " ", "  ", "\t", "\n", "\u{0b}", "\r", "x y", "\u{2019}", "\u{200B}", "É", "\u{a0}", ".",
+            ]), 0..6), 0..6)) {
+            let pieces: Vec<String> = parts.iter().map(|p| p.concat()).collect();
+            let joined = pieces.concat();
+            let mut want = String::new();
+            Normalizer::new(&mut want).push_chars(&joined);
+            let mut got = String::from("prefix ");
+            let mut n = Normalizer::new(&mut got);
+            for p in &pieces {
+                n.push(p);
+            }
+            proptest::prop_assert_eq!(&got["prefix ".len()..], want.as_str());
+            proptest::prop_assert_eq!(normalize(&joined), want);
         }
     }
 

@@ -8,6 +8,26 @@
 
 use std::path::{Component, Path, PathBuf};
 
+/// `text.split('/')`, found byte by byte: the pieces of a path are short,
+/// and a `memchr` call per piece costs more than the few bytes it skips.
+pub(crate) fn slash_pieces(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let t = rest?;
+        let (piece, after) = split_slash(t);
+        rest = after;
+        Some(piece)
+    })
+}
+
+/// The text before the first slash, and what follows it if there is one.
+fn split_slash(text: &str) -> (&str, Option<&str>) {
+    match text.bytes().position(|b| b == b'/') {
+        Some(i) => (&text[..i], Some(&text[i + 1..])),
+        None => (text, None),
+    }
+}
+
 /// True when `path`'s text is already what its components spell, joined by
 /// single slashes: no empty component (`//`, a trailing `/`) and no `.`
 /// component. For two such paths a component-wise prefix test is a byte
@@ -111,8 +131,8 @@ pub(crate) fn resolve_joined(cwd: &Path, raw: &str, resolver: &dyn PathResolver)
     for (t, text) in texts.iter().enumerate() {
         let mut rest = *text;
         while !rest.is_empty() {
-            let (part, after) = rest.split_once('/').unwrap_or((rest, ""));
-            rest = after;
+            let (part, after) = split_slash(rest);
+            rest = after.unwrap_or_default();
             match part {
                 "" | "." => {}
                 ".." => pop(&mut out),

@@ -2,6 +2,7 @@
 //! redirections, refusing every construct whose effect cannot be read
 //! statically (expansions, substitutions, globs, grouping, here-documents).
 
+use std::collections::VecDeque;
 use std::fmt;
 
 /// One word after quote removal. `tilde` is set when it began with an
@@ -144,51 +145,101 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn next(&mut self) -> Option<char> {
-        let c = self.src[self.pos..].chars().next()?;
+        let c = self.peek()?;
         self.pos += c.len_utf8();
         Some(c)
     }
 
     fn peek(&self) -> Option<char> {
-        self.src[self.pos..].chars().next()
+        // Most commands are ASCII: a byte is a character, nothing to decode.
+        match *self.src.as_bytes().get(self.pos)? {
+            b if b.is_ascii() => Some(char::from(b)),
+            _ => self.src[self.pos..].chars().next(),
+        }
     }
 
-    /// The run of ordinary bytes from here, consumed.
-    fn ordinary_run(&mut self) -> &'a str {
+    /// Where the run of ordinary bytes from here ends, consumed.
+    fn ordinary_run(&mut self) -> usize {
         self.run_while(ordinary)
     }
 
-    /// The run of ASCII bytes from here that `keep` accepts, consumed.
-    fn run_while(&mut self, keep: impl Fn(u8) -> bool) -> &'a str {
-        let rest = &self.src[self.pos..];
-        let len = rest.bytes().take_while(|b| keep(*b)).count();
+    /// Where the run of ASCII bytes from here that `keep` accepts ends, consumed.
+    fn run_while(&mut self, keep: impl Fn(u8) -> bool) -> usize {
+        let len = self.src.as_bytes()[self.pos..].iter().take_while(|b| keep(**b)).count();
         self.pos += len;
-        &rest[..len]
+        self.pos
     }
 }
 
-struct Lexer<'a> {
+/// The lexer: tokens one at a time.
+pub(super) struct Lexer<'a> {
     chars: Cursor<'a>,
-    toks: Vec<Tok>,
-    word: String,
+    /// Tokens read but not yet taken (a step reads at most a word and an operator).
+    ready: VecDeque<Tok>,
+    /// The current word's text while it is one stretch of the command (most
+    /// words are: they are copied once, when they end)...
+    span: std::ops::Range<usize>,
+    /// ...or, once quote removal joined pieces (`.e''nv`), its copy here.
+    copied: Option<String>,
     in_word: bool,
     tilde: bool,
     quoted: bool,
     /// The current word so far came only from unquoted digits (a possible `2>`).
     digits_only: bool,
+    /// The whole command has been read.
+    done: bool,
 }
 
-impl Lexer<'_> {
+impl<'a> Lexer<'a> {
+    /// Adds the command's text at `from..to` to the current word: the word
+    /// stays a stretch of the command as long as its pieces are adjacent.
+    fn take(&mut self, from: usize, to: usize) {
+        if from == to {
+            return;
+        }
+        let src = self.chars.src;
+        match &mut self.copied {
+            Some(text) => text.push_str(&src[from..to]),
+            None if self.span.is_empty() => self.span = from..to,
+            None if self.span.end == from => self.span.end = to,
+            None => {
+                let mut text = String::with_capacity(self.span.len() + to - from + 16);
+                text.push_str(&src[self.span.clone()]);
+                text.push_str(&src[from..to]);
+                self.copied = Some(text);
+            }
+        }
+    }
+
+    /// Adds the character just read (`c`) to the current word.
+    fn take_last(&mut self, c: char) {
+        let to = self.chars.pos;
+        self.take(to - c.len_utf8(), to);
+    }
+
+    /// The current word's text so far.
+    fn text(&self) -> &str {
+        self.copied.as_deref().unwrap_or(&self.chars.src[self.span.clone()])
+    }
+
+    fn clear_word(&mut self) {
+        self.span = 0..0;
+        self.copied = None;
+    }
+
     fn finish_word(&mut self) {
         if self.in_word {
-            // Copied at its final size; the buffer is kept for the next word.
-            let text = self.word.clone();
-            self.word.clear();
-            self.toks.push(Tok::Word(Word {
+            // Copied once, at its final size.
+            let text = match self.copied.take() {
+                Some(text) => text,
+                None => self.chars.src[self.span.clone()].to_string(),
+            };
+            self.ready.push_back(Tok::Word(Word {
                 text,
                 tilde: self.tilde,
                 quoted: self.quoted,
             }));
+            self.clear_word();
         }
         self.in_word = false;
         self.tilde = false;
@@ -208,16 +259,15 @@ impl Lexer<'_> {
         if !c.is_ascii_digit() {
             self.digits_only = false;
         }
-        self.word.push(c);
+        let from = self.chars.pos - c.len_utf8();
         self.in_word = true;
         // The rest of a plain run at once.
-        let run = self.chars.ordinary_run();
-        if !run.is_empty() {
-            if !run.bytes().all(|b| b.is_ascii_digit()) {
-                self.digits_only = false;
-            }
-            self.word.push_str(run);
+        let run = self.chars.pos;
+        let to = self.chars.ordinary_run();
+        if !self.chars.src.as_bytes()[run..to].iter().all(u8::is_ascii_digit) {
+            self.digits_only = false;
         }
+        self.take(from, to);
     }
 
     fn single_quoted(&mut self) -> Result<(), Refusal> {
@@ -226,13 +276,14 @@ impl Lexer<'_> {
         self.digits_only = false;
         loop {
             // Plain printable ASCII up to the next special byte, at once.
-            let run = self.chars.run_while(|b| (b' '..=b'~').contains(&b) && b != b'\'');
-            self.word.push_str(run);
+            let from = self.chars.pos;
+            let to = self.chars.run_while(|b| (b' '..=b'~').contains(&b) && b != b'\'');
+            self.take(from, to);
             match self.chars.next() {
                 None => return Err(Refusal::Unterminated),
                 Some('\'') => return Ok(()),
                 Some(c) if forbidden_char(c) => return Err(Refusal::ControlChar),
-                Some(c) => self.word.push(c),
+                Some(c) => self.take_last(c),
             }
         }
     }
@@ -242,10 +293,11 @@ impl Lexer<'_> {
         self.quoting();
         self.digits_only = false;
         loop {
-            let run = self
+            let from = self.chars.pos;
+            let to = self
                 .chars
                 .run_while(|b| (b' '..=b'~').contains(&b) && !matches!(b, b'"' | b'$' | b'`' | b'!' | b'\\'));
-            self.word.push_str(run);
+            self.take(from, to);
             match self.chars.next() {
                 None => return Err(Refusal::Unterminated),
                 Some('"') => return Ok(()),
@@ -260,16 +312,14 @@ impl Lexer<'_> {
                 Some('!') => return Err(Refusal::History),
                 Some('\\') => match self.chars.next() {
                     None => return Err(Refusal::Unterminated),
-                    Some(c @ ('"' | '\\' | '$' | '`')) => self.word.push(c),
+                    Some(c @ ('"' | '\\' | '$' | '`')) => self.take_last(c),
                     Some('\n') => {}
                     Some(c) if forbidden_char(c) => return Err(Refusal::ControlChar),
-                    Some(c) => {
-                        self.word.push('\\');
-                        self.word.push(c);
-                    }
+                    // The backslash stays, with the character after it.
+                    Some(c) => self.take(self.chars.pos - c.len_utf8() - 1, self.chars.pos),
                 },
                 Some(c) if forbidden_char(c) => return Err(Refusal::ControlChar),
-                Some(c) => self.word.push(c),
+                Some(c) => self.take_last(c),
             }
         }
     }
@@ -279,7 +329,7 @@ impl Lexer<'_> {
         let fd_word = self.in_word && self.digits_only;
         if fd_word {
             // `2>`: the digits were the descriptor, not a word.
-            self.word.clear();
+            self.clear_word();
             self.in_word = false;
         }
         self.finish_word();
@@ -293,7 +343,7 @@ impl Lexer<'_> {
                 // number or `-`; otherwise (`>&1x`, `>&file`) a file, as bash
                 // reads it. The parser decides once it has the word.
                 self.chars.next();
-                self.toks.push(Tok::Redir { write, dup: true });
+                self.ready.push_back(Tok::Redir { write, dup: true });
                 return Ok(());
             }
             ('>', Some('>' | '|')) => {
@@ -305,117 +355,130 @@ impl Lexer<'_> {
             }
             _ => {}
         }
-        self.toks.push(Tok::Redir { write, dup: false });
+        self.ready.push_back(Tok::Redir { write, dup: false });
         Ok(())
     }
 
-    fn run(mut self) -> Result<Vec<Tok>, Refusal> {
-        while let Some(c) = self.chars.next() {
-            match c {
-                c if forbidden_char(c) => return Err(Refusal::ControlChar),
-                '\n' => {
-                    self.finish_word();
-                    self.toks.push(Tok::Op(Op::Newline));
-                }
-                ' ' | '\t' => self.finish_word(),
-                '\'' => self.single_quoted()?,
-                '"' => self.double_quoted()?,
-                '\\' => match self.chars.next() {
-                    None => return Err(Refusal::Unterminated),
-                    Some('\n') => {}
-                    Some(c) if forbidden_char(c) => return Err(Refusal::ControlChar),
-                    Some(c) => {
-                        self.digits_only = false;
-                        self.in_word = true;
-                        self.quoting();
-                        self.word.push(c);
-                    }
-                },
-                '$' => {
-                    return Err(if self.chars.peek() == Some('(') {
-                        Refusal::CommandSubstitution
-                    } else {
-                        Refusal::Expansion
-                    });
-                }
-                '`' => return Err(Refusal::Backtick),
-                '*' | '?' | '[' | ']' | '{' | '}' => return Err(Refusal::Glob),
-                '(' | ')' => return Err(Refusal::Grouping),
-                '!' => return Err(Refusal::History),
-                '#' if !self.in_word => return Err(Refusal::Comment),
-                '~' if !self.in_word => {
-                    self.tilde = true;
+    /// The next token, or `None` at the end of the command.
+    pub(super) fn next_tok(&mut self) -> Result<Option<Tok>, Refusal> {
+        while self.ready.is_empty() && !self.done {
+            self.step()?;
+        }
+        Ok(self.ready.pop_front())
+    }
+
+    /// Reads one character (and what it starts).
+    fn step(&mut self) -> Result<(), Refusal> {
+        let Some(c) = self.chars.next() else {
+            self.finish_word();
+            self.done = true;
+            return Ok(());
+        };
+        match c {
+            c if forbidden_char(c) => return Err(Refusal::ControlChar),
+            '\n' => {
+                self.finish_word();
+                self.ready.push_back(Tok::Op(Op::Newline));
+            }
+            ' ' | '\t' => self.finish_word(),
+            '\'' => self.single_quoted()?,
+            '"' => self.double_quoted()?,
+            '\\' => match self.chars.next() {
+                None => return Err(Refusal::Unterminated),
+                Some('\n') => {}
+                Some(c) if forbidden_char(c) => return Err(Refusal::ControlChar),
+                Some(c) => {
                     self.digits_only = false;
                     self.in_word = true;
-                    self.word.push('~');
+                    self.quoting();
+                    self.take_last(c);
                 }
-                // `x=~/y` and `a:~/b` expand like assignments; `HEAD~1` is literal.
-                '~' if self.word.ends_with('=') || self.word.ends_with(':') => return Err(Refusal::Expansion),
-                ';' => {
-                    self.finish_word();
-                    // `;;`, `;&` and `;;&` end case items: outside a case, bash
-                    // refuses them.
-                    if matches!(self.chars.peek(), Some(';' | '&')) {
-                        return Err(Refusal::EmptySegment);
-                    }
-                    self.toks.push(Tok::Op(Op::Semi));
-                }
-                '&' => {
-                    self.finish_word();
-                    match self.chars.peek() {
-                        Some('&') => {
-                            self.chars.next();
-                            self.toks.push(Tok::Op(Op::And));
-                        }
-                        Some('>') => {
-                            self.chars.next();
-                            if self.chars.peek() == Some('>') {
-                                self.chars.next();
-                            }
-                            if self.chars.peek() == Some('(') {
-                                return Err(Refusal::ProcessSubstitution);
-                            }
-                            self.toks.push(Tok::Redir {
-                                write: true,
-                                dup: false,
-                            });
-                        }
-                        _ => self.toks.push(Tok::Op(Op::Amp)),
-                    }
-                }
-                '|' => {
-                    self.finish_word();
-                    match self.chars.peek() {
-                        Some('|') => {
-                            self.chars.next();
-                            self.toks.push(Tok::Op(Op::Or));
-                        }
-                        Some('&') => {
-                            self.chars.next();
-                            self.toks.push(Tok::Op(Op::Pipe));
-                        }
-                        _ => self.toks.push(Tok::Op(Op::Pipe)),
-                    }
-                }
-                '>' | '<' => self.redirect(c)?,
-                c => self.push(c),
+            },
+            '$' => {
+                return Err(if self.chars.peek() == Some('(') {
+                    Refusal::CommandSubstitution
+                } else {
+                    Refusal::Expansion
+                });
             }
+            '`' => return Err(Refusal::Backtick),
+            '*' | '?' | '[' | ']' | '{' | '}' => return Err(Refusal::Glob),
+            '(' | ')' => return Err(Refusal::Grouping),
+            '!' => return Err(Refusal::History),
+            '#' if !self.in_word => return Err(Refusal::Comment),
+            '~' if !self.in_word => {
+                self.tilde = true;
+                self.digits_only = false;
+                self.in_word = true;
+                self.take_last('~');
+            }
+            // `x=~/y` and `a:~/b` expand like assignments; `HEAD~1` is literal.
+            '~' if self.text().ends_with('=') || self.text().ends_with(':') => return Err(Refusal::Expansion),
+            ';' => {
+                self.finish_word();
+                // `;;`, `;&` and `;;&` end case items: outside a case, bash
+                // refuses them.
+                if matches!(self.chars.peek(), Some(';' | '&')) {
+                    return Err(Refusal::EmptySegment);
+                }
+                self.ready.push_back(Tok::Op(Op::Semi));
+            }
+            '&' => {
+                self.finish_word();
+                match self.chars.peek() {
+                    Some('&') => {
+                        self.chars.next();
+                        self.ready.push_back(Tok::Op(Op::And));
+                    }
+                    Some('>') => {
+                        self.chars.next();
+                        if self.chars.peek() == Some('>') {
+                            self.chars.next();
+                        }
+                        if self.chars.peek() == Some('(') {
+                            return Err(Refusal::ProcessSubstitution);
+                        }
+                        self.ready.push_back(Tok::Redir {
+                            write: true,
+                            dup: false,
+                        });
+                    }
+                    _ => self.ready.push_back(Tok::Op(Op::Amp)),
+                }
+            }
+            '|' => {
+                self.finish_word();
+                match self.chars.peek() {
+                    Some('|') => {
+                        self.chars.next();
+                        self.ready.push_back(Tok::Op(Op::Or));
+                    }
+                    Some('&') => {
+                        self.chars.next();
+                        self.ready.push_back(Tok::Op(Op::Pipe));
+                    }
+                    _ => self.ready.push_back(Tok::Op(Op::Pipe)),
+                }
+            }
+            '>' | '<' => self.redirect(c)?,
+            c => self.push(c),
         }
-        self.finish_word();
-        Ok(self.toks)
+        Ok(())
     }
 }
 
-/// The tokens of `command` (see [`Refusal`] for what is refused).
-pub(super) fn tokens(command: &str) -> Result<Vec<Tok>, Refusal> {
+/// The tokens of `command`, read as they are asked for (see [`Refusal`] for
+/// what is refused).
+pub(super) fn tokens(command: &str) -> Lexer<'_> {
     Lexer {
         chars: Cursor { src: command, pos: 0 },
-        toks: Vec::new(),
-        word: String::with_capacity(64),
+        ready: VecDeque::with_capacity(4),
+        span: 0..0,
+        copied: None,
         in_word: false,
         tilde: false,
         quoted: false,
         digits_only: true,
+        done: false,
     }
-    .run()
 }

@@ -13,6 +13,8 @@ pub(crate) use lex::{Refusal, Word};
 
 use lex::{Op, Tok};
 
+use crate::text::Normalizer;
+
 /// A redirection to or from a file (descriptor duplication like `2>&1` is not recorded).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Redirect {
@@ -54,6 +56,13 @@ pub(crate) struct AndOr {
 }
 
 impl AndOr {
+    /// Every simple command, in order, given up.
+    fn into_segments(self) -> impl Iterator<Item = Segment> {
+        std::iter::once(self.first)
+            .chain(self.rest.into_iter().map(|(_, p)| p))
+            .flat_map(|p| p.commands)
+    }
+
     /// Every pipeline in order, each with the connector that precedes it.
     pub(crate) fn pipelines(&self) -> impl Iterator<Item = (Option<Connector>, &Pipeline)> {
         std::iter::once((None, &self.first)).chain(self.rest.iter().map(|(c, p)| (Some(*c), p)))
@@ -82,28 +91,50 @@ const RESERVED: &[&str] = &[
     "select", "time", "coproc",
 ];
 
-struct Parser {
-    toks: std::iter::Peekable<std::vec::IntoIter<Tok>>,
+struct Parser<'a> {
+    lexer: lex::Lexer<'a>,
+    /// The token looked at but not taken.
+    peeked: Option<Tok>,
+    /// The lexer refused the command (its refusal is the answer).
+    lex_failed: bool,
 }
 
-impl Parser {
+impl<'a> Parser<'a> {
+    fn peek(&mut self) -> Result<Option<&Tok>, Refusal> {
+        if self.peeked.is_none() {
+            self.peeked = self.lex()?;
+        }
+        Ok(self.peeked.as_ref())
+    }
+
+    fn next(&mut self) -> Result<Option<Tok>, Refusal> {
+        match self.peeked.take() {
+            Some(tok) => Ok(Some(tok)),
+            None => self.lex(),
+        }
+    }
+
+    fn lex(&mut self) -> Result<Option<Tok>, Refusal> {
+        self.lexer.next_tok().inspect_err(|_| self.lex_failed = true)
+    }
+
     fn simple(&mut self) -> Result<Segment, Refusal> {
         let mut seg = Segment::default();
-        while let Some(tok) = self.toks.peek() {
-            match tok {
-                Tok::Op(_) => break,
-                Tok::Word(_) => {
-                    let Some(Tok::Word(w)) = self.toks.next() else { break };
+        loop {
+            match self.peek()? {
+                None | Some(Tok::Op(_)) => break,
+                Some(Tok::Word(_)) => {
+                    let Some(Tok::Word(w)) = self.next()? else { break };
                     if seg.words.is_empty() && !w.quoted && RESERVED.contains(&w.text.as_str()) {
                         return Err(Refusal::Compound);
                     }
                     seg.words.push(w);
                 }
-                Tok::Redir { .. } => {
-                    let Some(Tok::Redir { write, dup }) = self.toks.next() else {
+                Some(Tok::Redir { .. }) => {
+                    let Some(Tok::Redir { write, dup }) = self.next()? else {
                         break;
                     };
-                    let Some(Tok::Word(target)) = self.toks.next() else {
+                    let Some(Tok::Word(target)) = self.next()? else {
                         return Err(Refusal::MissingTarget);
                     };
                     let descriptor = target.text == "-"
@@ -121,17 +152,18 @@ impl Parser {
     }
 
     /// Newlines are allowed after `|`, `&&` and `||`.
-    fn skip_newlines(&mut self) {
-        while self.toks.peek() == Some(&Tok::Op(Op::Newline)) {
-            self.toks.next();
+    fn skip_newlines(&mut self) -> Result<(), Refusal> {
+        while self.peek()? == Some(&Tok::Op(Op::Newline)) {
+            self.next()?;
         }
+        Ok(())
     }
 
     fn pipeline(&mut self) -> Result<Pipeline, Refusal> {
         let mut commands = vec![self.simple()?];
-        while let Some(Tok::Op(Op::Pipe)) = self.toks.peek() {
-            self.toks.next();
-            self.skip_newlines();
+        while let Some(Tok::Op(Op::Pipe)) = self.peek()? {
+            self.next()?;
+            self.skip_newlines()?;
             commands.push(self.simple()?);
         }
         Ok(Pipeline { commands })
@@ -141,13 +173,13 @@ impl Parser {
         let first = self.pipeline()?;
         let mut rest = Vec::new();
         loop {
-            let connector = match self.toks.peek() {
+            let connector = match self.peek()? {
                 Some(Tok::Op(Op::And)) => Connector::And,
                 Some(Tok::Op(Op::Or)) => Connector::Or,
                 _ => break,
             };
-            self.toks.next();
-            self.skip_newlines();
+            self.next()?;
+            self.skip_newlines()?;
             rest.push((connector, self.pipeline()?));
         }
         Ok(AndOr {
@@ -157,16 +189,16 @@ impl Parser {
         })
     }
 
-    fn script(mut self) -> Result<Script, Refusal> {
+    fn script(&mut self) -> Result<Script, Refusal> {
         let mut script = Script::default();
         loop {
             // Blank lines (and `;` right after a newline-free list, below) are harmless.
-            self.skip_newlines();
-            if self.toks.peek().is_none() {
+            self.skip_newlines()?;
+            if self.peek()?.is_none() {
                 return Ok(script);
             }
             let mut list = self.and_or()?;
-            match self.toks.next() {
+            match self.next()? {
                 None => {
                     script.lists.push(list);
                     return Ok(script);
@@ -186,16 +218,37 @@ impl Parser {
 /// quotes, assignments are left to the judge. A trailing `;`, `&` or newline
 /// ends the last list; any other empty command is refused.
 pub(crate) fn parse(command: &str) -> Result<Script, Refusal> {
-    let toks = lex::tokens(command)?;
-    Parser {
-        toks: toks.into_iter().peekable(),
+    let mut parser = Parser {
+        lexer: lex::tokens(command),
+        peeked: None,
+        lex_failed: false,
+    };
+    let refused = match parser.script() {
+        Ok(script) => return Ok(script),
+        Err(refused) => refused,
+    };
+    // The tokens are read as the grammar asks for them, but what the lexer
+    // refuses anywhere in the command is the answer, before any refusal of
+    // the grammar: read on to find out.
+    if !parser.lex_failed {
+        loop {
+            match parser.lexer.next_tok() {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(lexed) => return Err(lexed),
+            }
+        }
     }
-    .script()
+    Err(refused)
 }
 
 /// Every simple command of `command`, in order (see [`parse`]).
 pub(crate) fn split(command: &str) -> Result<Vec<Segment>, Refusal> {
-    Ok(parse(command)?.segments().cloned().collect())
+    Ok(parse(command)?
+        .lists
+        .into_iter()
+        .flat_map(AndOr::into_segments)
+        .collect())
 }
 
 /// A parsed command line as plain data, for comparing this grammar with a
@@ -241,28 +294,14 @@ pub fn shape(command: &str) -> Result<Shape, String> {
         .collect())
 }
 
-/// What the classifier reads of a command that parses.
-pub(crate) struct View {
-    /// The words of every simple command and redirection after quote
-    /// removal, space-joined (read by the markers besides the text as written).
-    pub(crate) words: String,
-    /// A command of it prints the whole environment (see [`dumps_environment`]).
-    pub(crate) dumps_environment: bool,
-}
-
-/// The classifier's [`View`] of a parsed command.
-pub(crate) fn view(script: &Script) -> View {
-    let mut words = String::new();
+/// Reads the words of every simple command and redirection of `script`
+/// after quote removal into `text`, as `normalize` reads them space-joined
+/// (the classifier reads markers in them besides the text as written).
+pub(crate) fn view_words(script: &Script, text: &mut Normalizer<'_>) {
     for seg in script.segments() {
         for w in seg.words.iter().chain(seg.redirects.iter().map(|r| &r.target)) {
-            words.push_str(&w.text);
-            words.push(' ');
+            text.push(&w.text).space();
         }
-        words.push('\n');
-    }
-    View {
-        words,
-        dumps_environment: dumps_environment(script),
     }
 }
 
@@ -270,19 +309,25 @@ pub(crate) fn view(script: &Script) -> View {
 /// conversation's credentials with it): `env` or `printenv` alone, `export
 /// -p`, `declare -x|-p`, `set` alone, a package manager's `env` script,
 /// `make -p`.
-fn dumps_environment(script: &Script) -> bool {
+pub(crate) fn dumps_environment(script: &Script) -> bool {
     script.segments().any(|seg| {
-        let w: Vec<&str> = seg.words.iter().map(|w| w.text.as_str()).collect();
-        match w.as_slice() {
-            ["env" | "printenv"] | ["set"] => true,
-            ["export" | "declare" | "typeset", flags @ ..] => flags.iter().any(|f| f.starts_with('-')),
-            ["npm" | "pnpm" | "yarn" | "bun", rest @ ..] => {
-                let words: Vec<&str> = rest.iter().copied().filter(|a| !a.starts_with('-')).collect();
-                matches!(words.as_slice(), ["env", ..] | ["run" | "run-script", "env", ..])
+        let Some((prog, rest)) = seg.words.split_first() else {
+            return false;
+        };
+        let mut rest = rest.iter().map(|w| w.text.as_str());
+        match prog.text.as_str() {
+            "env" | "printenv" | "set" => rest.next().is_none(),
+            "export" | "declare" | "typeset" => rest.any(|f| f.starts_with('-')),
+            "npm" | "pnpm" | "yarn" | "bun" => {
+                let mut words = rest.filter(|a| !a.starts_with('-'));
+                match words.next() {
+                    Some("env") => true,
+                    Some("run" | "run-script") => words.next() == Some("env"),
+                    _ => false,
+                }
             }
-            ["make", rest @ ..] => rest
-                .iter()
-                .any(|a| *a == "--print-data-base" || (a.starts_with('-') && !a.starts_with("--") && a.contains('p'))),
+            "make" => rest
+                .any(|a| a == "--print-data-base" || (a.starts_with('-') && !a.starts_with("--") && a.contains('p'))),
             _ => false,
         }
     })
