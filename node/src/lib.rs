@@ -26,6 +26,7 @@ pub mod work;
 pub mod workspace;
 
 pub use config::Config;
+pub use node_runtime::egress as proxy;
 pub use node_runtime::{exits, harness, images, progress, runtime};
 pub use node_store::{Store, catalog, events, lifecycle, redact, store, util, validate};
 pub use service::Node;

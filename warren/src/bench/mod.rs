@@ -13,6 +13,7 @@ use console_api::methods as m;
 use serde_json::{Value, json};
 
 mod decisions;
+mod egress;
 mod latency;
 mod mail;
 mod monitors;
@@ -28,7 +29,7 @@ use node::store::Store;
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// Which benchmark: store | latency | redaction | rss | startup | auth | supervision |
-    /// monitor | mail | recall | spend | workspace | task | docker | all (`all` skips docker, which needs a Docker engine)
+    /// monitor | mail | recall | spend | workspace | task | egress | docker | all (`all` skips docker, which needs a Docker engine)
     #[arg(default_value = "all")]
     which: String,
     /// Scratch directory (default: a new temp dir, removed afterwards).
@@ -138,6 +139,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "spend",
         "workspace",
         "task",
+        "egress",
         "docker",
     ];
     if !known.contains(&args.which.as_str()) {
@@ -166,6 +168,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if all || args.which == "task" {
         task::bench_task(&args).await?;
+    }
+    if all || args.which == "egress" {
+        egress::bench_egress(&args).await?;
     }
     if all || args.which == "supervision" {
         decisions::bench_supervision(&args).await?;
