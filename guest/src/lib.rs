@@ -5,6 +5,7 @@
 //! and take requests. Without the bootstrap variables it is a plain PTY proxy.
 
 pub mod bootstrap;
+pub mod dns;
 pub mod forward;
 mod link;
 pub mod proto;
@@ -45,6 +46,12 @@ pub async fn run(program: String, args: Vec<String>) -> anyhow::Result<i32> {
     // The ways out of a guest with no network, open before the CLI starts.
     if let Some((_, spec)) = vars.iter().find(|(k, _)| k == forward::FORWARD) {
         forward::start(spec).await?;
+    }
+    if let Some((_, egress)) = vars.iter().find(|(k, _)| k == dns::DNS)
+        && let Err(e) = dns::start(egress).await
+    {
+        // Lookups then fail at once (nothing answers on 127.0.0.1).
+        tracing::warn!("the guest's resolver could not start: {e}");
     }
     let pty = pty::Pty::spawn(&program, &args, size, &bootstrap::BOOTSTRAP_VARS)?;
     let _raw = if tty {

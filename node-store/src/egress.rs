@@ -60,9 +60,11 @@ impl EgressRule {
     /// Whether a connection to `host` (a name, or an address as text) on
     /// `port` is allowed by this entry.
     pub fn allows(&self, host: &str, port: u16) -> bool {
-        if self.port.is_some_and(|p| p != port) {
-            return false;
-        }
+        self.port.is_none_or(|p| p == port) && self.names(host)
+    }
+
+    /// Whether this entry names `host`, on whatever port.
+    pub fn names(&self, host: &str) -> bool {
         let host = host.trim_end_matches('.').to_ascii_lowercase();
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         match &self.host {
@@ -175,6 +177,31 @@ pub fn decide(model: &[(String, u16)], grants: &[String], host: &str, port: u16)
                 HostPattern::Name(n) => n == HOST_NAME,
                 HostPattern::Under(_) => false,
             };
+            return Verdict::Allowed {
+                rule: entry.clone(),
+                internal_ok,
+            };
+        }
+    }
+    Verdict::Refused {
+        rule: "no grant".into(),
+    }
+}
+
+/// Whether a guest may look `host` up: some model endpoint or grant names
+/// it (on any port). The same verdict as [`decide`], for DNS.
+pub fn decide_name(model: &[(String, u16)], grants: &[String], host: &str) -> Verdict {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    if let Some((h, p)) = model.iter().find(|(h, _)| h.eq_ignore_ascii_case(&host)) {
+        return Verdict::Allowed {
+            rule: format!("model endpoint {h}:{p}"),
+            internal_ok: true,
+        };
+    }
+    for entry in grants {
+        let Ok(rule) = EgressRule::parse(entry) else { continue };
+        if rule.names(&host) {
+            let internal_ok = matches!(&rule.host, HostPattern::Name(n) if n == HOST_NAME);
             return Verdict::Allowed {
                 rule: entry.clone(),
                 internal_ok,
@@ -342,6 +369,28 @@ mod tests {
         assert!(!r("10.0.0.7").allows("10.0.0.8", 22));
         assert!(r("[::1]:9").allows("[::1]", 9));
         assert!(r("[::1]:9").allows("0:0:0:0:0:0:0:1", 9));
+    }
+
+    #[test]
+    fn a_name_may_be_looked_up_when_something_names_it() {
+        let model = vec![("api.anthropic.com".to_string(), 443)];
+        let grants = vec!["pypi.org:443".to_string(), "*.example.com".to_string()];
+        for (name, rule) in [
+            ("api.anthropic.com", "model endpoint api.anthropic.com:443"),
+            ("PyPI.org.", "pypi.org:443"),
+            ("a.example.com", "*.example.com"),
+        ] {
+            assert!(
+                matches!(decide_name(&model, &grants, name), Verdict::Allowed { rule: r, .. } if r == rule),
+                "{name}"
+            );
+        }
+        for name in ["example.com", "files.pythonhosted.org", "secret-abc.evil.test"] {
+            assert!(
+                matches!(decide_name(&model, &grants, name), Verdict::Refused { .. }),
+                "{name}"
+            );
+        }
     }
 
     #[test]

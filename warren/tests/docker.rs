@@ -345,8 +345,13 @@ async fn a_restarted_node_readopts_its_running_guest() {
     send(&mut c, &id, "before").await;
     wait_event(&mut c, &id, "agent", "echo: before").await;
     let container = inspect(&id)["Id"].clone();
-    let token_file = node.path().join("agents/survivor/home/.warren/instance.token");
-    let old_token = std::fs::read_to_string(&token_file).expect("token").trim().to_string();
+    // The token lives in the guest's tmpfs (see docker_egress.rs).
+    let cid = container.as_str().expect("id").to_string();
+    let token_of = |cid: String| async move {
+        let (ok, out, _) = docker_status(&["exec", &cid, "cat", "/run/warren-secrets/instance.token"]);
+        ok.then(|| out.trim().to_string()).filter(|t| !t.is_empty())
+    };
+    let old_token = wait_until("the guest's token", Duration::from_secs(10), || token_of(cid.clone())).await;
 
     node.kill9();
     node.restart();
@@ -362,8 +367,11 @@ async fn a_restarted_node_readopts_its_running_guest() {
     )
     .await;
     // The CLI got a fresh instance token in its token file; the last run's is revoked.
-    let fresh = std::fs::read_to_string(&token_file).expect("token").trim().to_string();
-    assert_ne!(fresh, old_token);
+    let fresh = wait_until("a fresh token in the guest", Duration::from_secs(10), || {
+        let (read, old) = (token_of(cid.clone()), old_token.clone());
+        async move { read.await.filter(|t| *t != old) }
+    })
+    .await;
     let url = node.target().url;
     let old = warren::client::Client::connect(&warren::client::Target {
         url: url.clone(),

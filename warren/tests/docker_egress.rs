@@ -33,8 +33,7 @@ async fn greeter() -> u16 {
 
 /// The fake CLI's rules: `probe HOST PORT` asks the guest's proxy for a
 /// tunnel and prints what comes back; `direct HOST PORT` opens a TCP
-/// connection itself; `dns NAME` looks a name up; `token` prints where its
-/// token file is and whether it can read it.
+/// connection itself; `dns NAME` looks a name up.
 fn rules() -> Value {
     json!([
         { "match": "^probe (\\S+) (\\S+)$", "actions": [{ "shell":
@@ -150,6 +149,8 @@ async fn a_guest_reaches_exactly_what_it_is_granted() {
     }
     let line = run(&mut c, &closed, "dns example.com", "dns-example.com").await;
     assert!(!line.contains("rc=0"), "no name resolves: {line}");
+    let line = run(&mut c, &closed, "dns host.docker.internal", "dns-host.docker.internal").await;
+    assert!(!line.contains("rc=0"), "not even the host's: {line}");
 
     // Granted host:port: exactly that port.
     let line = run(
@@ -171,6 +172,11 @@ async fn a_guest_reaches_exactly_what_it_is_granted() {
     )
     .await;
     assert!(line.contains("403"), "the next port is refused: {line}");
+    // The node answers the names a grant names, through the guest's resolver.
+    let line = run(&mut c, &granted, "dns host.docker.internal", "dns-host.docker.internal").await;
+    assert!(line.contains("rc=0"), "a granted name resolves: {line}");
+    let line = run(&mut c, &granted, "dns example.com", "dns-example.com").await;
+    assert!(!line.contains("rc=0"), "{line}");
 
     // A grant changed on the live conversation applies to its next connection.
     call(
@@ -214,8 +220,14 @@ async fn a_guest_reaches_exactly_what_it_is_granted() {
     assert!(
         entries
             .iter()
-            .any(|e| e["dest"] == "example.com" && e["allowed"] == false),
+            .any(|e| e["dest"] == "example.com" && e["port"] == 443 && e["allowed"] == false),
         "{audit}"
+    );
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["dest"] == "example.com" && e["port"] == 53 && e["rule"] == "lookup: no grant"),
+        "a refused lookup is recorded: {audit}"
     );
     assert!(
         entries

@@ -15,18 +15,22 @@ pub enum Head {
     /// One plain HTTP request to `host:port`; `request` is its head rewritten
     /// for the origin (sent before the rest of the stream).
     Forward { host: String, port: u16, request: Vec<u8> },
+    /// The guest's resolver asks for a name's addresses (`RESOLVE name
+    /// HTTP/1.1`): answered with one address per line, or refused.
+    Resolve { host: String },
 }
 
 impl Head {
     pub fn host(&self) -> &str {
         match self {
-            Head::Connect { host, .. } | Head::Forward { host, .. } => host,
+            Head::Connect { host, .. } | Head::Forward { host, .. } | Head::Resolve { host } => host,
         }
     }
 
     pub fn port(&self) -> u16 {
         match self {
             Head::Connect { port, .. } | Head::Forward { port, .. } => *port,
+            Head::Resolve { .. } => 53,
         }
     }
 }
@@ -49,6 +53,10 @@ pub fn parse(head: &[u8]) -> Result<Head, String> {
     };
     if !version.starts_with("HTTP/1.") {
         return Err(format!("{version:?}: the proxy speaks HTTP/1.x"));
+    }
+    if method == "RESOLVE" {
+        let (host, _) = authority(target, Some(53))?;
+        return Ok(Head::Resolve { host });
     }
     if method.eq_ignore_ascii_case("CONNECT") {
         let (host, port) = authority(target, None)?;
@@ -181,6 +189,16 @@ mod tests {
         assert_eq!((host.as_str(), port), ("example.org", 80));
         assert!(req.starts_with("POST / HTTP/1.1\r\n"), "{req}");
         assert!(req.contains("Host: Example.org\r\n"), "a missing Host is added: {req}");
+    }
+
+    #[test]
+    fn a_lookup_names_its_host() {
+        assert_eq!(
+            parse(b"RESOLVE Example.COM. HTTP/1.1\r\n\r\n"),
+            Ok(Head::Resolve {
+                host: "example.com".into()
+            })
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use node_store::egress::{HOST_NAME, Verdict, decide};
+use node_store::egress::{HOST_NAME, Verdict, decide, decide_name};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -81,6 +81,9 @@ where
         rule,
     };
     let grants = gate.grants(&route.agent).await;
+    if matches!(head, head::Head::Resolve { .. }) {
+        return resolve(&mut guest, decide_name(&route.model, &grants, &host), &host, gate, note).await;
+    }
     let internal_ok = match decide(&route.model, &grants, &host, port) {
         Verdict::Allowed { internal_ok, rule } => {
             gate.record(note(true, rule));
@@ -129,11 +132,48 @@ where
             request.extend_from_slice(&rest);
             request
         }
+        head::Head::Resolve { .. } => return,
     };
     if upstream.write_all(&first).await.is_err() {
         return;
     }
     let _ = tokio::io::copy_bidirectional_with_sizes(&mut guest, &mut upstream, COPY_BUFFER, COPY_BUFFER).await;
+}
+
+/// Answers the guest's resolver: the addresses of a name something allows
+/// (one per line), or a refusal, which is recorded like a refused connection.
+async fn resolve<S, F>(guest: &mut S, verdict: Verdict, host: &str, gate: &dyn EgressGate, note: F)
+where
+    S: AsyncWrite + Unpin,
+    F: Fn(bool, String) -> EgressNote,
+{
+    let internal_ok = match verdict {
+        Verdict::Allowed { internal_ok, .. } => internal_ok,
+        Verdict::Refused { rule } => {
+            gate.record(note(false, format!("lookup: {rule}")));
+            return refuse(guest, "403 Forbidden", &format!("warren: no grant names {host}")).await;
+        }
+    };
+    let addrs: Vec<IpAddr> = if host == HOST_NAME {
+        vec![IpAddr::V4(Ipv4Addr::LOCALHOST)]
+    } else {
+        match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::lookup_host((host, 0))).await {
+            Ok(Ok(a)) => a.map(|a| a.ip()).collect(),
+            _ => vec![],
+        }
+    };
+    let addrs: Vec<String> = addrs
+        .into_iter()
+        .filter(|ip| internal_ok || !node_store::net::is_internal(*ip))
+        .map(|ip| ip.to_string())
+        .collect();
+    let body = addrs.join("\n");
+    let reply = format!(
+        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = guest.write_all(reply.as_bytes()).await;
+    let _ = guest.shutdown().await;
 }
 
 /// Reads up to the end of the head; returns it and what came after it.

@@ -59,7 +59,9 @@ impl Sockets {
     /// Opens (or reopens, after a restart) a conversation's sockets; returns
     /// their directory, to be mounted at [`GUEST_DIR`], and the run's number.
     pub fn open(&self, route: Route) -> Result<(PathBuf, u64), String> {
-        self.close(&route.conversation, None);
+        // The directory stays (a running guest that outlived the node has it
+        // mounted: a new one would be another inode); its sockets are new.
+        self.stop(&route.conversation, None);
         let dir = self.dir(&route.conversation);
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
         // Guests run as another user: they may enter it (it holds only sockets).
@@ -95,17 +97,25 @@ impl Sockets {
     /// with `run`, only if they are still that run's (a late close of an
     /// ended run leaves a newer launch alone).
     pub fn close(&self, conversation: &str, run: Option<u64>) {
+        if self.stop(conversation, run) {
+            let _ = std::fs::remove_dir_all(self.dir(conversation));
+        }
+    }
+
+    /// Stops serving a conversation's sockets (those of `run`, when given);
+    /// false when a newer run has them.
+    fn stop(&self, conversation: &str, run: Option<u64>) -> bool {
         let tasks = {
-            let Ok(mut open) = self.open.lock() else { return };
+            let Ok(mut open) = self.open.lock() else { return false };
             if run.is_some_and(|r| open.get(conversation).is_some_and(|(now, _)| *now != r)) {
-                return;
+                return false;
             }
             open.remove(conversation)
         };
         for t in tasks.into_iter().flat_map(|(_, t)| t) {
             t.abort();
         }
-        let _ = std::fs::remove_dir_all(self.dir(conversation));
+        true
     }
 }
 

@@ -261,6 +261,7 @@ impl DockerRuntime {
             guest::forward::FORWARD,
             self.node_port
         ));
+        env.push(format!("{}={GUEST_DIR}/{EGRESS_SOCKET}", guest::dns::DNS));
         let proxy = format!("http://127.0.0.1:{proxy_port}");
         for k in [
             "HTTP_PROXY",
@@ -329,6 +330,13 @@ impl DockerRuntime {
             host_config: Some(HostConfig {
                 binds: Some(binds),
                 network_mode: Some("none".into()),
+                // Names resolve through the guest's own resolver, which asks
+                // the node (and may bind port 53 as an unprivileged user).
+                dns: Some(vec!["127.0.0.1".into()]),
+                sysctls: Some(HashMap::from([(
+                    "net.ipv4.ip_unprivileged_port_start".to_string(),
+                    "0".to_string(),
+                )])),
                 cap_drop: Some(vec!["ALL".into()]),
                 security_opt: Some(vec!["no-new-privileges".into()]),
                 pids_limit: Some(spec.resources.pids.unwrap_or(self.settings.pids_limit)),

@@ -298,6 +298,20 @@ async fn the_conversation_view_shows_its_workspace_diff() {
             shown.contains(&repo.path().display().to_string()) && shown.contains("from main"),
             "{label}: {shown}"
         );
+        // The agent's egress: its allow-list and what was refused (nothing yet).
+        let egress = wait_js(
+            &c,
+            "the agent's egress",
+            Duration::from_secs(20),
+            "const a = document.querySelector('#egress-allow'); const l = document.querySelector('#egress'); \
+             return a && a.textContent && l && l.textContent ? a.textContent + ' | ' + l.textContent : null",
+        )
+        .await;
+        let egress = egress.as_str().unwrap_or_default();
+        assert!(
+            egress.contains("the model endpoint") && egress.contains("Nothing refused."),
+            "{label}: {egress}"
+        );
         let created = call(&mut api, "agent.get", json!({ "agent": agent })).await;
         assert_eq!(
             created["agent"]["workspace"],

@@ -166,8 +166,9 @@ export function agentView(main, ctx, name) {
   const body = h("div", { id: "agent" }, h("p", { class: "muted" }, "loading..."));
   const activity = h("ol", { class: "log", id: "activity" });
   const mail = h("ol", { class: "log", id: "mail" });
+  const egress = h("ol", { class: "log", id: "egress" });
   let nudged = "";
-  put(main, h("p", {}, h("a", { href: "#/fleet" }, "← Fleet")), h("h1", {}, name), body, h("h2", {}, "Supervision activity"), activity, h("h2", {}, "Mail waiting ", h("span", { class: "muted small", id: "mail-count" })), mail);
+  put(main, h("p", {}, h("a", { href: "#/fleet" }, "← Fleet")), h("h1", {}, name), body, h("h2", {}, "Supervision activity"), activity, h("h2", {}, "Mail waiting ", h("span", { class: "muted small", id: "mail-count" })), mail, h("h2", {}, "Egress refused ", h("span", { class: "muted small", id: "egress-allow" })), egress);
   const stop = live(body, ctx, async () => {
     const [agent, convs, sup, budget] = await Promise.all([
       ctx.rpc.call("agent.get", { agent: name }),
@@ -247,11 +248,28 @@ export function agentView(main, ctx, name) {
       if (e.code !== "offline") put(mail, h("li", { class: "muted" }, e.code === -32003 ? "This token may not read this agent's mail." : e.message));
     }
   };
+  // The guests' refused connections and lookups, newest first (refusals are
+  // recorded as they happen; there is no event for them, so this polls).
+  const loadEgress = async () => {
+    try {
+      const r = await ctx.rpc.call("egress.audit", { agent: name, limit: 100 });
+      const allow = document.getElementById("egress-allow");
+      if (allow) allow.textContent = `(allowed: the node, the model endpoint${r.egress.length ? ", " + r.egress.join(", ") : ""})`;
+      const refused = r.entries.filter((e) => !e.allowed).slice(0, 30);
+      put(egress, refused.length ? refused.map(egressRow) : h("li", { class: "muted" }, "Nothing refused."));
+    } catch (e) {
+      if (e.code !== "offline") put(egress, errorLine(e));
+    }
+  };
   loadActivity();
   loadMail();
+  loadEgress();
+  const poll = setInterval(loadEgress, 10000);
   const undo = [
+    () => clearInterval(poll),
     ctx.onUp(loadActivity),
     ctx.onUp(loadMail),
+    ctx.onUp(loadEgress),
     ctx.onEvents((kind, ev) => kind === "event.supervision.acted" && (!ev || !ev.agent || ev.agent === name) && loadActivity()),
     ctx.onEvents((kind, ev) => kind === "event.mail.arrived" && (!ev || !ev.to || ev.to === name) && loadMail()),
   ];
@@ -272,6 +290,11 @@ function budgetText(b) {
 
 function auditRow(e) {
   return h("li", {}, h("span", { class: "muted small" }, ago(e.at)), " ", h("b", {}, e.trigger), " ", e.decision, " ", e.dialog_class ? h("code", {}, e.dialog_class) : null, " ", h("span", { class: `badge ${e.outcome}` }, e.outcome), e.subject ? h("div", { class: "small" }, e.subject) : null);
+}
+
+function egressRow(e) {
+  const times = e.count > 1 ? ` ×${e.count}` : "";
+  return h("li", {}, h("span", { class: "muted small" }, ago(e.at)), " ", h("code", {}, `${e.dest}:${e.port}`), times, " ", h("span", { class: "small" }, e.rule));
 }
 
 /** `command_exec` as `command exec` (it wraps on a phone). */
