@@ -222,7 +222,7 @@ mod tests {
 
     #[test]
     fn the_head_ends_at_its_blank_line() {
-        assert_eq!(head_len(b"CONNECT a:1 HTTP/1.1\r\n\r\nrest"), Some(25));
+        assert_eq!(head_len(b"CONNECT a:1 HTTP/1.1\r\n\r\nrest"), Some(24));
         assert_eq!(head_len(b"CONNECT a:1 HTTP/1.1\r\n"), None);
     }
 }
