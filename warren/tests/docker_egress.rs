@@ -136,7 +136,10 @@ async fn a_guest_reaches_exactly_what_it_is_granted() {
     assert!(!line.contains("rc=0"), "no route to the host: {line}");
     let line = run(&mut c, &closed, "direct 1.1.1.1 443", "direct-1.1.1.1-443").await;
     assert!(!line.contains("rc=0"), "no route out: {line}");
+    // Nor the other guest, by its container's name (it has no address).
+    let sibling = format!("warren-{}-{granted}", node.node_id());
     for (host, port) in [
+        (sibling, 80),
         ("host.docker.internal".to_string(), open),
         ("10.0.0.1".to_string(), 80),
         (gw.clone(), open),

@@ -153,8 +153,8 @@ async fn the_mounted_tools_are_the_grant_and_an_owner_secret_never_reaches_the_g
 
     // A withdrawn grant is refused at once (the conversation's token still
     // lists it until the next launch).
-    let token = std::fs::read_to_string(node.path().join("agents/b/home/.warren/instance.token")).expect("token");
-    let mut t = client_with(&node, token.trim()).await;
+    let token = instance_token(&node, RUNTIME, "b", &id);
+    let mut t = client_with(&node, &token).await;
     let ok = call(&mut t, "tool.invoke", json!({ "tool": "vault", "args": ["x"] })).await;
     assert_eq!(ok["exit_code"], 0);
     call(&mut c, "agent.update", json!({ "agent": "b", "grants": { "tools": ["mail"] } })).await;

@@ -218,6 +218,20 @@ pub fn docker_status(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// A live conversation's instance token: in its agent's home on the local
+/// runtime, in its guest's tmpfs on Docker (read with `docker exec`).
+pub fn instance_token(node: &TestNode, runtime: &str, agent: &str, conversation: &str) -> String {
+    let token = if runtime == "docker" {
+        let label = format!("label=warren.conversation={conversation}");
+        let id = docker(&["ps", "-q", "--filter", &label]);
+        docker(&["exec", id.trim(), "cat", "/run/warren-secrets/instance.token"])
+    } else {
+        let file = node.path().join(format!("agents/{agent}/home/.warren/instance.token"));
+        std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+    };
+    token.trim().to_string()
+}
+
 /// A client of `node` with `token` instead of its admin token.
 pub async fn client_with(node: &TestNode, token: &str) -> Client {
     Client::connect(&Target {
