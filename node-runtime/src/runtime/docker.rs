@@ -754,6 +754,10 @@ impl Runtime for DockerRuntime {
         Some(SECRETS_DIR)
     }
 
+    fn exec_in_guest(&self) -> bool {
+        true
+    }
+
     fn adopt(
         &self,
         spec: LaunchSpec,

@@ -220,6 +220,12 @@ pub trait Runtime: Send + Sync {
         })
     }
 
+    /// True when `exec` runs in the conversation's own guest, which must
+    /// then be running (a container runtime).
+    fn exec_in_guest(&self) -> bool {
+        false
+    }
+
     /// Runs one command for the node where the conversation's CLI runs (a
     /// task's acceptance command): on this host by default.
     fn exec(&self, spec: exec::ExecSpec) -> BoxFuture<'_, exec::ExecOutcome> {

@@ -179,6 +179,11 @@ impl Tasks {
 
     /// A verification round's acceptance commands, beside the queue.
     async fn run_checks(&self, task: &Task, round: u32, commands: Vec<String>) {
+        // In a guest, the checks need the worker's own (after a restart the
+        // last run's container is an orphan about to be removed).
+        if self.runtime.exec_in_guest() {
+            self.wake_worker(&task.conversation).await;
+        }
         let place = self.place_of(task).await;
         let me = self.me.clone();
         let id = task.id.clone();
