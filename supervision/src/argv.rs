@@ -129,11 +129,11 @@ impl Spec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Arg<'w> {
     /// An allowlisted option, with its value when it takes one.
-    Opt(&'static Opt, Option<Cow<'w, Word>>),
+    Opt(&'static Opt, Option<Cow<'w, Word<'w>>>),
     /// A positional word before `--` (or a lone `-`).
-    Pos(&'w Word),
+    Pos(&'w Word<'w>),
     /// A word after `--`.
-    Rest(&'w Word),
+    Rest(&'w Word<'w>),
 }
 
 impl Arg<'_> {
@@ -154,7 +154,7 @@ fn needs_value(prog: &str, name: &str) -> NotScoped {
 }
 
 /// The next word when it is all digits (`make -j 4`), consumed.
-fn take_count<'w>(iter: &mut std::slice::Iter<'w, Word>) -> Option<Cow<'w, Word>> {
+fn take_count<'w>(iter: &mut std::slice::Iter<'w, Word<'w>>) -> Option<Cow<'w, Word<'w>>> {
     let next = iter.as_slice().first()?;
     let digits = !next.text.is_empty() && next.text.bytes().all(|b| b.is_ascii_digit());
     digits.then(|| iter.next().map(Cow::Borrowed)).flatten()
@@ -162,12 +162,12 @@ fn take_count<'w>(iter: &mut std::slice::Iter<'w, Word>) -> Option<Cow<'w, Word>
 
 /// Reads `args` (the words after the program) with `spec`. Errors name the
 /// first word that is not an allowlisted option, or an option missing its value.
-pub(crate) fn parse<'w>(prog: &str, spec: &Spec, args: &'w [Word]) -> Result<Vec<Arg<'w>>, NotScoped> {
+pub(crate) fn parse<'w>(prog: &str, spec: &Spec, args: &'w [Word<'_>]) -> Result<Vec<Arg<'w>>, NotScoped> {
     let mut out = Vec::with_capacity(args.len());
     let mut iter = args.iter();
     let mut options_over = false;
     while let Some(word) = iter.next() {
-        let text = word.text.as_str();
+        let text = word.text.as_ref();
         if options_over {
             out.push(Arg::Rest(word));
             continue;
@@ -202,7 +202,7 @@ pub(crate) fn parse<'w>(prog: &str, spec: &Spec, args: &'w [Word]) -> Result<Vec
             };
             let o = spec.find(lookup).ok_or_else(|| unknown(prog, name))?;
             let value = match (o.val, value) {
-                (Val::Flag, Some(v)) if spec.style == Style::Whole && matches!(v.text.as_str(), "true" | "false") => {
+                (Val::Flag, Some(v)) if spec.style == Style::Whole && matches!(v.text.as_ref(), "true" | "false") => {
                     None
                 }
                 (Val::Flag, Some(_)) => return Err(NotScoped(format!("{prog} {name} takes no value"))),
@@ -256,7 +256,7 @@ mod tests {
     ];
     const TSC: &[Opt] = &[opt(&["--outDir"], Val::Write), opt(&["--noEmit"], Val::Flag)];
 
-    fn words(s: &str) -> Vec<Word> {
+    fn words(s: &str) -> Vec<Word<'_>> {
         s.split_whitespace().map(Word::plain).collect()
     }
 
@@ -265,7 +265,7 @@ mod tests {
             .map(|a| match a {
                 Arg::Opt(o, None) => o.names[0].to_string(),
                 Arg::Opt(o, Some(v)) => format!("{}={}", o.names[0], v.text),
-                Arg::Pos(w) => w.text.clone(),
+                Arg::Pos(w) => w.text.to_string(),
                 Arg::Rest(w) => format!("--{}", w.text),
             })
             .collect()

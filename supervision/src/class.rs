@@ -220,7 +220,13 @@ pub(crate) fn classify_parsed(dialog: &Dialog, script: Option<&crate::shell::Scr
     if let Some(script) = script {
         text.push(' ');
         let start = text.len();
-        crate::shell::view_words(script, &mut Normalizer::new(&mut text));
+        match dialog.command.as_deref() {
+            Some(cmd) if crate::shell::words_are_text(script, cmd) => {
+                text.push_str(cmd);
+                text[start..].make_ascii_lowercase();
+            }
+            _ => crate::shell::view_words(script, &mut Normalizer::new(&mut text)),
+        }
         // A command with nothing to remove reads the same both ways: the
         // words repeat the end of the action text, whole words there too.
         let words = &text[start..];

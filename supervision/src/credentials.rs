@@ -7,37 +7,51 @@ use std::path::Path;
 
 use crate::protected::folded_parts;
 
-/// File names (folded) that are credentials.
-const NAMES: &[&str] = &[
-    ".env",
-    ".envrc",
-    ".npmrc",
-    ".yarnrc.yml",
-    ".netrc",
-    "_netrc",
-    ".pypirc",
-    ".pgpass",
-    ".my.cnf",
-    ".git-credentials",
-    ".gitcookies",
-    ".htpasswd",
-    ".dockercfg",
-    "id_rsa",
-    "id_dsa",
-    "id_ecdsa",
-    "id_ed25519",
-    "credentials",
-    "credentials.json",
-    "root.key",
-    "admin.token",
-    "instance.token",
-];
+/// True for a file name (folded) that is a credentials file. (Matched
+/// rather than looked up in a list: the judge asks for every path.)
+fn is_credentials_name(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b".env"
+            | b".envrc"
+            | b".npmrc"
+            | b".yarnrc.yml"
+            | b".netrc"
+            | b"_netrc"
+            | b".pypirc"
+            | b".pgpass"
+            | b".my.cnf"
+            | b".git-credentials"
+            | b".gitcookies"
+            | b".htpasswd"
+            | b".dockercfg"
+            | b"id_rsa"
+            | b"id_dsa"
+            | b"id_ecdsa"
+            | b"id_ed25519"
+            | b"credentials"
+            | b"credentials.json"
+            | b"root.key"
+            | b"admin.token"
+            | b"instance.token"
+    )
+}
 
-/// Directories (folded) whose contents are credentials.
-const DIRECTORIES: &[&str] = &[".ssh", ".aws", ".gnupg", ".kube", ".docker", ".password-store"];
+/// True for a directory name (folded) whose contents are credentials.
+fn is_key_directory(name: &[u8]) -> bool {
+    matches!(
+        name,
+        b".ssh" | b".aws" | b".gnupg" | b".kube" | b".docker" | b".password-store"
+    )
+}
 
-/// Suffixes of key and keystore files.
-const SUFFIXES: &[&str] = &[".pem", ".key", ".p12", ".pfx", ".jks", ".keystore", ".kdbx"];
+/// True for a suffix (from the last dot) of key and keystore files.
+fn is_key_suffix(suffix: &[u8]) -> bool {
+    matches!(
+        suffix,
+        b".pem" | b".key" | b".p12" | b".pfx" | b".jks" | b".keystore" | b".kdbx"
+    )
+}
 
 /// `.env` variants that are templates, not secrets.
 const TEMPLATES: &[&str] = &[".example", ".sample", ".template", ".dist", ".defaults"];
@@ -45,9 +59,8 @@ const TEMPLATES: &[&str] = &[".example", ".sample", ".template", ".dist", ".defa
 /// Why `rel` (a resolved path relative to the worktree) is a credential
 /// file, if it is.
 pub(crate) fn credential_file(rel: &Path) -> Option<&'static str> {
-    let text = rel.to_str();
-    let plain = text.and_then(credential_plain);
-    debug_assert_eq!(plain.is_some(), text.is_some_and(folds_to_itself), "{rel:?}");
+    let plain = credential_plain(rel.as_os_str().as_encoded_bytes());
+    debug_assert_eq!(plain.is_some(), rel.to_str().is_some_and(folds_to_itself), "{rel:?}");
     plain.unwrap_or_else(|| credential_general(rel))
 }
 
@@ -63,11 +76,11 @@ fn folds_to_itself(text: &str) -> bool {
         && crate::walk::plain(text.as_bytes())
 }
 
-/// [`credential_file`] for text that folds to itself, read off the text in
-/// one pass (the judge checks a few hundred paths per command); `None` when
-/// the text does not fold to itself.
-fn credential_plain(text: &str) -> Option<Option<&'static str>> {
-    if !cfg!(unix) || text.starts_with('/') {
+/// [`credential_file`] for a path whose text folds to itself, read off its
+/// bytes in one pass (the judge checks a few hundred paths per command);
+/// `None` when the text does not fold to itself.
+fn credential_plain(text: &[u8]) -> Option<Option<&'static str>> {
+    if !cfg!(unix) || text.starts_with(b"/") {
         return None;
     }
     if text.is_empty() {
@@ -75,20 +88,24 @@ fn credential_plain(text: &str) -> Option<Option<&'static str>> {
     }
     // Without an early exit the test is vectorised.
     let folded = text
-        .bytes()
-        .fold(true, |ok, b| ok & (b' '..=b'~').contains(&b) & !b.is_ascii_uppercase());
+        .iter()
+        .fold(true, |ok, &b| ok & (b' '..=b'~').contains(&b) & !b.is_ascii_uppercase());
     if !folded {
         return None;
     }
     let mut in_directory = false;
-    let mut name = "";
-    for part in crate::walk::slash_pieces(text) {
-        if part.is_empty() || part == "." {
+    let mut name: &[u8] = b"";
+    for part in text.split(|b| *b == b'/') {
+        if part.is_empty() || part == b"." {
             return None;
         }
-        let part = part.trim_end_matches(['.', ' ']);
+        let kept = part
+            .iter()
+            .rposition(|b| !matches!(b, b'.' | b' '))
+            .map_or(0, |i| i + 1);
+        let part = &part[..kept];
         // Every directory of keys starts with a dot.
-        in_directory |= part.starts_with('.') && DIRECTORIES.contains(&part);
+        in_directory |= part.starts_with(b".") && is_key_directory(part);
         name = part;
     }
     Some(if in_directory {
@@ -102,30 +119,30 @@ fn credential_plain(text: &str) -> Option<Option<&'static str>> {
 fn credential_general(rel: &Path) -> Option<&'static str> {
     let mut name = None;
     for part in folded_parts(rel) {
-        if DIRECTORIES.contains(&part.as_ref()) {
+        if is_key_directory(part.as_bytes()) {
             return Some(IN_DIRECTORY);
         }
         name = Some(part);
     }
-    credential_name(name?.as_ref())
+    credential_name(name?.as_bytes())
 }
 
 const IN_DIRECTORY: &str = "in a directory of keys and credentials";
 
 /// Why the folded last component `name` is a credential file, if it is.
-fn credential_name(name: &str) -> Option<&'static str> {
-    if NAMES.contains(&name) {
+fn credential_name(name: &[u8]) -> Option<&'static str> {
+    if is_credentials_name(name) {
         return Some("a credentials file");
     }
-    if let Some(rest) = name.strip_prefix(".env.")
-        && !TEMPLATES.iter().any(|t| rest.ends_with(&t[1..]))
+    if let Some(rest) = name.strip_prefix(b".env.")
+        && !TEMPLATES.iter().any(|t| rest.ends_with(&t.as_bytes()[1..]))
     {
         return Some("an environment file (secrets by convention)");
     }
     // Every suffix is a dot and no other dot, so a name ends with one exactly when
     // its last dot starts it: one look-up instead of a test per suffix.
-    let dot = name.bytes().rposition(|b| b == b'.')?;
-    (dot > 0 && SUFFIXES.contains(&&name[dot..])).then_some("a key or keystore file")
+    let dot = name.iter().rposition(|b| *b == b'.')?;
+    (dot > 0 && is_key_suffix(&name[dot..])).then_some("a key or keystore file")
 }
 
 #[cfg(test)]

@@ -2,11 +2,13 @@
 //! the scope, what the action writes, which repository code it runs, and the
 //! repository-code rule over them.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use crate::credentials::credential_file;
-use crate::paths::{Access, PathResolver, Resolved, Scope, resolve_path};
+use crate::paths::{Access, PathResolver, Resolved, Resolving, Scope, resolve_path};
 use crate::reason::{Mode, NotScoped, no};
 use crate::runs::{Runner, definition_for, named_definitions, names_read_in_cwd, runner_of};
 use crate::shell::Word;
@@ -30,7 +32,7 @@ pub(crate) struct Mark {
 /// The writes and runs recorded by one judgment.
 pub(crate) struct Records {
     writes: Vec<PathBuf>,
-    runs: Vec<Run>,
+    runs: Vec<Rc<Run>>,
 }
 
 pub(crate) struct Ctx<'a> {
@@ -41,10 +43,47 @@ pub(crate) struct Ctx<'a> {
     pub(crate) mode: Mode,
     /// What the command or dialog writes (resolved), in order.
     pub(crate) writes: RefCell<Vec<PathBuf>>,
-    /// The repository-code runs it makes.
-    pub(crate) runs: RefCell<Vec<Run>>,
+    /// The repository-code runs it makes (shared with the memo's records:
+    /// a repeated command replays its runs without copying them).
+    pub(crate) runs: RefCell<Vec<Rc<Run>>>,
     /// Entries of `scope.changed` that made a run not routine.
     pub(crate) redefined: RefCell<Vec<PathBuf>>,
+    scratch: RefCell<Scratch>,
+}
+
+/// What the path checks of one decision reuse.
+#[derive(Default)]
+struct Scratch {
+    /// Directories paths were resolved from, each with its walk when no
+    /// link was met on it (`walk::walk_dir`): a command names many paths
+    /// from the same few directories.
+    dirs: Vec<(PathBuf, Option<String>)>,
+    /// The buffer each path is resolved into.
+    buf: String,
+}
+
+/// How many directories [`Scratch::dirs`] keeps.
+const DIRS_KEPT: usize = 8;
+
+/// `cwd`'s walk (see [`Scratch::dirs`]), from `dirs` or made and kept there.
+fn walked_dir<'d>(
+    dirs: &'d mut Vec<(PathBuf, Option<String>)>,
+    cwd: &Path,
+    resolver: &dyn PathResolver,
+) -> Option<&'d str> {
+    // Compared as text: a directory spelled two ways is walked twice.
+    let found = dirs.iter().position(|(dir, _)| dir.as_os_str() == cwd.as_os_str());
+    let at = match found {
+        Some(at) => at,
+        None => {
+            if dirs.len() == DIRS_KEPT {
+                dirs.pop();
+            }
+            dirs.push((cwd.to_path_buf(), crate::walk::walk_dir(cwd, resolver)));
+            dirs.len() - 1
+        }
+    };
+    dirs[at].1.as_deref()
 }
 
 impl<'a> Ctx<'a> {
@@ -57,6 +96,7 @@ impl<'a> Ctx<'a> {
             writes: RefCell::new(Vec::new()),
             runs: RefCell::new(Vec::new()),
             redefined: RefCell::new(Vec::new()),
+            scratch: RefCell::default(),
         }
     }
 
@@ -85,9 +125,36 @@ impl<'a> Ctx<'a> {
     /// Checks one path the action touches: in scope, not a credential file,
     /// not protected when it may be written; a write is recorded.
     pub(crate) fn path(&self, word: &Word, cwd: &Path, access: Access) -> Result<PathBuf, NotScoped> {
+        self.visit(word, cwd, access, |p| p.into_owned())
+    }
+
+    /// [`Ctx::path`] when the resolved path is not needed: nothing is
+    /// allocated for it.
+    pub(crate) fn check(&self, word: &Word, cwd: &Path, access: Access) -> Result<(), NotScoped> {
+        self.visit(word, cwd, access, |_| ())
+    }
+
+    /// [`Ctx::path`], handing the resolved path to `keep`.
+    fn visit<T>(
+        &self,
+        word: &Word,
+        cwd: &Path,
+        access: Access,
+        keep: impl FnOnce(Cow<'_, Path>) -> T,
+    ) -> Result<T, NotScoped> {
+        let mut scratch = self.scratch.borrow_mut();
+        let Scratch { dirs, buf } = &mut *scratch;
+        // Only a relative path is resolved from `cwd`.
+        let relative = !word.tilde && !word.text.starts_with('/');
+        let walked = if relative {
+            walked_dir(dirs, cwd, self.resolver)
+        } else {
+            None
+        };
+        let from = Resolving { cwd, walked, buf };
         let resolved = self
             .scope
-            .check_at(&self.at, &word.text, word.tilde, cwd, access, self.resolver)
+            .check_in(&self.at, &word.text, word.tilde, from, access, self.resolver)
             .map_err(NotScoped)?;
         if let Some(root) = &self.at.root
             && let Some(rel) = crate::walk::resolved_rel(&resolved, root)
@@ -99,9 +166,9 @@ impl<'a> Ctx<'a> {
             )));
         }
         if access == Access::Write {
-            self.writes.borrow_mut().push(resolved.clone());
+            self.writes.borrow_mut().push(resolved.to_path_buf());
         }
-        Ok(resolved)
+        Ok(keep(resolved))
     }
 
     pub(crate) fn path_str(&self, raw: &str, cwd: &Path, access: Access) -> Result<PathBuf, NotScoped> {
@@ -114,7 +181,7 @@ impl<'a> Ctx<'a> {
         if word.text.is_empty() || word.text == "-" {
             return Ok(());
         }
-        self.path(word, cwd, access).map(drop)
+        self.check(word, cwd, access)
     }
 
     /// Refuses a program that may write when it runs inside a protected
@@ -149,12 +216,12 @@ impl<'a> Ctx<'a> {
     /// Records that `prog` runs repository code from `cwd`.
     pub(crate) fn ran(&self, prog: &str, args: &[&str], cwd: &Path, named: Vec<PathBuf>) {
         if let Some(runner) = runner_of(prog, args) {
-            self.runs.borrow_mut().push(Run {
+            self.runs.borrow_mut().push(Rc::new(Run {
                 runner,
                 prog: prog.to_string(),
                 cwd: cwd.to_path_buf(),
                 named,
-            });
+            }));
         }
     }
 

@@ -104,9 +104,38 @@ pub fn escalation_in(text: &str) -> Option<Escalation> {
     escalation_in_normalized(&normalize(text))
 }
 
+/// True when `text` contains `git` or `rm`: one pass over its bytes, for
+/// each of the many short segments of a long command (`str::contains`
+/// prepares a search per call).
+fn names_git_or_rm(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    (0..bytes.len()).any(|i| match bytes[i] {
+        b'r' => bytes.get(i + 1) == Some(&b'm'),
+        b'g' => bytes[i + 1..].starts_with(b"it"),
+        _ => false,
+    })
+}
+
+/// `text` split at every shell operator and bracket (all ASCII: the pieces
+/// are found byte by byte), as `text.split([';', '&', ...])` splits it.
+fn segments(text: &str) -> impl Iterator<Item = &str> {
+    let separator = |b: u8| matches!(b, b';' | b'&' | b'|' | b'\n' | b'(' | b')' | b'`' | b'{' | b'}' | b'$');
+    let mut start = Some(0);
+    std::iter::from_fn(move || {
+        let from = start?;
+        let end = text.as_bytes()[from..]
+            .iter()
+            .position(|b| separator(*b))
+            .map(|i| from + i);
+        start = end.map(|e| e + 1);
+        Some(&text[from..end.unwrap_or(text.len())])
+    })
+}
+
 /// [`escalation_in`] for text already normalised (`text::normalize`).
 pub(crate) fn escalation_in_normalized(text: &str) -> Option<Escalation> {
-    // Every shape names git or rm: most text has neither.
+    // Every shape names git or rm: most text has neither (the whole text is
+    // searched by `str::contains`, which reads long text faster).
     if !text.contains("git") && !text.contains("rm") {
         return None;
     }
@@ -115,8 +144,8 @@ pub(crate) fn escalation_in_normalized(text: &str) -> Option<Escalation> {
     let quote = |c: char| matches!(c, '\'' | '"' | '\\');
     // One list of words for every segment without quotes (most of them).
     let mut plain: Vec<&str> = Vec::new();
-    for segment in text.split([';', '&', '|', '\n', '(', ')', '`', '{', '}', '$']) {
-        if !segment.contains("git") && !segment.contains("rm") {
+    for segment in segments(text) {
+        if !names_git_or_rm(segment) {
             continue;
         }
         if !segment.contains(quote) {
@@ -154,6 +183,20 @@ pub fn always_escalate(dialog: &Dialog) -> Option<Escalation> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The byte-level splitting and search read text as `str::split`
+        /// and `str::contains` do.
+        #[test]
+        fn byte_scans_agree_with_str(parts in proptest::collection::vec(proptest::sample::select(vec![
+            "git", "rm", "g", "it", "r", "m", ";", "&&", "|", "\n", "(", ")", "`", "{", "}", "$", " ", "é", "x",
+        ]), 0..24)) {
+            let text: String = parts.concat();
+            let want: Vec<&str> = text.split([';', '&', '|', '\n', '(', ')', '`', '{', '}', '$']).collect();
+            proptest::prop_assert_eq!(segments(&text).collect::<Vec<_>>(), want);
+            proptest::prop_assert_eq!(names_git_or_rm(&text), text.contains("git") || text.contains("rm"));
+        }
+    }
 
     #[test]
     fn shapes() {

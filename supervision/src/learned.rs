@@ -43,7 +43,7 @@ impl LearnedRule {
         };
         !segments.is_empty()
             && segments.iter().all(|seg| {
-                let words: Vec<&str> = seg.words.iter().map(|w| w.text.as_str()).collect();
+                let words: Vec<&str> = seg.words.iter().map(|w| w.text.as_ref()).collect();
                 seg.redirects.is_empty()
                     && words.len() >= prefix.len()
                     && words[..prefix.len()] == *prefix
@@ -61,7 +61,7 @@ pub fn simple_command_words(command: &str) -> Result<Vec<String>, String> {
     match segments.as_slice() {
         [] => Err("is empty".into()),
         [one] if !one.redirects.is_empty() => Err("has a redirection".into()),
-        [one] => Ok(one.words.iter().map(|w| w.text.clone()).collect()),
+        [one] => Ok(one.words.iter().map(|w| w.text.to_string()).collect()),
         _ => Err("has more than one command (&&, ||, ;, | or &)".into()),
     }
 }

@@ -25,7 +25,7 @@ pub(crate) struct Judged<'s> {
 /// A segment as a map key: equal when the segments are equal, hashed by
 /// their shape and outer words only (cheap; equality decides).
 #[derive(Eq)]
-struct Key<'s>(&'s Segment);
+struct Key<'s>(&'s Segment<'s>);
 
 impl PartialEq for Key<'_> {
     fn eq(&self, other: &Self) -> bool {
@@ -56,7 +56,7 @@ impl<'s> Judged<'s> {
     /// `judge(seg, cwd)`, or the replay of its earlier success.
     pub(crate) fn judge(
         &self,
-        seg: &'s Segment,
+        seg: &'s Segment<'s>,
         cwd: &Path,
         ctx: &Ctx<'_>,
         judge: impl FnOnce() -> Result<(), NotScoped>,

@@ -2,12 +2,13 @@
 //! `~` (never), protected paths (never written routinely), `..` and symlink
 //! resolution through a `PathResolver` so the decision itself does no IO.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 pub use crate::walk::{GitAt, Link, NoSymlinks, PathResolver, resolve_path};
-use crate::walk::{resolve_joined, resolved_under, starts_with, strip_prefix};
+use crate::walk::{Landed, resolve_joined_in, resolved_under, starts_with, strip_prefix};
 
 /// Where an agent's actions may reach: its worktree, the one root. The agent's
 /// home (what `~` means for it) is never repo-scoped: it holds the CLI's own
@@ -48,6 +49,14 @@ pub struct Scope {
 pub(crate) struct Resolved {
     pub(crate) root: Option<PathBuf>,
     pub(crate) home: Option<PathBuf>,
+}
+
+/// Where a path is resolved from and into: from `cwd` (when known, its
+/// walk with no link met, `walk::walk_dir`, to go on from), into `buf`.
+pub(crate) struct Resolving<'a, 'b> {
+    pub(crate) cwd: &'a Path,
+    pub(crate) walked: Option<&'a str>,
+    pub(crate) buf: &'b mut String,
 }
 
 /// How an action touches a path.
@@ -174,6 +183,29 @@ impl Scope {
         access: Access,
         resolver: &dyn PathResolver,
     ) -> Result<PathBuf, String> {
+        let mut buf = String::new();
+        let from = Resolving {
+            cwd,
+            walked: None,
+            buf: &mut buf,
+        };
+        match self.check_in(at, raw, tilde, from, access, resolver)? {
+            Cow::Borrowed(_) => Ok(PathBuf::from(buf)),
+            Cow::Owned(path) => Ok(path),
+        }
+    }
+
+    /// [`Scope::check_at`], resolving into `from.buf`: the resolved path
+    /// is borrowed from it unless the walk met a link.
+    pub(crate) fn check_in<'b>(
+        &self,
+        at: &Resolved,
+        raw: &str,
+        tilde: bool,
+        from: Resolving<'_, 'b>,
+        access: Access,
+        resolver: &dyn PathResolver,
+    ) -> Result<Cow<'b, Path>, String> {
         if tilde {
             return Err(if raw == "~" || raw.starts_with("~/") {
                 format!("{raw} is under ~, the agent's home, which is never repo-scoped")
@@ -191,7 +223,12 @@ impl Scope {
         if odd {
             return Err(format!("{raw:?} has a control or invisible character"));
         }
-        let resolved = resolve_joined(cwd, raw, resolver).ok_or_else(|| format!("{raw} cannot be resolved"))?;
+        let cannot = || format!("{raw} cannot be resolved");
+        let Resolving { cwd, walked, buf } = from;
+        let resolved = match resolve_joined_in(cwd, walked, raw, resolver, buf).ok_or_else(cannot)? {
+            Landed::InBuffer => Cow::Borrowed(Path::new(buf.as_str())),
+            Landed::At(path) => Cow::Owned(path),
+        };
         if let Some(why) = self.outside(&resolved, at) {
             return Err(format!("{raw} {why}"));
         }

@@ -53,7 +53,15 @@ impl<'o> Normalizer<'o> {
 
     /// Reads `text`.
     pub(crate) fn push(&mut self, text: &str) -> &mut Self {
-        if text.is_ascii() {
+        if text.bytes().all(|b| b.is_ascii_graphic()) {
+            // One word (most pieces are one): copied and lower-cased at once.
+            if !text.is_empty() {
+                self.gap();
+                let from = self.out.len();
+                self.out.push_str(text);
+                self.out[from..].make_ascii_lowercase();
+            }
+        } else if text.is_ascii() {
             self.push_ascii(text);
         } else {
             self.push_chars(text);
@@ -141,7 +149,7 @@ fn is_space(b: u8) -> bool {
 
 /// True when `text` has no whitespace but single spaces between other bytes
 /// (when `text` has no space at either end).
-fn single_spaced(text: &str) -> bool {
+pub(crate) fn single_spaced(text: &str) -> bool {
     // Tab, newline, vertical tab, form feed, carriage return.
     let control = |b: u8| b.wrapping_sub(b'\t') < 5;
     let bytes = text.as_bytes();

@@ -51,6 +51,17 @@ pub(crate) fn plain(path: &[u8]) -> bool {
     true
 }
 
+/// `a == b` as [`Path`] compares them (component by component), read as
+/// text when both are plain: their texts then spell their components.
+pub(crate) fn same_path(a: &Path, b: &Path) -> bool {
+    let (x, y) = (a.as_os_str().as_encoded_bytes(), b.as_os_str().as_encoded_bytes());
+    if cfg!(unix) && plain(x) && plain(y) {
+        x == y
+    } else {
+        a == b
+    }
+}
+
 /// [`starts_with`] for two resolved paths (what [`resolve_joined`] and
 /// `resolve_path` return: absolute and plain), without checking that they are.
 pub(crate) fn resolved_under(path: &Path, base: &Path) -> bool {
@@ -117,17 +128,67 @@ pub(crate) const MAX_LINKS: usize = 40;
 /// result is built in one buffer; at the first symbolic link the general
 /// walk takes over with what is left.
 pub(crate) fn resolve_joined(cwd: &Path, raw: &str, resolver: &dyn PathResolver) -> Option<PathBuf> {
-    let first = if raw.starts_with('/') { None } else { Some(cwd) };
+    let mut out = String::new();
+    match resolve_joined_in(cwd, None, raw, resolver, &mut out)? {
+        Landed::InBuffer => Some(PathBuf::from(out)),
+        Landed::At(path) => Some(path),
+    }
+}
+
+/// Where [`resolve_joined_in`] left the resolved path.
+pub(crate) enum Landed {
+    /// In the caller's buffer.
+    InBuffer,
+    /// Here: the walk met a link, or the text was not UTF-8.
+    At(PathBuf),
+}
+
+/// [`resolve_joined`] into `out` (cleared first), so a caller checking many
+/// paths reuses one buffer. `walked` is what [`walk_dir`] gave for `cwd`,
+/// when the caller kept it: the walk then goes on from there instead of
+/// asking the resolver about `cwd`'s components again (it would get the
+/// same answers: no link among them).
+pub(crate) fn resolve_joined_in(
+    cwd: &Path,
+    walked: Option<&str>,
+    raw: &str,
+    resolver: &dyn PathResolver,
+    out: &mut String,
+) -> Option<Landed> {
+    out.clear();
+    let relative = !raw.starts_with('/');
+    if let (true, Some(walked)) = (relative, walked) {
+        out.push_str(walked);
+        return walk_texts(&[raw], out, resolver);
+    }
+    let first = if relative { Some(cwd) } else { None };
     let (Some(cwd_text), true) = (first.map_or(Some(""), Path::to_str), cfg!(unix)) else {
-        return resolve_general(&cwd.join(raw), resolver);
+        return resolve_general(&cwd.join(raw), resolver).map(Landed::At);
     };
-    let texts: [&str; 2] = [cwd_text, raw];
-    let start = if first.is_some() { texts[0] } else { texts[1] };
-    if !start.starts_with('/') {
+    if !(if relative { cwd_text } else { raw }).starts_with('/') {
         return None;
     }
-    let mut out = String::with_capacity(cwd_text.len() + raw.len() + 1);
     out.push('/');
+    walk_texts(&[cwd_text, raw], out, resolver)
+}
+
+/// The absolute directory `cwd` walked as [`resolve_joined_in`] walks it,
+/// when no link (and nothing the resolver could not read) is met on the
+/// way: the text that walk builds, which later walks from `cwd` may start
+/// from. `None` otherwise.
+pub(crate) fn walk_dir(cwd: &Path, resolver: &dyn PathResolver) -> Option<String> {
+    let text = cwd.to_str().filter(|t| cfg!(unix) && t.starts_with('/'))?;
+    let mut out = String::with_capacity(text.len());
+    out.push('/');
+    match walk_texts(&[text], &mut out, resolver)? {
+        Landed::InBuffer => Some(out),
+        Landed::At(_) => None,
+    }
+}
+
+/// Walks the components of `texts`, in order, onto `out` (a plain
+/// absolute path), asking the resolver about each name it adds.
+fn walk_texts(texts: &[&str], out: &mut String, resolver: &dyn PathResolver) -> Option<Landed> {
     for (t, text) in texts.iter().enumerate() {
         let mut rest = *text;
         while !rest.is_empty() {
@@ -135,21 +196,22 @@ pub(crate) fn resolve_joined(cwd: &Path, raw: &str, resolver: &dyn PathResolver)
             rest = after.unwrap_or_default();
             match part {
                 "" | "." => {}
-                ".." => pop(&mut out),
+                ".." => pop(out),
                 name => {
                     let parent = out.len();
                     if out.len() > 1 {
                         out.push('/');
                     }
                     out.push_str(name);
-                    match resolver.link(Path::new(&out)) {
+                    match resolver.link(Path::new(out.as_str())) {
                         Link::NotLink => {}
                         Link::Link(target) => {
                             out.truncate(parent.max(1));
                             // What is left, in order: this text's rest, then the later texts.
                             let mut left: Vec<&str> = vec![rest];
                             left.extend(texts[t + 1..].iter().copied());
-                            return follow(PathBuf::from(out), &left, &target, resolver);
+                            let walked = PathBuf::from(std::mem::take(out));
+                            return follow(walked, &left, &target, resolver).map(Landed::At);
                         }
                         Link::Unknown => return None,
                     }
@@ -157,7 +219,7 @@ pub(crate) fn resolve_joined(cwd: &Path, raw: &str, resolver: &dyn PathResolver)
             }
         }
     }
-    Some(PathBuf::from(out))
+    Some(Landed::InBuffer)
 }
 
 /// Drops the last component, as [`PathBuf::pop`] does on a plain absolute path.
@@ -205,6 +267,7 @@ mod tests {
                 let (p, b) = (Path::new(p), Path::new(b));
                 assert_eq!(starts_with(p, b), p.starts_with(b), "{p:?} starts with {b:?}");
                 assert_eq!(strip_prefix(p, b), p.strip_prefix(b).ok(), "{p:?} strip {b:?}");
+                assert_eq!(same_path(p, b), p == b, "{p:?} is {b:?}");
             }
         }
     }
@@ -287,6 +350,7 @@ mod tests {
             let (p, b) = (Path::new(&cwd), Path::new(&raw));
             prop_assert_eq!(starts_with(p, b), p.starts_with(b));
             prop_assert_eq!(strip_prefix(p, b), p.strip_prefix(b).ok());
+            prop_assert_eq!(same_path(p, b), p == b);
         }
     }
 }

@@ -134,13 +134,13 @@ pub(super) fn judge(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotS
         };
     };
     let mut words: Vec<Word> = rest.cloned().collect();
-    let spec = match sub.text.as_str() {
+    let spec = match sub.text.as_ref() {
         "build" | "b" | "check" | "c" | "test" | "t" | "run" | "r" | "clippy" | "doc" | "bench" | "fix" => {
             Spec::gnu(BUILD)
         }
         "nextest" => {
             // `cargo nextest run|list ...`
-            match words.first().map(|w| w.text.as_str()) {
+            match words.first().map(|w| w.text.as_ref()) {
                 Some("run" | "list" | "r") => {
                     words.remove(0);
                     Spec::gnu(BUILD)
@@ -159,7 +159,7 @@ pub(super) fn judge(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotS
         ctx.walk_stays_inside("cargo doc", std::slice::from_ref(&effects.run_dir))?;
     }
     // The runner is cargo as a whole (aliases, toolchain files, build scripts).
-    ctx.ran("cargo", &[sub.text.as_str()], &effects.run_dir, effects.named);
+    ctx.ran("cargo", &[sub.text.as_ref()], &effects.run_dir, effects.named);
     Ok(())
 }
 

@@ -277,7 +277,7 @@ pub(super) fn judge(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotS
         };
     };
     let spec = sub_spec(&sub.text, ctx.mode).ok_or_else(|| {
-        let allowed = GIT_SUBCOMMANDS.contains(&sub.text.as_str());
+        let allowed = GIT_SUBCOMMANDS.contains(&sub.text.as_ref());
         no(if allowed {
             format!("git {} is not routine in this dialog", sub.text)
         } else {
@@ -290,7 +290,7 @@ pub(super) fn judge(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotS
     let sub_effects = option_effects("git", &parsed, ctx, &git_cwd)?;
     // Pathspecs and revisions are read (add and commit copy files into git's
     // own store); `git rm` and `git clean` delete.
-    let access = if matches!(sub.text.as_str(), "rm" | "clean") {
+    let access = if matches!(sub.text.as_ref(), "rm" | "clean") {
         Access::Write
     } else {
         Access::Read
@@ -299,7 +299,7 @@ pub(super) fn judge(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotS
         ctx.operand(w, &git_cwd, access)?;
     }
     // `git commit` runs the repository's hooks, which may call anything.
-    let mut all = vec![sub.text.as_str()];
+    let mut all = vec![sub.text.as_ref()];
     all.extend(texts(&words));
     ctx.ran("git", &all, &git_cwd, sub_effects.named);
     Ok(())

@@ -56,7 +56,7 @@ pub(super) fn judge(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotS
     let Some((sub, rest)) = args.split_first() else {
         return Err(no("go without a subcommand"));
     };
-    if !SUBCOMMANDS.contains(&sub.text.as_str()) {
+    if !SUBCOMMANDS.contains(&sub.text.as_ref()) {
         return Err(no(format!("go {} is not a routine subcommand", sub.text)));
     }
     let spec = Spec::whole(FLAGS);
@@ -64,7 +64,7 @@ pub(super) fn judge(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotS
     for a in &parsed {
         if let crate::argv::Arg::Opt(o, Some(v)) = a
             && o.names[0] == "-mod"
-            && !matches!(v.text.as_str(), "readonly" | "vendor")
+            && !matches!(v.text.as_ref(), "readonly" | "vendor")
         {
             return Err(no(format!("go -mod={}: may change go.mod or download", v.text)));
         }
@@ -79,6 +79,6 @@ pub(super) fn judge(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotS
     // paths the build may write: an import path resolves to a harmless name
     // in the worktree, a pattern or file outside it holds.
     let effects = writer(&format!("go {}", sub.text), &spec, rest, ctx, cwd)?;
-    ctx.ran("go", &[sub.text.as_str()], &effects.run_dir, effects.named);
+    ctx.ran("go", &[sub.text.as_ref()], &effects.run_dir, effects.named);
     Ok(())
 }

@@ -128,7 +128,7 @@ pub(super) fn judge(prog: &str, args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Res
             // It walks each directory it is given, or where it runs.
             let parsed = parse(prog, &spec, args)?;
             let mut roots: Vec<std::path::PathBuf> = positionals(&parsed)
-                .filter_map(|w| crate::paths::resolve_path(&effects.run_dir.join(&w.text), ctx.resolver))
+                .filter_map(|w| crate::paths::resolve_path(&effects.run_dir.join(&*w.text), ctx.resolver))
                 .collect();
             if roots.is_empty() {
                 roots.push(effects.run_dir.clone());
@@ -143,7 +143,7 @@ pub(super) fn judge(prog: &str, args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Res
 }
 
 fn vitest(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotScoped> {
-    let args = match args.first().map(|w| w.text.as_str()) {
+    let args = match args.first().map(|w| w.text.as_ref()) {
         Some("run") => &args[1..],
         Some(w) if matches!(w, "watch" | "dev" | "bench" | "init" | "list") => {
             return Err(no(format!("vitest {w} is not routine")));
@@ -154,7 +154,7 @@ fn vitest(args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotScoped> {
     for arg in parse("vitest", &spec, args)? {
         if let Arg::Opt(o, Some(v)) = &arg
             && o.names[0] == "--reporter"
-            && !VITEST_REPORTERS.contains(&v.text.as_str())
+            && !VITEST_REPORTERS.contains(&v.text.as_ref())
         {
             return Err(no(format!(
                 "vitest --reporter {}: not a built-in reporter (a path is code vitest loads)",
@@ -179,10 +179,10 @@ fn package_manager(prog: &str, args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Resu
             Err(no(format!("{prog} without a script")))
         };
     };
-    if !PM_SUBCOMMANDS.contains(&sub.text.as_str()) {
+    if !PM_SUBCOMMANDS.contains(&sub.text.as_ref()) {
         return Err(no(format!("{prog} {} is not a routine subcommand", sub.text)));
     }
-    if matches!(sub.text.as_str(), "run" | "run-script")
+    if matches!(sub.text.as_ref(), "run" | "run-script")
         && let Some(script) = words.next()
         && script.text == "env"
     {
@@ -192,7 +192,7 @@ fn package_manager(prog: &str, args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Resu
         )));
     }
     let effects = writer(prog, &spec, args, ctx, cwd)?;
-    let texts: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
+    let texts: Vec<&str> = args.iter().map(|w| w.text.as_ref()).collect();
     ctx.ran(prog, &texts, &effects.run_dir, effects.named);
     Ok(())
 }

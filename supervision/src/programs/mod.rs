@@ -66,14 +66,14 @@ pub(crate) fn option_effects(prog: &str, parsed: &[Arg<'_>], ctx: &Ctx<'_>, cwd:
     for arg in parsed {
         let Arg::Opt(o, Some(v)) = arg else { continue };
         let name = o.names[0];
-        let special = matches!(v.text.as_str(), "-" | "/dev/null" | "/dev/stdout" | "/dev/stderr");
+        let special = matches!(v.text.as_ref(), "-" | "/dev/null" | "/dev/stdout" | "/dev/stderr");
         match o.val {
             Val::Read if !special => {
-                ctx.path(v, &run_dir, Access::Read)
+                ctx.check(v, &run_dir, Access::Read)
                     .map_err(|e| no(format!("{prog} {name}: {e}")))?;
             }
             Val::Write if !special => {
-                ctx.path(v, &run_dir, Access::Write)
+                ctx.check(v, &run_dir, Access::Write)
                     .map_err(|e| no(format!("{prog} {name}: {e}")))?;
             }
             Val::Config => {
@@ -95,7 +95,7 @@ pub(crate) fn option_effects(prog: &str, parsed: &[Arg<'_>], ctx: &Ctx<'_>, cwd:
 }
 
 /// The positional words of a parsed command (before and after `--`).
-pub(crate) fn positionals<'a, 'w: 'a>(parsed: &'a [Arg<'w>]) -> impl Iterator<Item = &'a Word> {
+pub(crate) fn positionals<'a, 'w: 'a>(parsed: &'a [Arg<'w>]) -> impl Iterator<Item = &'a Word<'w>> {
     parsed.iter().filter_map(|a| match a {
         Arg::Pos(w) | Arg::Rest(w) => Some(*w),
         Arg::Opt(..) => None,
@@ -103,8 +103,8 @@ pub(crate) fn positionals<'a, 'w: 'a>(parsed: &'a [Arg<'w>]) -> impl Iterator<It
 }
 
 /// The words of a parsed command as text (for the runner table).
-pub(crate) fn texts(args: &[Word]) -> Vec<&str> {
-    args.iter().map(|w| w.text.as_str()).collect()
+pub(crate) fn texts<'a>(args: &'a [Word<'_>]) -> Vec<&'a str> {
+    args.iter().map(|w| w.text.as_ref()).collect()
 }
 
 /// A program that may write: it must not run inside a protected directory;
@@ -136,7 +136,7 @@ pub(crate) fn writer(prog: &str, spec: &Spec, args: &[Word], ctx: &Ctx<'_>, cwd:
 /// test filter or target name resolves to a harmless name in the worktree).
 /// An option-shaped word after `--` is the program's own business.
 pub(crate) fn may_write_operand(prog: &str, w: &Word, ctx: &Ctx<'_>, cwd: &Path) -> Result<(), NotScoped> {
-    let text = w.text.as_str();
+    let text = w.text.as_ref();
     if text.starts_with('-') {
         if let Some((_, value)) = text.split_once('=') {
             return ctx

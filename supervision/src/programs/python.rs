@@ -60,7 +60,7 @@ pub(super) fn judge(prog: &str, args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Res
         .iter()
         .map(|w| match w.text.split_once("::") {
             Some((file, _)) if !w.text.starts_with('-') => Word {
-                text: file.to_string(),
+                text: file.into(),
                 ..w.clone()
             },
             _ => w.clone(),
@@ -73,7 +73,7 @@ pub(super) fn judge(prog: &str, args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Res
     let parsed = crate::argv::parse("pytest", &spec, &words)?;
     let mut roots: Vec<std::path::PathBuf> = super::positionals(&parsed)
         .filter(|w| !w.text.ends_with(".py"))
-        .map(|w| effects.run_dir.join(&w.text))
+        .map(|w| effects.run_dir.join(&*w.text))
         .filter_map(|p| crate::paths::resolve_path(&p, ctx.resolver))
         .collect();
     if super::positionals(&parsed).next().is_none() {

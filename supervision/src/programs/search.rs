@@ -124,7 +124,7 @@ pub(super) fn judge(prog: &str, args: &[Word], ctx: &Ctx<'_>, cwd: &Path) -> Res
         if let Arg::Opt(o, Some(v)) = arg
             && o.val == Read
         {
-            ctx.path(v, cwd, Access::Read)
+            ctx.check(v, cwd, Access::Read)
                 .map_err(|e| no(format!("{prog} {}: {e}", o.names[0])))?;
         }
     }

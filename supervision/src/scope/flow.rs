@@ -6,11 +6,13 @@
 //! command is checked from every directory it may run in.
 
 use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
 
 use crate::ctx::Ctx;
 use crate::paths::{Access, resolve_path};
 use crate::reason::{NotScoped, no};
 use crate::shell::{Connector, Pipeline, Script, Segment, Word};
+use crate::walk::same_path;
 
 /// Most distinct states carried at once; beyond it the command is held.
 const MAX_STATES: usize = 16;
@@ -23,14 +25,23 @@ enum Status {
     Unknown,
 }
 
-/// One way the shell may be at a point of the script.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One way the shell may be at a point of the script. The directories are
+/// shared: every pipeline hands each state on, and only a `cd` makes new ones.
+#[derive(Debug, Clone, Eq)]
 struct State {
     /// `$PWD`: what the shell believes (used by the next `cd`, which is logical).
-    logical: PathBuf,
+    logical: Rc<Path>,
     /// Where the process really is (what relative paths resolve against).
-    physical: PathBuf,
+    physical: Rc<Path>,
     status: Status,
+}
+
+impl PartialEq for State {
+    fn eq(&self, other: &Self) -> bool {
+        // A directory handed on is the same one: no need to compare its text.
+        let same = |a: &Rc<Path>, b: &Rc<Path>| Rc::ptr_eq(a, b) || same_path(a, b);
+        self.status == other.status && same(&self.logical, &other.logical) && same(&self.physical, &other.physical)
+    }
 }
 
 /// Removes `.` and `..` as text, the way `cd` (without `-P`) builds `$PWD`.
@@ -63,15 +74,16 @@ fn push_state(states: &mut Vec<State>, s: State) -> Result<(), NotScoped> {
 /// in scope.
 fn cd_targets(dir: &Word, state: &State, ctx: &Ctx<'_>) -> Result<Vec<State>, NotScoped> {
     if dir.tilde {
-        ctx.path(dir, &state.physical, Access::Read)
+        ctx.check(dir, &state.physical, Access::Read)
             .map_err(|e| no(format!("cd: {e}")))?;
     }
-    let logical = lexical(&state.logical.join(&dir.text));
+    let logical: Rc<Path> = lexical(&state.logical.join(&*dir.text)).into();
     let mut out = Vec::new();
-    for (candidate, falls_back) in [(logical.clone(), false), (state.physical.join(&dir.text), true)] {
-        let physical = ctx
+    for (candidate, falls_back) in [(logical.to_path_buf(), false), (state.physical.join(&*dir.text), true)] {
+        let physical: Rc<Path> = ctx
             .path_str(&candidate.to_string_lossy(), &state.physical, Access::Read)
-            .map_err(|e| no(format!("cd: {e}")))?;
+            .map_err(|e| no(format!("cd: {e}")))?
+            .into();
         let next = State {
             // After the physical fallback bash sets $PWD from where it is.
             logical: if falls_back { physical.clone() } else { logical.clone() },
@@ -86,7 +98,7 @@ fn cd_targets(dir: &Word, state: &State, ctx: &Ctx<'_>) -> Result<Vec<State>, No
 }
 
 /// The one directory argument of a `cd` the judge can follow.
-fn cd_dir(seg: &Segment) -> Result<&Word, NotScoped> {
+fn cd_dir<'s>(seg: &'s Segment<'_>) -> Result<&'s Word<'s>, NotScoped> {
     match &seg.words[1..] {
         [dir] if !dir.text.starts_with('-') && !dir.text.is_empty() => Ok(dir),
         [] => Err(no("cd: ~ is under ~, the agent's home, which is never repo-scoped")),
@@ -100,10 +112,10 @@ fn is_cd(seg: &Segment) -> bool {
 
 /// Runs one pipeline from one state; returns the states after it.
 fn pipeline<'s>(
-    p: &'s Pipeline,
+    p: &'s Pipeline<'s>,
     state: &State,
     ctx: &Ctx<'_>,
-    judge: &dyn Fn(&'s Segment, &Path) -> Result<(), NotScoped>,
+    judge: &dyn Fn(&'s Segment<'s>, &Path) -> Result<(), NotScoped>,
 ) -> Result<Vec<State>, NotScoped> {
     for seg in &p.commands {
         judge(seg, &state.physical)?;
@@ -137,15 +149,15 @@ fn pipeline<'s>(
 /// with every directory it may run in (`judge` checks a `cd`'s redirections
 /// only: the walk follows the `cd` itself).
 pub(crate) fn walk<'s>(
-    script: &'s Script,
+    script: &'s Script<'s>,
     start: &Path,
     ctx: &Ctx<'_>,
-    judge: &dyn Fn(&'s Segment, &Path) -> Result<(), NotScoped>,
+    judge: &dyn Fn(&'s Segment<'s>, &Path) -> Result<(), NotScoped>,
 ) -> Result<(), NotScoped> {
     let physical = resolve_path(start, ctx.resolver).ok_or_else(|| no("the working directory cannot be resolved"))?;
     let mut states = vec![State {
-        logical: start.to_path_buf(),
-        physical,
+        logical: start.into(),
+        physical: physical.into(),
         status: Status::Ok,
     }];
     for list in &script.lists {
@@ -201,7 +213,7 @@ mod tests {
         let judge = |seg: &Segment, cwd: &Path| -> Result<(), NotScoped> {
             if seg.words[0].text != "cd" {
                 seen.borrow_mut()
-                    .push((seg.words[0].text.clone(), cwd.display().to_string()));
+                    .push((seg.words[0].text.to_string(), cwd.display().to_string()));
             }
             Ok(())
         };

@@ -32,7 +32,7 @@ pub(crate) fn segment(seg: &Segment, ctx: &Ctx<'_>, cwd: &Path) -> Result<(), No
     let Some((first, args)) = seg.words.split_first() else {
         return Err(no("an empty command"));
     };
-    let prog = first.text.as_str();
+    let prog = first.text.as_ref();
     if first.tilde || prog.contains('/') {
         return Err(no(format!("{prog} is a program named by path")));
     }
@@ -44,11 +44,11 @@ pub(crate) fn segment(seg: &Segment, ctx: &Ctx<'_>, cwd: &Path) -> Result<(), No
     }
     for redirect in &seg.redirects {
         let target = &redirect.target;
-        if !target.tilde && matches!(target.text.as_str(), "/dev/null" | "/dev/stdout" | "/dev/stderr") {
+        if !target.tilde && matches!(target.text.as_ref(), "/dev/null" | "/dev/stdout" | "/dev/stderr") {
             continue;
         }
         let access = if redirect.write { Access::Write } else { Access::Read };
-        ctx.path(target, cwd, access)
+        ctx.check(target, cwd, access)
             .map_err(|e| no(format!("redirection: {e}")))?;
     }
     if prog == "cd" {
@@ -114,7 +114,7 @@ fn paths_in_scope(dialog: &Dialog, ctx: &Ctx<'_>) -> Result<(), NotScoped> {
             tilde: p.starts_with('~'),
             ..Word::plain(p.as_str())
         };
-        ctx.path(&word, &cwd, Access::Write)?;
+        ctx.check(&word, &cwd, Access::Write)?;
     }
     Ok(())
 }

@@ -2,22 +2,25 @@
 //! redirections, refusing every construct whose effect cannot be read
 //! statically (expansions, substitutions, globs, grouping, here-documents).
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt;
 
 /// One word after quote removal. `tilde` is set when it began with an
 /// unquoted `~`; `quoted` when any part of it was quoted or escaped (so it is
-/// never a reserved word or an assignment).
+/// never a reserved word or an assignment). Its text is lent by the command
+/// when it is one stretch of it (most words are), made when quote removal
+/// joined pieces.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Word {
-    pub(crate) text: String,
+pub(crate) struct Word<'a> {
+    pub(crate) text: Cow<'a, str>,
     pub(crate) tilde: bool,
     pub(crate) quoted: bool,
 }
 
-impl Word {
+impl<'a> Word<'a> {
     /// A word made by the judge (an option's value, a default directory).
-    pub(crate) fn plain(text: impl Into<String>) -> Word {
+    pub(crate) fn plain(text: impl Into<Cow<'a, str>>) -> Word<'a> {
         Word {
             text: text.into(),
             tilde: false,
@@ -84,8 +87,8 @@ pub(super) enum Op {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Tok {
-    Word(Word),
+pub(super) enum Tok<'a> {
+    Word(Word<'a>),
     Op(Op),
     /// A redirection operator; `dup` for `>&` and `<&`, which duplicate a
     /// descriptor when their target is a number or `-`.
@@ -175,7 +178,7 @@ impl<'a> Cursor<'a> {
 pub(super) struct Lexer<'a> {
     chars: Cursor<'a>,
     /// Tokens read but not yet taken (a step reads at most a word and an operator).
-    ready: VecDeque<Tok>,
+    ready: VecDeque<Tok<'a>>,
     /// The current word's text while it is one stretch of the command (most
     /// words are: they are copied once, when they end)...
     span: std::ops::Range<usize>,
@@ -229,10 +232,10 @@ impl<'a> Lexer<'a> {
 
     fn finish_word(&mut self) {
         if self.in_word {
-            // Copied once, at its final size.
+            // Lent by the command, or the copy quote removal made.
             let text = match self.copied.take() {
-                Some(text) => text,
-                None => self.chars.src[self.span.clone()].to_string(),
+                Some(text) => Cow::Owned(text),
+                None => Cow::Borrowed(&self.chars.src[self.span.clone()]),
             };
             self.ready.push_back(Tok::Word(Word {
                 text,
@@ -360,7 +363,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// The next token, or `None` at the end of the command.
-    pub(super) fn next_tok(&mut self) -> Result<Option<Tok>, Refusal> {
+    pub(super) fn next_tok(&mut self) -> Result<Option<Tok<'a>>, Refusal> {
         while self.ready.is_empty() && !self.done {
             self.step()?;
         }

@@ -17,24 +17,24 @@ use crate::text::Normalizer;
 
 /// A redirection to or from a file (descriptor duplication like `2>&1` is not recorded).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Redirect {
-    pub(crate) target: Word,
+pub(crate) struct Redirect<'a> {
+    pub(crate) target: Word<'a>,
     /// The file is opened for writing (`>`, `>>`, `>|`, `&>`, `<>`), not only read (`<`).
     pub(crate) write: bool,
 }
 
 /// One simple command: its words (the program first) and its redirections.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Segment {
-    pub(crate) words: Vec<Word>,
-    pub(crate) redirects: Vec<Redirect>,
+pub(crate) struct Segment<'a> {
+    pub(crate) words: Vec<Word<'a>>,
+    pub(crate) redirects: Vec<Redirect<'a>>,
 }
 
 /// Simple commands joined by `|` or `|&`. With more than one, each runs in
 /// its own subshell: a `cd` there moves nothing after the pipeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Pipeline {
-    pub(crate) commands: Vec<Segment>,
+pub(crate) struct Pipeline<'a> {
+    pub(crate) commands: Vec<Segment<'a>>,
 }
 
 /// How an and-or chain continues.
@@ -48,36 +48,36 @@ pub(crate) enum Connector {
 
 /// Pipelines joined by `&&` and `||`, ended by `;`, a newline or `&`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct AndOr {
-    pub(crate) first: Pipeline,
-    pub(crate) rest: Vec<(Connector, Pipeline)>,
+pub(crate) struct AndOr<'a> {
+    pub(crate) first: Pipeline<'a>,
+    pub(crate) rest: Vec<(Connector, Pipeline<'a>)>,
     /// Ended by `&`: it runs in the background, in a subshell of its own.
     pub(crate) background: bool,
 }
 
-impl AndOr {
+impl<'a> AndOr<'a> {
     /// Every simple command, in order, given up.
-    fn into_segments(self) -> impl Iterator<Item = Segment> {
+    fn into_segments(self) -> impl Iterator<Item = Segment<'a>> {
         std::iter::once(self.first)
             .chain(self.rest.into_iter().map(|(_, p)| p))
             .flat_map(|p| p.commands)
     }
 
     /// Every pipeline in order, each with the connector that precedes it.
-    pub(crate) fn pipelines(&self) -> impl Iterator<Item = (Option<Connector>, &Pipeline)> {
+    pub(crate) fn pipelines(&self) -> impl Iterator<Item = (Option<Connector>, &Pipeline<'a>)> {
         std::iter::once((None, &self.first)).chain(self.rest.iter().map(|(c, p)| (Some(*c), p)))
     }
 }
 
 /// A whole command line: and-or chains in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Script {
-    pub(crate) lists: Vec<AndOr>,
+pub(crate) struct Script<'a> {
+    pub(crate) lists: Vec<AndOr<'a>>,
 }
 
-impl Script {
+impl<'a> Script<'a> {
     /// Every simple command, in order.
-    pub(crate) fn segments(&self) -> impl Iterator<Item = &Segment> {
+    pub(crate) fn segments(&self) -> impl Iterator<Item = &Segment<'a>> {
         self.lists
             .iter()
             .flat_map(|l| l.pipelines().flat_map(|(_, p)| p.commands.iter()))
@@ -94,38 +94,38 @@ const RESERVED: &[&str] = &[
 struct Parser<'a> {
     lexer: lex::Lexer<'a>,
     /// The token looked at but not taken.
-    peeked: Option<Tok>,
+    peeked: Option<Tok<'a>>,
     /// The lexer refused the command (its refusal is the answer).
     lex_failed: bool,
 }
 
 impl<'a> Parser<'a> {
-    fn peek(&mut self) -> Result<Option<&Tok>, Refusal> {
+    fn peek(&mut self) -> Result<Option<&Tok<'a>>, Refusal> {
         if self.peeked.is_none() {
             self.peeked = self.lex()?;
         }
         Ok(self.peeked.as_ref())
     }
 
-    fn next(&mut self) -> Result<Option<Tok>, Refusal> {
+    fn next(&mut self) -> Result<Option<Tok<'a>>, Refusal> {
         match self.peeked.take() {
             Some(tok) => Ok(Some(tok)),
             None => self.lex(),
         }
     }
 
-    fn lex(&mut self) -> Result<Option<Tok>, Refusal> {
+    fn lex(&mut self) -> Result<Option<Tok<'a>>, Refusal> {
         self.lexer.next_tok().inspect_err(|_| self.lex_failed = true)
     }
 
-    fn simple(&mut self) -> Result<Segment, Refusal> {
+    fn simple(&mut self) -> Result<Segment<'a>, Refusal> {
         let mut seg = Segment::default();
         loop {
             match self.peek()? {
                 None | Some(Tok::Op(_)) => break,
                 Some(Tok::Word(_)) => {
                     let Some(Tok::Word(w)) = self.next()? else { break };
-                    if seg.words.is_empty() && !w.quoted && RESERVED.contains(&w.text.as_str()) {
+                    if seg.words.is_empty() && !w.quoted && RESERVED.contains(&&*w.text) {
                         return Err(Refusal::Compound);
                     }
                     seg.words.push(w);
@@ -159,7 +159,7 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn pipeline(&mut self) -> Result<Pipeline, Refusal> {
+    fn pipeline(&mut self) -> Result<Pipeline<'a>, Refusal> {
         let mut commands = vec![self.simple()?];
         while let Some(Tok::Op(Op::Pipe)) = self.peek()? {
             self.next()?;
@@ -169,7 +169,7 @@ impl<'a> Parser<'a> {
         Ok(Pipeline { commands })
     }
 
-    fn and_or(&mut self) -> Result<AndOr, Refusal> {
+    fn and_or(&mut self) -> Result<AndOr<'a>, Refusal> {
         let first = self.pipeline()?;
         let mut rest = Vec::new();
         loop {
@@ -189,7 +189,7 @@ impl<'a> Parser<'a> {
         })
     }
 
-    fn script(&mut self) -> Result<Script, Refusal> {
+    fn script(&mut self) -> Result<Script<'a>, Refusal> {
         let mut script = Script::default();
         loop {
             // Blank lines (and `;` right after a newline-free list, below) are harmless.
@@ -217,7 +217,7 @@ impl<'a> Parser<'a> {
 /// here-documents, comments, `!`, control or invisible characters, unbalanced
 /// quotes, assignments are left to the judge. A trailing `;`, `&` or newline
 /// ends the last list; any other empty command is refused.
-pub(crate) fn parse(command: &str) -> Result<Script, Refusal> {
+pub(crate) fn parse(command: &str) -> Result<Script<'_>, Refusal> {
     let mut parser = Parser {
         lexer: lex::tokens(command),
         peeked: None,
@@ -243,7 +243,7 @@ pub(crate) fn parse(command: &str) -> Result<Script, Refusal> {
 }
 
 /// Every simple command of `command`, in order (see [`parse`]).
-pub(crate) fn split(command: &str) -> Result<Vec<Segment>, Refusal> {
+pub(crate) fn split(command: &str) -> Result<Vec<Segment<'_>>, Refusal> {
     Ok(parse(command)?
         .lists
         .into_iter()
@@ -281,8 +281,11 @@ pub fn shape(command: &str) -> Result<Shape, String> {
                         .iter()
                         .map(|seg| {
                             (
-                                seg.words.iter().map(|w| (w.text.clone(), w.tilde)).collect(),
-                                seg.redirects.iter().map(|r| (r.target.text.clone(), r.write)).collect(),
+                                seg.words.iter().map(|w| (w.text.to_string(), w.tilde)).collect(),
+                                seg.redirects
+                                    .iter()
+                                    .map(|r| (r.target.text.to_string(), r.write))
+                                    .collect(),
                             )
                         })
                         .collect();
@@ -294,15 +297,53 @@ pub fn shape(command: &str) -> Result<Shape, String> {
         .collect())
 }
 
-/// Reads the words of every simple command and redirection of `script`
-/// after quote removal into `text`, as `normalize` reads them space-joined
-/// (the classifier reads markers in them besides the text as written).
+/// The words of every simple command and redirection of `script` after
+/// quote removal, in the order the classifier reads them.
+fn viewed_words<'s>(script: &'s Script<'_>) -> impl Iterator<Item = &'s Word<'s>> {
+    script
+        .segments()
+        .flat_map(|seg| seg.words.iter().chain(seg.redirects.iter().map(|r| &r.target)))
+}
+
+/// Reads [`viewed_words`] into `text`, as `normalize` reads them
+/// space-joined (the classifier reads markers in them besides the text as
+/// written).
 pub(crate) fn view_words(script: &Script, text: &mut Normalizer<'_>) {
-    for seg in script.segments() {
-        for w in seg.words.iter().chain(seg.redirects.iter().map(|r| &r.target)) {
-            text.push(&w.text).space();
-        }
+    for w in viewed_words(script) {
+        text.push(&w.text).space();
     }
+}
+
+/// True when `command` (ASCII, words between single spaces) is exactly
+/// [`viewed_words`] of `script` joined by spaces: [`view_words`] then reads
+/// `command` lower-cased, and a long command of plain words (a read of many
+/// files) is copied at once instead of word by word.
+pub(crate) fn words_are_text(script: &Script, command: &str) -> bool {
+    let padded = command.starts_with(' ') || command.ends_with(' ');
+    if !command.is_ascii() || padded || !crate::text::single_spaced(command) {
+        return false;
+    }
+    // Where the next word must start; each after the first follows a space.
+    let mut at = 0;
+    for (i, w) in viewed_words(script).enumerate() {
+        if i > 0 {
+            if command.as_bytes().get(at) != Some(&b' ') {
+                return false;
+            }
+            at += 1;
+        }
+        let Some(here) = command.get(at..at + w.text.len()) else {
+            return false;
+        };
+        // A word lent from this very place of the command is equal to it
+        // without comparing bytes (most are).
+        let lent = std::ptr::eq(w.text.as_ptr(), here.as_ptr());
+        if !lent && here != w.text {
+            return false;
+        }
+        at += w.text.len();
+    }
+    at == command.len()
 }
 
 /// True when a command of `script` prints the whole environment (the
@@ -314,8 +355,8 @@ pub(crate) fn dumps_environment(script: &Script) -> bool {
         let Some((prog, rest)) = seg.words.split_first() else {
             return false;
         };
-        let mut rest = rest.iter().map(|w| w.text.as_str());
-        match prog.text.as_str() {
+        let mut rest = rest.iter().map(|w| w.text.as_ref());
+        match prog.text.as_ref() {
             "env" | "printenv" | "set" => rest.next().is_none(),
             "export" | "declare" | "typeset" => rest.any(|f| f.starts_with('-')),
             "npm" | "pnpm" | "yarn" | "bun" => {

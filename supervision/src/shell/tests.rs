@@ -6,7 +6,7 @@ fn words(cmd: &str) -> Vec<Vec<String>> {
     split(cmd)
         .unwrap()
         .into_iter()
-        .map(|s| s.words.into_iter().map(|w| w.text).collect())
+        .map(|s| s.words.into_iter().map(|w| w.text.into_owned()).collect())
         .collect()
 }
 
@@ -67,7 +67,7 @@ fn removes_quotes_and_escapes() {
 fn redirections_are_recorded() {
     let segs = split("cargo test > out.txt 2>&1 2>>err.log &>both < in").unwrap();
     assert_eq!(segs.len(), 1);
-    let targets: Vec<_> = segs[0].redirects.iter().map(|r| r.target.text.as_str()).collect();
+    let targets: Vec<_> = segs[0].redirects.iter().map(|r| r.target.text.as_ref()).collect();
     assert_eq!(targets, vec!["out.txt", "err.log", "both", "in"]);
     let writes: Vec<_> = segs[0].redirects.iter().map(|r| r.write).collect();
     assert_eq!(writes, vec![true, true, true, false]);
@@ -154,7 +154,7 @@ proptest::proptest! {
         let joined = ws.join(" ");
         let segs = split(&joined);
         proptest::prop_assume!(segs.is_ok());
-        let got: Vec<String> = segs.unwrap().remove(0).words.into_iter().map(|w| w.text).collect();
+        let got: Vec<String> = segs.unwrap().remove(0).words.into_iter().map(|w| w.text.into_owned()).collect();
         proptest::prop_assert_eq!(got, ws);
     }
 }
