@@ -24,32 +24,6 @@ fn docker_engine_is_reachable() {
     );
 }
 
-/// `docker inspect` of the only container of `conversation`.
-fn inspect(conversation: &str) -> Value {
-    let id = docker(&[
-        "ps",
-        "-q",
-        "--filter",
-        &format!("label=warren.conversation={conversation}"),
-    ]);
-    let id = id.trim();
-    assert!(!id.is_empty(), "no running container for {conversation}");
-    let text = docker(&["inspect", id]);
-    let v: Value = serde_json::from_str(&text).expect("inspect json");
-    v[0].clone()
-}
-
-fn env_of(container: &Value, name: &str) -> String {
-    container["Config"]["Env"]
-        .as_array()
-        .expect("env")
-        .iter()
-        .filter_map(Value::as_str)
-        .find_map(|e| e.strip_prefix(&format!("{name}=")))
-        .unwrap_or_else(|| panic!("{name} not in the container's env"))
-        .to_string()
-}
-
 /// The node's `guest` events (refused and reaped guests), oldest first, read
 /// from its store file; None while it cannot be read.
 async fn guest_events(db: &std::path::Path) -> Option<Vec<Value>> {

@@ -309,28 +309,3 @@ async fn the_instance_token_is_on_no_bind_mount() {
     let line = run(&mut c, &id, "inbox", "inbox-rc").await;
     assert!(line.contains("inbox-rc=0"), "the mail tool acts with the token: {line}");
 }
-
-/// `docker inspect` of the only container of `conversation`.
-fn inspect(conversation: &str) -> Value {
-    let id = docker(&[
-        "ps",
-        "-q",
-        "--filter",
-        &format!("label=warren.conversation={conversation}"),
-    ]);
-    let id = id.trim();
-    assert!(!id.is_empty(), "no running container for {conversation}");
-    let v: Value = serde_json::from_str(&docker(&["inspect", id])).expect("inspect json");
-    v[0].clone()
-}
-
-fn env_of(container: &Value, name: &str) -> String {
-    container["Config"]["Env"]
-        .as_array()
-        .expect("env")
-        .iter()
-        .filter_map(Value::as_str)
-        .find_map(|e| e.strip_prefix(&format!("{name}=")))
-        .unwrap_or_else(|| panic!("{name} not in the container's env"))
-        .to_string()
-}

@@ -218,6 +218,32 @@ pub fn docker_status(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// `docker inspect` of the only container of `conversation`.
+pub fn inspect(conversation: &str) -> Value {
+    let id = docker(&[
+        "ps",
+        "-q",
+        "--filter",
+        &format!("label=warren.conversation={conversation}"),
+    ]);
+    let id = id.trim();
+    assert!(!id.is_empty(), "no running container for {conversation}");
+    let text = docker(&["inspect", id]);
+    let v: Value = serde_json::from_str(&text).expect("inspect json");
+    v[0].clone()
+}
+
+pub fn env_of(container: &Value, name: &str) -> String {
+    container["Config"]["Env"]
+        .as_array()
+        .expect("env")
+        .iter()
+        .filter_map(Value::as_str)
+        .find_map(|e| e.strip_prefix(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("{name} not in the container's env"))
+        .to_string()
+}
+
 /// A live conversation's instance token: in its agent's home on the local
 /// runtime, in its guest's tmpfs on Docker (read with `docker exec`).
 pub fn instance_token(node: &TestNode, runtime: &str, agent: &str, conversation: &str) -> String {
