@@ -10,7 +10,8 @@
 //!   `{input_tokens, cached_input_tokens, output_tokens,
 //!   reasoning_output_tokens}`, and `rate_limits` (`primary`, `secondary`).
 //!
-//! Buckets: uncached input = `input_tokens - cached_input_tokens`, cache read
+//! Buckets: uncached input = `input_tokens - cached_input_tokens -
+//! cache_write_input_tokens` (both are parts of `input_tokens`), cache read
 //! = `cached_input_tokens`, cache write = `cache_write_input_tokens` (when a
 //! version writes it; priced as a 5-minute write), output = `output_tokens`
 //! (reasoning is part of it). A request's tokens are `last_token_usage`, or
@@ -355,7 +356,8 @@ impl CodexState {
             });
         }
         let tokens = Tokens {
-            input: usage.input - usage.cached,
+            // Reads and writes are both parts of `input_tokens`.
+            input: usage.input - usage.cached - usage.cache_write,
             cache_read: usage.cached,
             cache_write_5m: usage.cache_write,
             cache_write_1h: 0,
@@ -586,6 +588,19 @@ mod tests {
         let out = parse(&[turn("gpt-5", "2026-11-03T10:00:01Z"), line]);
         assert_eq!(out.records.len(), 1);
         assert!(out.quota.is_empty());
+    }
+
+    #[test]
+    fn cache_writes_are_part_of_the_input_not_added_to_it() {
+        let line = count("2026-11-03T10:00:05Z", (1000, 600, 50), Some((1000, 600, 50))).replace(
+            r#""cached_input_tokens":600,"#,
+            r#""cached_input_tokens":600,"cache_write_input_tokens":300,"#,
+        );
+        let out = parse(&[turn("gpt-5", "2026-11-03T10:00:01Z"), line]);
+        assert!(out.problems.is_empty(), "{:?}", out.problems);
+        let t = &out.records[0].tokens;
+        assert_eq!((t.input, t.cache_read, t.cache_write_5m, t.output), (100, 600, 300, 50));
+        assert_eq!(t.total(), 1050, "a 1,000-token request and 50 out");
     }
 
     #[test]

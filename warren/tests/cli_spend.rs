@@ -134,6 +134,30 @@ fn scan_reports_both_homes_offline() {
 }
 
 #[test]
+fn a_windowed_scan_counts_only_the_windows_requests() {
+    let claude = fixture("claude-home");
+    let (code, out, err) = warren(&[
+        "spend",
+        "scan",
+        claude.to_str().expect("utf-8"),
+        "--since",
+        "2026-11-04",
+        "--until",
+        "2026-11-04",
+        "--by",
+        "day",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}{out}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("no JSON ({e}): {out}"));
+    let by = v["by"].as_array().expect("by");
+    assert!(by.iter().all(|r| r["label"] == "2026-11-04"), "{out}");
+    let in_window: u64 = by.iter().filter_map(|r| r["requests"].as_u64()).sum();
+    assert!(in_window > 0 && in_window < 13, "the 4th holds some of the 13: {out}");
+    assert_eq!(v["requests"], in_window, "the total is the window's: {out}");
+}
+
+#[test]
 fn scan_prints_a_table_a_chart_and_the_problems() {
     let claude = fixture("claude-home");
     let (code, out, err) = warren(&[

@@ -239,12 +239,13 @@ pub(super) fn scan_paths(paths: &[PathBuf], days: &Days, threads: usize) -> anyh
         }
     }
     let counted: Vec<&UsageRecord> = set.counted();
-    let requests = counted.len();
     let table = spend::pricing::bundled();
     let attributed = counted
         .into_iter()
         .map(|r| (agent_of.get(&r.key).map(String::as_str).unwrap_or("-"), r));
     let summary = spend::daily(attributed, &table, days);
+    // The requests inside the window (the rows are only the window's days).
+    let requests = summary.rows.iter().map(|r| r.requests).sum::<u64>() as usize;
     Ok(Report {
         summary,
         files: files.len(),
