@@ -153,7 +153,12 @@ impl SessionParser for ClaudeParser {
             }
         };
         if parsed.kind.as_deref() != Some("assistant") {
-            out.stats.skipped += 1;
+            if parsed.message.as_ref().is_some_and(|m| m.usage.is_some()) {
+                let kind = parsed.kind.as_deref().unwrap_or("(untyped)").to_string();
+                out.refuse(at.offset, SpendError::UnexpectedUsage { kind });
+            } else {
+                out.stats.skipped += 1;
+            }
             return;
         }
         let Some(message) = parsed.message else {
@@ -164,7 +169,12 @@ impl SessionParser for ClaudeParser {
             out.stats.skipped += 1;
             return;
         };
-        let model = message.model.as_deref().unwrap_or("");
+        // A request with no model is labelled as such, never an empty name.
+        let model = message
+            .model
+            .as_deref()
+            .filter(|m| !m.is_empty())
+            .unwrap_or(crate::codex::UNKNOWN_MODEL);
         if model == "<synthetic>" || parsed.api_error == Some(true) {
             out.stats.synthetic += 1;
             return;
@@ -554,6 +564,18 @@ mod tests {
         let out = parse(&text);
         assert!(out.records.is_empty());
         assert_eq!((out.stats.skipped, out.stats.synthetic, out.stats.refused), (3, 1, 0));
+    }
+
+    #[test]
+    fn usage_on_another_kind_of_line_is_a_problem_and_no_model_is_labelled() {
+        let line = assistant("m7", None, 5, false);
+        let progress = line.replacen(r#""type":"assistant""#, r#""type":"progress""#, 1);
+        let nameless = line.replace(r#""model":"claude-sonnet-4-5-20250929","#, "");
+        let out = parse(&format!("{progress}\n{nameless}\n"));
+        assert_eq!(out.problems.len(), 1, "{:?}", out.problems);
+        assert!(matches!(&out.problems[0].error, SpendError::UnexpectedUsage { kind } if kind == "progress"));
+        assert_eq!(out.records.len(), 1);
+        assert_eq!(out.records[0].model, "unknown");
     }
 
     #[test]

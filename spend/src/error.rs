@@ -22,6 +22,10 @@ pub enum SpendError {
     /// Counts that contradict each other (e.g. more cached than total input).
     #[error("inconsistent token counts: {detail}")]
     Inconsistent { detail: String },
+    /// A request's usage on a line of another kind than `assistant`: not
+    /// counted, and said (a CLI version may have moved its requests).
+    #[error("a {kind:?} line carries a request's usage: only assistant lines are counted")]
+    UnexpectedUsage { kind: String },
     /// A usage line without a timestamp this crate can read.
     #[error("usage without a readable timestamp ({found:?})")]
     BadTimestamp { found: String },
