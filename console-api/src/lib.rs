@@ -9,10 +9,12 @@ pub mod methods;
 pub mod objects;
 pub mod registry;
 pub mod rpc;
+pub mod tasks;
 
 pub use error::{ErrorCode, RpcError};
 pub use objects::*;
 pub use rpc::{Id, Notification, Request, Response};
+pub use tasks::*;
 
 /// Moves on every breaking change of the wire protocol.
 pub const PROTOCOL_VERSION: u32 = 1;
