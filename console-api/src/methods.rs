@@ -9,8 +9,8 @@
 //! that arm calls; `docs/API.md` gets its row (a test checks that).
 
 use crate::objects::*;
-use crate::tasks::*;
 use crate::registry::{Family as F, Method, Operation as O, Route, Scope as S, Select, count, names, on};
+use crate::tasks::*;
 
 /// Declares each method's name constant and its entry in [`REGISTRY`].
 macro_rules! methods {

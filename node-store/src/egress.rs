@@ -162,37 +162,21 @@ pub enum Verdict {
 /// grants, in that order; the first that allows `host:port` decides. Entries
 /// that do not parse allow nothing (they were refused when stored).
 pub fn decide(model: &[(String, u16)], grants: &[String], host: &str, port: u16) -> Verdict {
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
-    if let Some((h, p)) = model.iter().find(|(h, p)| h.eq_ignore_ascii_case(&host) && *p == port) {
-        return Verdict::Allowed {
-            rule: format!("model endpoint {h}:{p}"),
-            internal_ok: true,
-        };
-    }
-    for entry in grants {
-        let Ok(rule) = EgressRule::parse(entry) else { continue };
-        if rule.allows(&host, port) {
-            let internal_ok = match &rule.host {
-                HostPattern::V4(_) | HostPattern::V6(_) => true,
-                HostPattern::Name(n) => n == HOST_NAME,
-                HostPattern::Under(_) => false,
-            };
-            return Verdict::Allowed {
-                rule: entry.clone(),
-                internal_ok,
-            };
-        }
-    }
-    Verdict::Refused {
-        rule: "no grant".into(),
-    }
+    first_rule(model, grants, host, Some(port))
 }
 
 /// Whether a guest may look `host` up: some model endpoint or grant names
 /// it (on any port). The same verdict as [`decide`], for DNS.
 pub fn decide_name(model: &[(String, u16)], grants: &[String], host: &str) -> Verdict {
+    first_rule(model, grants, host, None)
+}
+
+/// The first model endpoint, then grant, that names `host` (on `port`, or
+/// on any port when it is None).
+fn first_rule(model: &[(String, u16)], grants: &[String], host: &str, port: Option<u16>) -> Verdict {
     let host = host.trim_end_matches('.').to_ascii_lowercase();
-    if let Some((h, p)) = model.iter().find(|(h, _)| h.eq_ignore_ascii_case(&host)) {
+    let on_port = |p: u16| port.is_none_or(|want| want == p);
+    if let Some((h, p)) = model.iter().find(|(h, p)| h.eq_ignore_ascii_case(&host) && on_port(*p)) {
         return Verdict::Allowed {
             rule: format!("model endpoint {h}:{p}"),
             internal_ok: true,
@@ -200,8 +184,16 @@ pub fn decide_name(model: &[(String, u16)], grants: &[String], host: &str) -> Ve
     }
     for entry in grants {
         let Ok(rule) = EgressRule::parse(entry) else { continue };
-        if rule.names(&host) {
-            let internal_ok = matches!(&rule.host, HostPattern::Name(n) if n == HOST_NAME);
+        let names = match port {
+            Some(p) => rule.allows(&host, p),
+            None => rule.names(&host),
+        };
+        if names {
+            let internal_ok = match &rule.host {
+                HostPattern::V4(_) | HostPattern::V6(_) => true,
+                HostPattern::Name(n) => n == HOST_NAME,
+                HostPattern::Under(_) => false,
+            };
             return Verdict::Allowed {
                 rule: entry.clone(),
                 internal_ok,

@@ -48,14 +48,10 @@ impl EgressGate for Gate {
     fn grants(&self, agent: &str) -> BoxFuture<'_, Vec<String>> {
         let agent = agent.to_string();
         Box::pin(async move {
-            let Some(node) = self.node.get().and_then(Weak::upgrade) else {
-                return vec![];
-            };
-            let cat = node.catalog.lock().await;
-            cat.agents
-                .get(&agent)
-                .map(|a| a.record.grants.egress.clone())
-                .unwrap_or_default()
+            match self.node() {
+                Ok(node) => grants_of(&node, &agent).await.unwrap_or_default(),
+                Err(_) => vec![],
+            }
         })
     }
 
@@ -70,6 +66,12 @@ impl EgressGate for Gate {
             }
         }
     }
+}
+
+/// An agent's `grants.egress` as the catalog holds them now.
+async fn grants_of(node: &Node, agent: &str) -> Option<Vec<String>> {
+    let cat = node.catalog.lock().await;
+    cat.agents.get(agent).map(|a| a.record.grants.egress.clone())
 }
 
 /// Records the proxies' decisions for as long as the node runs; each
@@ -113,13 +115,9 @@ impl Gate {
     /// decisions, newest first.
     pub async fn audit(&self, agent: &str, limit: Option<u32>) -> NodeResult<Value> {
         let node = self.node()?;
-        let grants = {
-            let cat = node.catalog.lock().await;
-            cat.agents
-                .get(agent)
-                .map(|a| a.record.grants.egress.clone())
-                .ok_or_else(|| NodeError::NotFound(format!("agent {agent:?}")))?
-        };
+        let grants = grants_of(&node, agent)
+            .await
+            .ok_or_else(|| NodeError::NotFound(format!("agent {agent:?}")))?;
         let limit = limit.unwrap_or(100);
         if limit == 0 || limit > MAX_AUDIT {
             return Err(NodeError::Invalid(format!("limit: {limit} is outside 1..={MAX_AUDIT}")));

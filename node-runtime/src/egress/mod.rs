@@ -98,7 +98,7 @@ where
             return refuse(&mut guest, "403 Forbidden", &why).await;
         }
     };
-    let upstream = match tokio::time::timeout(CONNECT_TIMEOUT, connect(&host, port, internal_ok)).await {
+    let mut upstream = match tokio::time::timeout(CONNECT_TIMEOUT, connect(&host, port, internal_ok)).await {
         Ok(Ok(s)) => s,
         Ok(Err(Refusal::Internal(ip))) => {
             gate.record(note(false, format!("{ip} is on one of the node's own networks")));
@@ -116,7 +116,6 @@ where
             .await;
         }
     };
-    let mut upstream = upstream;
     let first = match head {
         head::Head::Connect { .. } => {
             if guest
@@ -154,13 +153,9 @@ where
             return refuse(guest, "403 Forbidden", &format!("warren: no grant names {host}")).await;
         }
     };
-    let addrs: Vec<IpAddr> = if host == HOST_NAME {
-        vec![IpAddr::V4(Ipv4Addr::LOCALHOST)]
-    } else {
-        match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::lookup_host((host, 0))).await {
-            Ok(Ok(a)) => a.map(|a| a.ip()).collect(),
-            _ => vec![],
-        }
+    let addrs = match tokio::time::timeout(CONNECT_TIMEOUT, addresses(host)).await {
+        Ok(Ok(a)) => a,
+        _ => vec![],
     };
     let addrs: Vec<String> = addrs
         .into_iter()
@@ -205,16 +200,12 @@ enum Refusal {
 /// to the first address that answers, refusing inward addresses unless
 /// `internal_ok`.
 async fn connect(host: &str, port: u16, internal_ok: bool) -> Result<TcpStream, Refusal> {
-    let addrs: Vec<SocketAddr> = if host == HOST_NAME {
-        vec![SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)]
-    } else if let Ok(ip) = host.parse::<IpAddr>() {
-        vec![SocketAddr::new(ip, port)]
-    } else {
-        tokio::net::lookup_host((host, port))
-            .await
-            .map_err(|e| Refusal::Unreachable(format!("cannot resolve {host}: {e}")))?
-            .collect()
-    };
+    let addrs: Vec<SocketAddr> = addresses(host)
+        .await
+        .map_err(|e| Refusal::Unreachable(format!("cannot resolve {host}: {e}")))?
+        .into_iter()
+        .map(|ip| SocketAddr::new(ip, port))
+        .collect();
     if !internal_ok && let Some(bad) = addrs.iter().find(|a| node_store::net::is_internal(a.ip())) {
         return Err(Refusal::Internal(bad.ip()));
     }
@@ -229,6 +220,18 @@ async fn connect(host: &str, port: u16, internal_ok: bool) -> Result<TcpStream, 
         }
     }
     Err(Refusal::Unreachable(last))
+}
+
+/// What the node resolves `host` to: the host's loopback for its name, an
+/// address as itself, any other name by the node's resolver.
+async fn addresses(host: &str) -> std::io::Result<Vec<IpAddr>> {
+    if host == HOST_NAME {
+        return Ok(vec![IpAddr::V4(Ipv4Addr::LOCALHOST)]);
+    }
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(vec![ip]);
+    }
+    Ok(tokio::net::lookup_host((host, 0)).await?.map(|a| a.ip()).collect())
 }
 
 /// Answers the guest's client with `status` and a one-line reason.
