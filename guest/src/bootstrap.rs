@@ -7,6 +7,10 @@ pub const NODE_URL: &str = "WARREN_NODE_URL";
 pub const NODE_KEY: &str = "WARREN_NODE_KEY";
 pub const CONVERSATION: &str = "WARREN_GUEST_CONVERSATION";
 pub const LAUNCH_TOKEN: &str = "WARREN_LAUNCH_TOKEN";
+/// Optional: a Unix socket that leads to the node (a guest with no
+/// network); the link dials it directly, so what the guest sends last is
+/// in the kernel's hands before the guest exits.
+pub const NODE_SOCKET: &str = "WARREN_NODE_SOCKET";
 /// The bootstrap variables; the guest removes them from the CLI's environment.
 pub const BOOTSTRAP_VARS: [&str; 4] = [NODE_URL, NODE_KEY, CONVERSATION, LAUNCH_TOKEN];
 
@@ -25,6 +29,8 @@ pub struct Bootstrap {
     pub conversation: String,
     /// Single-use credential for the first connection.
     pub launch_token: String,
+    /// Where to dial instead of `node_url`'s address ([`NODE_SOCKET`]).
+    pub node_socket: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Bootstrap {
@@ -86,6 +92,7 @@ impl Bootstrap {
             node_key: parse_node_key(key)?,
             conversation: conversation.to_owned(),
             launch_token: token.to_owned(),
+            node_socket: lookup(vars, NODE_SOCKET).map(std::path::PathBuf::from),
         }))
     }
 }

@@ -16,9 +16,9 @@ use serde_json::Value;
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinHandle;
+use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use crate::bootstrap::Bootstrap;
 use crate::proto::{self, AliveResult, GuestMsg, NodeMsg, ProtoError, QuotaResult};
@@ -35,7 +35,11 @@ const EXIT_GRACE: Duration = Duration::from_secs(2);
 const BACKOFF_FIRST: Duration = Duration::from_millis(200);
 const BACKOFF_CAP: Duration = Duration::from_secs(5);
 
-type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
+/// The link's byte stream: TCP to the node, or its Unix socket.
+trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
+
+type Ws = WebSocketStream<Box<dyn Io>>;
 
 /// The delay before redial number `failures + 1`: 200 ms doubling to a 5 s
 /// cap, stretched by `jitter` (0.0..1.0) times 10%.
@@ -126,6 +130,31 @@ async fn redial_loop(boot: &Bootstrap, pty: &Arc<Pty>) -> i32 {
     }
 }
 
+/// Opens the WebSocket to the node: over its Unix socket when given, else
+/// over TCP to `node_url`'s address.
+async fn dial(boot: &Bootstrap) -> Result<(Ws, tungstenite::handshake::client::Response), LinkError> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let request = boot.node_url.as_str().into_client_request()?;
+    let stream: Box<dyn Io> = match &boot.node_socket {
+        Some(path) => Box::new(
+            tokio::net::UnixStream::connect(path)
+                .await
+                .map_err(tungstenite::Error::Io)?,
+        ),
+        None => {
+            let at = request
+                .uri()
+                .authority()
+                .map(|a| a.as_str().to_string())
+                .unwrap_or_default();
+            let tcp = TcpStream::connect(at).await.map_err(tungstenite::Error::Io)?;
+            let _ = tcp.set_nodelay(true);
+            Box::new(tcp)
+        }
+    };
+    Ok(tokio_tungstenite::client_async_with_config(request, stream, Some(ws_config())).await?)
+}
+
 /// One connection: hello, welcome, then serve until it ends.
 async fn connection(
     boot: &Bootstrap,
@@ -133,8 +162,7 @@ async fn connection(
     welcomed: &mut bool,
     pty: &Arc<Pty>,
 ) -> Result<Ending, LinkError> {
-    let dial = tokio_tungstenite::connect_async_with_config(boot.node_url.as_str(), Some(ws_config()), true);
-    let (ws, _) = tokio::time::timeout(DIAL_TIMEOUT, dial)
+    let (ws, _) = tokio::time::timeout(DIAL_TIMEOUT, dial(boot))
         .await
         .map_err(|_| LinkError::DialTimeout)??;
     let (mut tx, mut rx) = ws.split();

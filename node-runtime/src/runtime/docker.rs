@@ -262,6 +262,7 @@ impl DockerRuntime {
             self.node_port
         ));
         env.push(format!("{}={GUEST_DIR}/{EGRESS_SOCKET}", guest::dns::DNS));
+        env.push(format!("{}={GUEST_DIR}/{NODE_SOCKET}", guest::bootstrap::NODE_SOCKET));
         let proxy = format!("http://127.0.0.1:{proxy_port}");
         for k in [
             "HTTP_PROXY",
