@@ -539,7 +539,6 @@ impl Conversations {
             Spawn::Adopt { key_hash, grace } => self.runtime.adopt(spec, key_hash, grace).await,
             Spawn::Fresh | Spawn::Resume | Spawn::Login => self.runtime.launch(spec).await,
         }?;
-        self.hand_instance_token(&session, &token).await;
         let live = Live::start(LiveParts {
             id: c.id.clone(),
             agent: agent.name.clone(),
@@ -557,6 +556,9 @@ impl Conversations {
             resumed: resume,
             workspace: cwd_for_live,
         });
+        // After `Live` reads the CLI's output: a CLI that exits at once must
+        // not print to nobody while the token is handed over.
+        self.hand_instance_token(&live.session, &token).await;
         let note = match fresh_note {
             Some(n) => n,
             None if resume => format!("resumed: {} --resume {resume_ref}", agent.harness),
