@@ -6,11 +6,16 @@
 //! OpenAI's Chat Completions API (`POST /v1/chat/completions`, what aider's litellm calls):
 //! the same decision rendered as chat completion chunks ending in `data: [DONE]`, or one
 //! `chat.completion`, with `usage`; `GET /v1/models` lists one model. Every other request
-//! gets `{}` so that the CLIs' probes never see a 404. The API key of every request
+//! OpenAI's Responses API (`POST /v1/responses`, the only API Codex speaks): the same
+//! decision as Codex's server-sent events, a command as an escalated `exec_command`, with
+//! `usage` and Codex's rate-limit headers (`x-codex-primary-*`, `x-codex-secondary-*`)
+//! rising with each request; Codex's thread-title request gets JSON fitting its schema.
+//! Every other request gets `{}` so that the CLIs' probes never see a 404. The API key of every request
 //! (`x-api-key`, or `Authorization: Bearer`) is kept for tests ([`FakeModel::keys_seen`]).
 
 mod decide;
 mod openai;
+mod responses;
 mod sse;
 
 use std::io::Write;
@@ -68,26 +73,56 @@ struct Shared {
     /// Makes this server's message ids its own (`msg_fake_<tag><seq>`), so
     /// two servers (or runs) never report one id for two messages.
     tag: String,
-    /// The usage of each Messages reply, in order.
+    /// The usage of each Messages and Responses reply, in order.
     sent: Mutex<Vec<SentUsage>>,
+    /// The rate-limit windows last sent to Codex.
+    limits: Mutex<Option<RateLimits>>,
+    /// Unix seconds when the server started (the windows reset from there).
+    started: u64,
 }
+
+/// The rate-limit windows one Responses reply carried in its headers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimits {
+    /// The 5-hour window's use, percent (one per request, at most 100).
+    pub primary_used_percent: f64,
+    /// The weekly window's use, percent (a quarter per request).
+    pub secondary_used_percent: f64,
+    /// Unix seconds when each window resets.
+    pub primary_reset_at: u64,
+    pub secondary_reset_at: u64,
+}
+
+/// The primary (5-hour) and secondary (weekly) windows, in minutes.
+pub const PRIMARY_WINDOW_MINUTES: u64 = 300;
+pub const SECONDARY_WINDOW_MINUTES: u64 = 10_080;
 
 impl Default for Shared {
     fn default() -> Shared {
-        let nanos = std::time::SystemTime::now()
+        let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
+            .unwrap_or_default();
+        let nanos = now.subsec_nanos();
         Shared {
             served: AtomicU64::new(0),
             keys: Mutex::new(vec![]),
             tag: format!("{:x}{:05x}_", std::process::id(), nanos & 0xf_ffff),
             sent: Mutex::new(vec![]),
+            limits: Mutex::new(None),
+            started: now.as_secs(),
         }
     }
 }
 
 impl Shared {
+    fn record_usage(&self, usage: SentUsage) {
+        if let Ok(mut sent) = self.sent.lock()
+            && sent.len() < MAX_SENT
+        {
+            sent.push(usage);
+        }
+    }
+
     fn record_key(&self, headers: &HeaderMap) {
         if let Some(key) = api_key(headers)
             && let Ok(mut keys) = self.keys.lock()
@@ -145,10 +180,15 @@ impl FakeModel {
         self.shared.keys.lock().map(|k| k.clone()).unwrap_or_default()
     }
 
-    /// The usage every Messages reply reported, in order (at most the first
-    /// 4,096).
+    /// The usage every Messages and Responses reply reported, in order (at
+    /// most the first 4,096).
     pub fn usage_sent(&self) -> Vec<SentUsage> {
         self.shared.sent.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// The rate-limit windows the last Responses reply carried.
+    pub fn limits_sent(&self) -> Option<RateLimits> {
+        self.shared.limits.lock().ok().and_then(|l| *l)
     }
 }
 
@@ -184,6 +224,7 @@ enum Endpoint {
     Messages,
     CountTokens,
     ChatCompletions,
+    Responses,
     Models,
     Other,
 }
@@ -195,6 +236,7 @@ fn endpoint(method: &Method, path: &str) -> Endpoint {
         (&Method::POST, "/v1/messages") => Endpoint::Messages,
         (&Method::POST, "/v1/messages/count_tokens") => Endpoint::CountTokens,
         (&Method::POST, "/v1/chat/completions" | "/chat/completions") => Endpoint::ChatCompletions,
+        (&Method::POST, "/v1/responses" | "/responses") => Endpoint::Responses,
         (&Method::GET, "/v1/models" | "/models") => Endpoint::Models,
         _ => Endpoint::Other,
     }
@@ -232,7 +274,7 @@ async fn handle(
     let endpoint = endpoint(&method, uri.path());
     let body = match body {
         Ok(body) => body,
-        Err(rejection) if endpoint == Endpoint::ChatCompletions => {
+        Err(rejection) if matches!(endpoint, Endpoint::ChatCompletions | Endpoint::Responses) => {
             return openai_error(rejection.status(), &rejection.body_text());
         }
         Err(rejection) => return error(rejection.status(), &rejection.body_text()),
@@ -241,6 +283,7 @@ async fn handle(
         Endpoint::Messages => messages(&shared, &headers, &body),
         Endpoint::CountTokens => json_response(StatusCode::OK, &json!({"input_tokens": sse::INPUT_TOKENS})),
         Endpoint::ChatCompletions => chat_completions(&shared.served, &body),
+        Endpoint::Responses => responses(&shared, &headers, &body),
         Endpoint::Models => json_response(
             StatusCode::OK,
             &json!({"object": "list", "data": [{"id": "fake-model", "object": "model", "created": 0, "owned_by": "warren"}]}),
@@ -292,27 +335,20 @@ fn messages(shared: &Shared, headers: &HeaderMap, body: &[u8]) -> Response {
     tracing::debug!(seq, ?reply, "fake model reply");
     let tag = shared.tag.as_str();
     let (input, cache_read, cache_write_5m, cache_write_1h, output) = sse::usage_numbers(&reply);
-    if let Ok(mut sent) = shared.sent.lock()
-        && sent.len() < MAX_SENT
-    {
-        sent.push(SentUsage {
-            message_id: format!("msg_fake_{tag}{seq}"),
-            model: model.to_string(),
-            input,
-            cache_read,
-            cache_write_5m,
-            cache_write_1h,
-            output,
-            session: headers
-                .get("x-claude-code-session-id")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string),
-            tools: request
-                .get("tools")
-                .and_then(Value::as_array)
-                .is_some_and(|t| !t.is_empty()),
-        });
-    }
+    shared.record_usage(SentUsage {
+        message_id: format!("msg_fake_{tag}{seq}"),
+        model: model.to_string(),
+        input,
+        cache_read,
+        cache_write_5m,
+        cache_write_1h,
+        output,
+        session: headers
+            .get("x-claude-code-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+        tools: offers_tools(&request),
+    });
     let request_id = (HeaderName::from_static("request-id"), format!("req_fake_{tag}{seq}"));
     if request.get("stream").and_then(Value::as_bool) == Some(true) {
         let headers = [
@@ -325,6 +361,90 @@ fn messages(shared: &Shared, headers: &HeaderMap, body: &[u8]) -> Response {
         let headers = [(header::CONTENT_TYPE, "application/json".to_owned()), request_id];
         (headers, message_json(&reply, model, seq, tag).to_string()).into_response()
     }
+}
+
+/// Whether a request offered the model tools.
+fn offers_tools(request: &Value) -> bool {
+    request
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|t| !t.is_empty())
+}
+
+/// Answers one Responses API request (Codex).
+fn responses(shared: &Shared, headers: &HeaderMap, body: &[u8]) -> Response {
+    let request: Value = match serde_json::from_slice(body) {
+        Ok(request) => request,
+        Err(err) => return openai_error(StatusCode::BAD_REQUEST, &format!("body is not JSON: {err}")),
+    };
+    let seq = shared.served.fetch_add(1, Ordering::SeqCst) + 1;
+    let reply = match responses::title_schema(&request) {
+        Some(schema) => responses::title_reply(schema),
+        None => decide(&responses::as_messages(&request)),
+    };
+    let model = request.get("model").and_then(Value::as_str).unwrap_or("gpt-fake");
+    tracing::debug!(seq, ?reply, "fake model reply (responses)");
+    let tag = shared.tag.as_str();
+    let (input, cache_read, output) = responses::usage_numbers(&reply);
+    shared.record_usage(SentUsage {
+        message_id: responses::response_id(seq, tag),
+        model: model.to_string(),
+        input,
+        cache_read,
+        cache_write_5m: 0,
+        cache_write_1h: 0,
+        output,
+        session: request
+            .pointer("/client_metadata/session_id")
+            .and_then(Value::as_str)
+            .or_else(|| headers.get("session_id").and_then(|v| v.to_str().ok()))
+            .map(str::to_string),
+        tools: offers_tools(&request),
+    });
+    let limits = RateLimits {
+        primary_used_percent: (seq as f64).min(100.0),
+        secondary_used_percent: (seq as f64 / 4.0).min(100.0),
+        primary_reset_at: shared.started + PRIMARY_WINDOW_MINUTES * 60,
+        secondary_reset_at: shared.started + SECONDARY_WINDOW_MINUTES * 60,
+    };
+    if let Ok(mut last) = shared.limits.lock() {
+        *last = Some(limits);
+    }
+    let mut headers = vec![
+        (header::CONTENT_TYPE, "text/event-stream".to_owned()),
+        (header::CACHE_CONTROL, "no-cache".to_owned()),
+    ];
+    for (name, used, window, reset) in [
+        (
+            "primary",
+            limits.primary_used_percent,
+            PRIMARY_WINDOW_MINUTES,
+            limits.primary_reset_at,
+        ),
+        (
+            "secondary",
+            limits.secondary_used_percent,
+            SECONDARY_WINDOW_MINUTES,
+            limits.secondary_reset_at,
+        ),
+    ] {
+        for (what, value) in [
+            ("used-percent", used.to_string()),
+            ("window-minutes", window.to_string()),
+            ("reset-at", reset.to_string()),
+        ] {
+            if let Ok(name) = HeaderName::try_from(format!("x-codex-{name}-{what}")) {
+                headers.push((name, value));
+            }
+        }
+    }
+    let mut response = responses::sse_body(&reply, model, seq, tag).into_response();
+    for (name, value) in headers {
+        if let Ok(value) = value.parse() {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    response
 }
 
 /// An Anthropic-style error body.
@@ -364,6 +484,9 @@ mod tests {
         assert_eq!(endpoint(&Method::POST, "/chat/completions/"), Endpoint::ChatCompletions);
         assert_eq!(endpoint(&Method::GET, "/v1/chat/completions"), Endpoint::Other);
         assert_eq!(endpoint(&Method::GET, "/v1/models"), Endpoint::Models);
+        assert_eq!(endpoint(&Method::POST, "/v1/responses"), Endpoint::Responses);
+        assert_eq!(endpoint(&Method::POST, "/responses/"), Endpoint::Responses);
+        assert_eq!(endpoint(&Method::GET, "/v1/responses"), Endpoint::Other);
         assert_eq!(endpoint(&Method::POST, "/api/hello"), Endpoint::Other);
         assert_eq!(endpoint(&Method::HEAD, "/"), Endpoint::Other);
     }

@@ -108,8 +108,9 @@ pub struct Live {
     tasks: Mutex<Vec<JoinHandle<()>>>,
     tail: Arc<tokio::sync::Mutex<Tail>>,
     last_activity: Arc<Mutex<std::time::Instant>>,
-    /// The newest tool request the CLI's hooks reported (claude).
-    pub hook: Mutex<Option<node_runtime::harness::hooks::ToolRequest>>,
+    /// The newest tool request the CLI's hooks reported (claude), or its
+    /// session file recorded (codex).
+    pub hook: Arc<Mutex<Option<node_runtime::harness::hooks::ToolRequest>>>,
     /// How many turn ends the CLI's hooks reported (claude's `Stop`).
     turns_ended: watch::Sender<u64>,
     /// The CLI was launched with its native resume.
@@ -134,7 +135,12 @@ const MAX_CHANGED: usize = 4096;
 
 /// Follows the CLI's session file from a byte offset.
 struct Tail {
+    /// The plan's `transcript_file`; `file` is the session file it leads
+    /// to, once there is one.
     path: Option<PathBuf>,
+    file: Option<PathBuf>,
+    /// Where a tool call the file records goes (`Live::hook`).
+    hook: Arc<Mutex<Option<node_runtime::harness::hooks::ToolRequest>>>,
     offset: u64,
     partial: Vec<u8>,
     pending: Arc<Mutex<VecDeque<Pending>>>,
@@ -148,7 +154,10 @@ struct Tail {
 impl Tail {
     /// Reads new complete lines and appends their entries, in file order.
     async fn poll(&mut self) {
-        let Some(path) = self.path.clone() else { return };
+        if self.file.is_none() {
+            self.file = self.path.as_deref().and_then(|p| self.harness.session_file(p));
+        }
+        let Some(path) = self.file.clone() else { return };
         let offset = self.offset;
         let read = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
             let mut f = match std::fs::File::open(&path) {
@@ -190,6 +199,11 @@ impl Tail {
             let line: Vec<u8> = self.partial.drain(..len).collect();
             consumed += line.len() as u64;
             let line = String::from_utf8_lossy(line.strip_suffix(b"\n").unwrap_or(&line)).to_string();
+            if let Some(request) = self.harness.tool_request(&line)
+                && let Ok(mut hook) = self.hook.lock()
+            {
+                *hook = Some(request);
+            }
             if let Some(entry) = self.harness.parse_session_line(&line) {
                 self.record(entry, consumed).await;
             }
@@ -249,9 +263,12 @@ impl Live {
         let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let pending = Arc::new(Mutex::new(VecDeque::new()));
         let last_activity = Arc::new(Mutex::new(std::time::Instant::now()));
+        let hook = Arc::new(Mutex::new(None));
         let tail = Arc::new(tokio::sync::Mutex::new(Tail {
             last_activity: last_activity.clone(),
             path: transcript_file,
+            file: None,
+            hook: hook.clone(),
             offset: transcript_offset,
             partial: vec![],
             pending: pending.clone(),
@@ -290,7 +307,7 @@ impl Live {
             tasks: Mutex::new(vec![watcher, sender]),
             tail,
             last_activity,
-            hook: Mutex::new(None),
+            hook,
             turns_ended: watch::channel(0).0,
             resumed,
             workspace,
@@ -305,6 +322,11 @@ impl Live {
     /// when ok, else frozen with its queue held.
     /// Freezes or thaws the CLI when the gate changes (nothing when it already
     /// stands so; a CLI that would not is logged).
+    /// Reads what the CLI wrote to its session file since the last read.
+    pub async fn read_session_file(&self) {
+        self.tail.lock().await.poll().await;
+    }
+
     pub async fn set_budget_phase(&self, phase: Phase) {
         let open = phase == Phase::Ok;
         if (*self.budget.borrow() == Phase::Ok) != open {

@@ -248,7 +248,7 @@ fn permission_answers(options: &[OptionRow]) -> Option<Answers> {
 
 /// Only Escape, which the footer says cancels: a human's deny of a dialog
 /// whose options are not the template's (or a question's dismissal).
-fn esc_only() -> Answers {
+pub(super) fn esc_only() -> Answers {
     Answers {
         approve_once: None,
         deny: Some(Answer {
@@ -309,7 +309,7 @@ fn unwrap_fake(rows: &[&str], cols: usize) -> Result<Vec<String>, String> {
 /// and between rows (a wrap may fall anywhere; a newline is whitespace). A
 /// row ending in `…` shows the start of what remains (Claude Code shortens a
 /// long description).
-fn shows(rows: &[&str], text: &str) -> bool {
+pub(super) fn shows(rows: &[&str], text: &str) -> bool {
     let mut rest = text;
     for row in rows {
         let row = row.trim();

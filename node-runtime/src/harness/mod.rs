@@ -6,6 +6,8 @@
 pub mod aider;
 pub mod aider_screen;
 pub mod claude;
+pub mod codex;
+pub mod codex_screen;
 pub mod fake;
 pub mod frame;
 pub mod hooks;
@@ -170,6 +172,18 @@ pub trait Harness: Send + Sync {
     fn session_record_len(&self, unread: &[u8]) -> Option<usize> {
         unread.iter().position(|b| *b == b'\n').map(|nl| nl + 1)
     }
+    /// The CLI's session file, given the plan's `transcript_file`: that path
+    /// itself, unless the CLI names its file (Codex: the newest rollout under
+    /// the planned directory); `None` while there is none.
+    fn session_file(&self, planned: &Path) -> Option<PathBuf> {
+        Some(planned.to_path_buf())
+    }
+    /// A tool call the CLI recorded in its session file (Codex's
+    /// `exec_command`): the source of a dialog's command, as a hook is for
+    /// Claude Code.
+    fn tool_request(&self, _line: &str) -> Option<hooks::ToolRequest> {
+        None
+    }
     /// The file where the CLI reports each turn's token use and cost, one
     /// JSON line per report, if it writes one (tailed for usage).
     fn usage_file(&self, _home: &Path, _resume_ref: &str) -> Option<PathBuf> {
@@ -183,13 +197,14 @@ pub trait Harness: Send + Sync {
 
 /// Every harness with an adapter here (what `adapter` accepts): keep the two
 /// in step.
-pub const ADAPTERS: [&str; 3] = ["fake", "claude", "aider"];
+pub const ADAPTERS: [&str; 4] = ["fake", "claude", "codex", "aider"];
 
 /// The adapter for `harness`, if this node has one.
 pub fn adapter(harness: &str) -> Result<&'static dyn Harness, HarnessError> {
     match harness {
         "fake" => Ok(&fake::FakeHarness),
         "claude" => Ok(&claude::ClaudeHarness),
+        "codex" => Ok(&codex::CodexHarness),
         "aider" => Ok(&aider::AiderHarness),
         other => Err(HarnessError::Unsupported(other.to_string())),
     }

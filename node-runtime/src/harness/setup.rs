@@ -172,10 +172,11 @@ mod tests {
     fn only_harnesses_with_an_adapter_are_launchable() {
         assert!(check_launchable("fake").is_ok());
         assert!(check_launchable("claude").is_ok());
-        let e = check_launchable("codex").expect_err("no codex adapter");
+        assert!(check_launchable("codex").is_ok());
+        let e = check_launchable("gemini").expect_err("no gemini adapter");
         assert_eq!(e.setting, "harness");
         assert!(e.message.starts_with("harness: "), "{e}");
-        assert!(e.message.contains("no codex adapter"), "{e}");
+        assert!(e.message.contains("no gemini adapter"), "{e}");
     }
 
     #[test]
@@ -189,11 +190,11 @@ mod tests {
                 ..Default::default()
             },
         );
-        cfg.insert("codex".to_string(), HarnessSettings::default());
+        cfg.insert("opencode".to_string(), HarnessSettings::default());
         cfg.insert("fake".to_string(), HarnessSettings::default());
         let exe = write_exe(dir.path(), "warren", 0o755);
         let problems = local_problems(&cfg, &exe, "");
         let settings: Vec<&str> = problems.iter().map(|p| p.setting.as_str()).collect();
-        assert_eq!(settings, ["harnesses.claude.program", "harnesses.codex"]);
+        assert_eq!(settings, ["harnesses.claude.program", "harnesses.opencode"]);
     }
 }

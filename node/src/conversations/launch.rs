@@ -446,7 +446,7 @@ impl Conversations {
         if matches!(how, Spawn::Resume) {
             let store = match &plan.transcript_file {
                 None => SessionStore::Unknown,
-                Some(f) if f.exists() => SessionStore::Present,
+                Some(f) if adapter.session_file(f).is_some_and(|f| f.exists()) => SessionStore::Present,
                 Some(_) => SessionStore::Missing {
                     recorded: committed.is_some(),
                 },
@@ -486,9 +486,9 @@ impl Conversations {
         // Resume reading the CLI's session file where the committed transcript
         // ends, so lines it wrote after the last read (e.g. just before a crash)
         // are recorded now, and nothing twice.
-        let transcript_offset = match &plan.transcript_file {
+        let transcript_offset = match plan.transcript_file.as_deref().and_then(|p| adapter.session_file(p)) {
             Some(path) => {
-                let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
                 committed.unwrap_or(0).min(len)
             }
             None => 0,

@@ -40,10 +40,34 @@ const MAX_FAILED_REMEMBERED: usize = 10_000;
 /// The config dirs in an agent's home the indexer looks in.
 const STORES: [&str; 2] = [".claude", ".codex"];
 
+/// An agent's session stores: its Claude config dir and Codex home, and
+/// each conversation's own Codex home (`.codex/threads/<ref>`).
+fn stores_of(home: &Path) -> Vec<(PathBuf, Option<String>)> {
+    let mut dirs: Vec<(PathBuf, Option<String>)> = STORES
+        .iter()
+        .map(|d| home.join(d))
+        .filter(|d| d.is_dir())
+        .map(|d| (d, None))
+        .collect();
+    let threads = home.join(node_runtime::harness::codex::THREADS_DIR);
+    if let Ok(entries) = std::fs::read_dir(&threads) {
+        let mut own: Vec<(PathBuf, Option<String>)> = entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| Some((e.path(), Some(e.file_name().to_str()?.to_string()))))
+            .collect();
+        own.sort();
+        dirs.extend(own);
+    }
+    dirs
+}
+
 /// One agent's side of a pass: where to look and what was saved.
 struct AgentStores {
     agent: String,
-    dirs: Vec<PathBuf>,
+    /// Each store, with the session reference of the conversation it
+    /// belongs to when it is one conversation's own (a Codex thread home).
+    dirs: Vec<(PathBuf, Option<String>)>,
     saved: HashMap<String, FileState>,
 }
 
@@ -78,7 +102,15 @@ fn index_pass(
     let mut buf = Vec::new();
     let (mut files, mut bytes) = (0usize, 0u64);
     for a in agents {
-        for dir in &a.dirs {
+        for (dir, owner) in &a.dirs {
+            // A record's own session id names its conversation; in a
+            // conversation's own store, the store does.
+            let conversation_of = |session: &str| {
+                conv_of
+                    .get(session)
+                    .or_else(|| owner.as_ref().and_then(|r| conv_of.get(r)))
+                    .cloned()
+            };
             // A home whose CLI has written no session yet has no known layout.
             let Ok(roots) = scan::detect(dir) else { continue };
             for root in roots {
@@ -108,12 +140,12 @@ fn index_pass(
                     for sample in s.parsed.quota {
                         batch.quota.push(LedgerQuota {
                             agent: a.agent.clone(),
-                            conversation: conv_of.get(&sample.session_id).cloned(),
+                            conversation: conversation_of(&sample.session_id),
                             sample,
                         });
                     }
                     for record in s.parsed.records {
-                        let conversation = conv_of.get(&record.session_id).cloned();
+                        let conversation = conversation_of(&record.session_id);
                         batch.records.push(LedgerRecord {
                             agent: a.agent.clone(),
                             conversation,
@@ -301,7 +333,7 @@ impl Spend {
                 }
             };
             let (home, _) = self.agent_home_dirs(&agent);
-            let dirs = STORES.iter().map(|d| home.join(d)).filter(|d| d.is_dir()).collect();
+            let dirs = stores_of(&home);
             agents.push(AgentStores { agent, dirs, saved });
         }
         let mut failed = std::mem::take(&mut index.failed);

@@ -84,7 +84,10 @@ impl Supervisor {
         // worktree); learned rules stay the agent's.
         let dir = (self.agent_home_dirs(&live.agent).0, live.workspace.clone());
         // The CLI's own report of the tool call, when fresh, is the source of
-        // the command or path; the adapter checks the screen agrees.
+        // the command or path; the adapter checks the screen agrees. A CLI
+        // that records the call in its session file wrote it before drawing
+        // the dialog: read what it wrote first.
+        live.read_session_file().await;
         let now = std::time::Instant::now();
         let hook = live
             .hook

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use warren::bench::NodeProcess;
 use warren::client::{CallError, Client, Target};
 
+pub mod real;
 pub mod stranded;
 pub mod supervised;
 
@@ -437,6 +438,16 @@ fn fetched_tool(script: &str) -> PathBuf {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     PathBuf::from(stdout.lines().last().expect("the script prints the tool's path").trim())
+}
+
+/// The real Codex CLI: `WARREN_CODEX_BIN`, else fetched (once, cached
+/// under target/tools) by the project's own script. Never skips.
+pub fn codex_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("WARREN_CODEX_BIN") {
+        return PathBuf::from(p);
+    }
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| fetched_tool("fetch-codex.sh")).clone()
 }
 
 /// The aider CLI: `WARREN_AIDER_BIN`, else installed (once, in a venv under

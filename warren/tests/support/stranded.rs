@@ -266,13 +266,13 @@ pub async fn a_deleted_session_fails_resume_and_continue_fresh_recovers(cli: &Cl
 pub async fn a_harness_without_an_adapter_is_refused(runtime: &'static str) {
     let node = TestNode::start_on(runtime, "");
     let mut c = node.client().await;
-    let e = call_err(&mut c, "agent.create", json!({ "name": "cx", "harness": "codex" })).await;
+    let e = call_err(&mut c, "agent.create", json!({ "name": "cx", "harness": "gemini" })).await;
     assert_eq!(e.code, -32602, "{e}");
     assert!(e.message.starts_with("harness: "), "{e}");
-    assert!(e.message.contains("no codex adapter"), "{e}");
-    let (code, _, err) = warren(&["agent", "create", "cx", "--harness", "codex"], &node.path());
+    assert!(e.message.contains("no gemini adapter"), "{e}");
+    let (code, _, err) = warren(&["agent", "create", "cx", "--harness", "gemini"], &node.path());
     assert_eq!(code, 1);
-    assert!(err.contains("harness: ") && err.contains("codex"), "{err}");
+    assert!(err.contains("harness: ") && err.contains("gemini"), "{err}");
     let list = call(&mut c, "agent.list", json!({})).await;
     assert_eq!(
         list["agents"].as_array().map(Vec::len),

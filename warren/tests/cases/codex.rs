@@ -1,0 +1,158 @@
+// The real Codex tier, included by one test binary per runtime (codex.rs: a
+// local PTY).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::real::*;
+use support::*;
+
+const API_KEY: &str = "sk-warren-codex-test-0123456789";
+const AGENT: &str = "cx";
+const MODEL: &str = "gpt-fake";
+
+async fn codex_node(model: &fake_model::FakeModel) -> (TestNode, String) {
+    let (program, url) = match RUNTIME {
+        "docker" => (
+            format!("image = {:?}\n", guest_image("codex")),
+            format!("http://host.docker.internal:{}/v1", model.addr().port()),
+        ),
+        _ => (
+            format!("program = {:?}\n", codex_bin()),
+            format!("{}/v1", model.base_url()),
+        ),
+    };
+    let node = TestNode::start_on(
+        RUNTIME,
+        &format!(
+            "[supervision]\nenabled = true\n\n[harnesses.codex]\n{program}\n[harnesses.codex.env]\n\
+             OPENAI_BASE_URL = {url:?}\nOPENAI_API_KEY = {API_KEY:?}\n",
+        ),
+    );
+    let mut c = node.client().await;
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": AGENT, "harness": "codex", "model": MODEL }),
+    )
+    .await;
+    let (code, out, err) = warren(&["supervision", "set", AGENT, "--enable"], &node.path());
+    assert_eq!(code, 0, "{err}{out}");
+    let conv = call(&mut c, "conversation.start", json!({ "agent": AGENT })).await["conversation"].clone();
+    let id = conv["id"].as_str().expect("id").to_string();
+    idle_within(&mut c, &id, 60).await;
+    (node, id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_codex_is_supervised_against_a_fake_model() {
+    let listen = if RUNTIME == "docker" {
+        "0.0.0.0:0"
+    } else {
+        "127.0.0.1:0"
+    };
+    let model = fake_model::FakeModel::start(listen.parse().expect("addr"))
+        .await
+        .expect("fake model");
+    let (node, id) = codex_node(&model).await;
+    let mut c = node.client().await;
+    let workspace = node.path().join("agents").join(AGENT).join("workspace");
+
+    // A plain prompt round trip, attributed from Codex's rollout.
+    let at = say(&mut c, &id, "hello there").await;
+    reply_starting(&mut c, &id, at, "You said: hello there").await;
+
+    // A repo-scoped command Codex wants to run outside its sandbox:
+    // approved by supervision (`y`, never the standing `p`), and it runs.
+    let at = say(&mut c, &id, "run: echo hi > ran.txt").await;
+    let row = audit_for(&mut c, AGENT, &id, "echo hi > ran.txt").await;
+    assert_eq!(
+        row_shape(&row),
+        ("dialog", "command_exec", true, "approve", "class_policy", "sent"),
+        "{row:#}"
+    );
+    assert_eq!(row["keys"], json!(["y"]), "{row:#}");
+    let ran = wait_until("the command ran", Duration::from_secs(30), || {
+        let path = workspace.join("ran.txt");
+        async move { std::fs::read_to_string(path).ok() }
+    })
+    .await;
+    assert_eq!(ran, "hi\n");
+    reply_starting(&mut c, &id, at, "Tool finished").await;
+
+    // Out of the repository's scope: held; a human denies it and Codex is
+    // told no (Esc, its "tell Codex what to do differently").
+    let at = say(&mut c, &id, "run: cat /etc/hostname").await;
+    let row = audit_for(&mut c, AGENT, &id, "cat /etc/hostname").await;
+    assert_eq!(
+        row_shape(&row),
+        ("dialog", "command_exec", false, "hold", "not_repo_scoped", "held"),
+        "{row:#}"
+    );
+    let hold = hold_id(&mut c, AGENT, "cat /etc/hostname").await;
+    let answered = call(&mut c, "supervision.answer", json!({ "hold": hold, "decision": "deny" })).await;
+    assert_eq!(
+        (answered["outcome"].as_str(), answered["keys"].as_str()),
+        (Some("sent"), Some("\u{1b}"))
+    );
+    let denied = event_after(&mut c, &id, at, "the denied call's output", |e| e["speaker"] == "tool").await;
+    assert!(!denied["text"].as_str().unwrap_or_default().contains("localhost"), "{denied}");
+    idle_within(&mut c, &id, 60).await;
+
+    // Spend and quota from Codex's rollout: every main-loop request the fake
+    // model answered, token for token; the windows from its headers.
+    let sent: Vec<_> = model.usage_sent().into_iter().filter(|u| u.tools).collect();
+    assert!(sent.len() >= 4, "{sent:?}");
+    let want = sent.len() as u64;
+    let u = usage_once(&mut c, &id, "every request", |u| u["requests"].as_u64() >= Some(want)).await;
+    assert_eq!(u["requests"], sent.len() as u64, "{u}");
+    let input: u64 = sent.iter().map(|s| s.input).sum();
+    let cached: u64 = sent.iter().map(|s| s.cache_read).sum();
+    let output: u64 = sent.iter().map(|s| s.output).sum();
+    assert_eq!(u["tokens"]["input"], input, "{u}");
+    assert_eq!(u["tokens"]["cache_read"], cached, "{u}");
+    assert_eq!(u["tokens"]["output"], output, "{u}");
+    let limits = model.limits_sent().expect("rate limits sent");
+    let quota = u["quota"].as_array().expect("quota");
+    let window = |name: &str| {
+        quota
+            .iter()
+            .find(|q| q["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {u:#}"))
+            .clone()
+    };
+    let primary: Value = window("codex.primary");
+    assert_eq!((primary["window"].as_str(), primary["unit"].as_str()), (Some("5h"), Some("percent")), "{primary}");
+    let used = primary["used"].as_f64().expect("used");
+    assert!(used > 0.0 && used <= limits.primary_used_percent, "{primary} against {limits:?}");
+    let secondary = window("codex.secondary");
+    assert_eq!(secondary["window"], "7d", "{secondary}");
+    let (code, out, err) = warren(&["usage", "--conversation", &id], &node.path());
+    assert_eq!(code, 0, "{err}{out}");
+    assert!(out.contains("codex.primary") && out.contains("codex.secondary"), "{out}");
+
+    // Pause, then continue: `codex resume` reopens Codex's own session, so
+    // the model sees the earlier messages.
+    call(&mut c, "conversation.pause", json!({ "conversation": id })).await;
+    call(&mut c, "conversation.continue", json!({ "conversation": id })).await;
+    idle_within(&mut c, &id, 60).await;
+    let at = say(&mut c, &id, "recall: what did I say?").await;
+    let recalled = reply_starting(&mut c, &id, at, "Earlier you said: ").await;
+    assert!(recalled.contains("hello there") && recalled.contains("run: echo hi > ran.txt"), "{recalled}");
+    let humans: Vec<String> = transcript(&mut c, &id)
+        .await
+        .iter()
+        .filter(|e| e["speaker"] == "human")
+        .filter_map(|e| e["text"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        humans,
+        [
+            "hello there",
+            "run: echo hi > ran.txt",
+            "run: cat /etc/hostname",
+            "recall: what did I say?"
+        ],
+        "each message once, in order, across the resume"
+    );
+}
