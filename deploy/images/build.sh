@@ -8,12 +8,13 @@
 #                      target/release/warren, else target/debug/warren)
 #   --tag TAG          also tag the result as TAG (a full name[:tag])
 #   --rebuild          build even if the image for this content already exists
-#   --allow-npm        build codex/gemini/opencode without first checking that
+#   --allow-npm        build gemini/opencode without first checking that
 #                      the npm registry answers from this host
 #
 # Ensures the base image (deploy/images/base/build.sh), assembles a temporary
-# build context (Dockerfile, warren, and for claude the Claude Code binary from
-# deploy/scripts/fetch-claude.sh), and tags warren/guest-<harness>:<version> and
+# build context (Dockerfile, warren, for claude the Claude Code binary from
+# deploy/scripts/fetch-claude.sh, for codex the Codex package from
+# deploy/scripts/fetch-codex.sh), and tags warren/guest-<harness>:<version> and
 # :latest, where <version> is the first 12 hex digits of a sha256 over the
 # Dockerfile, the context files and the base image id: a new warren binary gives
 # a new tag, an unchanged one reuses the existing image. Progress goes to
@@ -65,7 +66,7 @@ need_docker
 
 # --- can this harness be built here? ----------------------------------------
 case "$HARNESS" in
-    codex|gemini|opencode)
+    gemini|opencode)
         if [ -n "${NPM_CONFIG_REGISTRY:-}" ]; then
             NPM_REGISTRY="$NPM_CONFIG_REGISTRY"
         elif command -v npm >/dev/null 2>&1; then
@@ -77,7 +78,7 @@ case "$HARNESS" in
             command -v npm >/dev/null 2>&1 || die "the $HARNESS image installs its CLI from the npm registry, and reachability cannot be checked here (no npm on this host); this machine's network reaches only Debian mirrors and PyPI as far as we know. On a machine that reaches npm, rerun with --allow-npm." 2
             log "checking that the npm registry (${NPM_REGISTRY:-npm default}) answers (20 s)"
             if ! timeout 20 npm ping ${NPM_REGISTRY:+--registry "$NPM_REGISTRY"} >/dev/null 2>&1 </dev/null; then
-                die "the $HARNESS image installs $( case $HARNESS in codex) echo @openai/codex;; gemini) echo @google/gemini-cli;; opencode) echo opencode-ai;; esac ) from the npm registry, which is not reachable from this machine (npm ping failed or timed out). Build it on a machine that reaches npm (or set NPM_CONFIG_REGISTRY to a reachable mirror); --allow-npm skips this check." 2
+                die "the $HARNESS image installs $( case $HARNESS in gemini) echo @google/gemini-cli;; opencode) echo opencode-ai;; esac ) from the npm registry, which is not reachable from this machine (npm ping failed or timed out). Build it on a machine that reaches npm (or set NPM_CONFIG_REGISTRY to a reachable mirror); --allow-npm skips this check." 2
             fi
         fi
         # Only a non-default registry is passed on (the Dockerfile's npm has the default).
@@ -124,6 +125,13 @@ if [ "$HARNESS" = claude ]; then
     # The fetched binary is immutable once verified: a hard link saves a 400 MB copy.
     ln "$CLAUDE_BIN" "$CTX/claude" 2>/dev/null || cp "$CLAUDE_BIN" "$CTX/claude"
 fi
+if [ "$HARNESS" = codex ]; then
+    CODEX_BIN="$("$WARREN_DEPLOY/scripts/fetch-codex.sh" | tail -n 1)"
+    # bin/codex's package directory as the wheel lays it out; hard links
+    # save a 370 MB copy of the immutable, verified files.
+    cp -al "$(dirname "$(dirname "$CODEX_BIN")")" "$CTX/codex" 2>/dev/null \
+        || cp -a "$(dirname "$(dirname "$CODEX_BIN")")" "$CTX/codex"
+fi
 
 # --- content version --------------------------------------------------------
 VERSION="$(
@@ -160,7 +168,7 @@ else
         [ "$rc" -eq 124 ] && die "docker build of $TAG timed out after ${WARREN_BUILD_TIMEOUT:-3600}s"
         case "$HARNESS" in
             aider) die "docker build of $TAG failed (rc $rc). The aider image needs, from inside docker build, the Debian mirrors of the base image's apt sources and a Python package index over HTTPS (pip's default or PIP_INDEX_URL); see the log above" ;;
-            codex|gemini|opencode) die "docker build of $TAG failed (rc $rc); it needs the npm registry from inside docker build; see the log above" ;;
+            gemini|opencode) die "docker build of $TAG failed (rc $rc); it needs the npm registry from inside docker build; see the log above" ;;
             *) die "docker build of $TAG failed (rc $rc); see the log above" ;;
         esac
     fi

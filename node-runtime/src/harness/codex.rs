@@ -130,6 +130,14 @@ pub fn session_id_of(rollout: &Path) -> Option<String> {
     (id.len() == 36 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-')).then(|| id.to_string())
 }
 
+/// Codex keeps the helpers its sandbox runs (`codex-linux-sandbox`) in its
+/// home, and refuses to when that home is under the temporary directory:
+/// then every sandboxed command fails. A Codex home under `tmp` (a data dir
+/// there) gets a temporary directory of its own, beside the threads.
+pub fn own_tmp(home: &Path, codex_home: &Path, tmp: &Path) -> Option<PathBuf> {
+    codex_home.starts_with(tmp).then(|| home.join(".codex/tmp"))
+}
+
 /// A function call's arguments, decoded.
 fn arguments(payload: &Value) -> Option<Value> {
     serde_json::from_str(payload["arguments"].as_str()?).ok()
@@ -177,6 +185,11 @@ impl Harness for CodexHarness {
             args.extend(["resume".to_string(), id]);
         }
         let mut env = vec![("CODEX_HOME".to_string(), codex_home.display().to_string())];
+        let mut files = vec![];
+        if let Some(tmp) = own_tmp(ctx.home, &codex_home, &std::env::temp_dir()) {
+            env.push(("TMPDIR".to_string(), tmp.display().to_string()));
+            files.push((PathBuf::from(".codex/tmp/.keep"), vec![]));
+        }
         env.extend(ctx.settings.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         let rel = config_path
             .strip_prefix(ctx.home)
@@ -185,7 +198,7 @@ impl Harness for CodexHarness {
             program: self.program(ctx.settings, ctx.self_exe),
             args,
             env,
-            files: vec![(rel.to_path_buf(), config.to_string().into_bytes())],
+            files: [vec![(rel.to_path_buf(), config.to_string().into_bytes())], files].concat(),
             transcript_file: Some(sessions),
         })
     }
@@ -321,6 +334,16 @@ mod tests {
         assert!(plain.get("developer_instructions").is_none());
         let fresh = merged_config(Some("not = [toml"), Path::new("/w"), &s, None, "");
         assert_eq!(fresh["projects"]["/w"]["trust_level"].as_str(), Some("trusted"));
+    }
+
+    #[test]
+    fn a_codex_home_under_tmp_gets_its_own_tmp() {
+        let home = Path::new("/tmp/x/agents/a/home");
+        let ch = codex_home(home, "r1");
+        assert_eq!(own_tmp(home, &ch, Path::new("/tmp")), Some(home.join(".codex/tmp")));
+        assert!(!home.join(".codex/tmp").starts_with(&ch));
+        let home = Path::new("/var/lib/warren/agents/a/home");
+        assert_eq!(own_tmp(home, &codex_home(home, "r1"), Path::new("/tmp")), None);
     }
 
     #[test]

@@ -339,7 +339,7 @@ impl DockerRuntime {
                     "0".to_string(),
                 )])),
                 cap_drop: Some(vec!["ALL".into()]),
-                security_opt: Some(vec!["no-new-privileges".into()]),
+                security_opt: Some(super::seccomp::security_opts(&spec.harness)),
                 pids_limit: Some(spec.resources.pids.unwrap_or(self.settings.pids_limit)),
                 memory: Some((spec.resources.memory_mb.unwrap_or(self.settings.memory_mb) * 1024 * 1024) as i64),
                 nano_cpus: Some((spec.resources.cpus.unwrap_or(self.settings.cpus) * 1e9) as i64),

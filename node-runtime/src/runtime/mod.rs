@@ -10,6 +10,7 @@ pub mod exec;
 pub mod guest_gate;
 pub mod guest_link;
 pub mod local;
+pub mod seccomp;
 
 use std::path::PathBuf;
 use std::sync::Arc;

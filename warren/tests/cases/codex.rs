@@ -22,7 +22,7 @@ async fn codex_node(model: &fake_model::FakeModel) -> (TestNode, String) {
             format!("{}/v1", model.base_url()),
         ),
     };
-    let node = TestNode::start_on(
+    let node = TestNode::start_on_outside_tmp(
         RUNTIME,
         &format!(
             "[supervision]\nenabled = true\n\n[harnesses.codex]\n{program}\n[harnesses.codex.env]\n\
@@ -99,6 +99,23 @@ async fn real_codex_is_supervised_against_a_fake_model() {
     assert!(!denied["text"].as_str().unwrap_or_default().contains("localhost"), "{denied}");
     idle_within(&mut c, &id, 60).await;
 
+    // A new file inside the worktree: Codex writes it inside its own sandbox
+    // (bubblewrap; in a guest under the node's seccomp profile), no dialog.
+    let at = say(&mut c, &id, "create: notes/new.txt").await;
+    let made = wait_until("the sandboxed write", Duration::from_secs(30), || {
+        let path = workspace.join("notes/new.txt");
+        async move { std::fs::read_to_string(path).ok() }
+    })
+    .await;
+    assert_eq!(made, "created by the fake model\n");
+    reply_starting(&mut c, &id, at, "Tool finished").await;
+    // Outside it, the sandbox refuses the write.
+    let home = node.path().join("agents").join(AGENT).join("home");
+    let at = say(&mut c, &id, &format!("create: {}/escaped.txt", home.display())).await;
+    tool_output_with(&mut c, &id, at, "escaped.txt: Read-only file system").await;
+    assert!(!home.join("escaped.txt").exists(), "nothing written outside the worktree");
+    idle_within(&mut c, &id, 60).await;
+
     // Spend and quota from Codex's rollout: every main-loop request the fake
     // model answered, token for token; the windows from its headers.
     let sent: Vec<_> = model.usage_sent().into_iter().filter(|u| u.tools).collect();
@@ -151,6 +168,8 @@ async fn real_codex_is_supervised_against_a_fake_model() {
             "hello there",
             "run: echo hi > ran.txt",
             "run: cat /etc/hostname",
+            "create: notes/new.txt",
+            &format!("create: {}/escaped.txt", home.display()),
             "recall: what did I say?"
         ],
         "each message once, in order, across the resume"

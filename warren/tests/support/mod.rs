@@ -68,9 +68,21 @@ impl TestNode {
         TestNode::start_on_with_env(runtime, toml, &[DEBUG_LOG])
     }
 
+    /// As `start_on`, with the data dir outside the system's temporary
+    /// directory (under the build's own): for a CLI whose sandbox lets
+    /// every command write in `/tmp` (Codex), so that the agent's home is
+    /// outside what its sandbox allows.
+    pub fn start_on_outside_tmp(runtime: &'static str, toml: &str) -> TestNode {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+        TestNode::start_in(dir, runtime, toml, vec![])
+    }
+
     fn start_on_with_env(runtime: &'static str, toml: &str, env: &[(&str, &str)]) -> TestNode {
         let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let dir = tempfile::tempdir().expect("tempdir");
+        TestNode::start_in(tempfile::tempdir().expect("tempdir"), runtime, toml, env)
+    }
+
+    fn start_in(dir: tempfile::TempDir, runtime: &'static str, toml: &str, env: Vec<(String, String)>) -> TestNode {
         let mut toml = toml.to_string();
         if runtime == "docker" {
             // Warm the images up once per process; the node itself then builds
