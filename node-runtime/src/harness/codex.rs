@@ -212,8 +212,11 @@ impl Harness for CodexHarness {
         rollouts(planned).pop()
     }
 
+    /// The screen decides, and Codex's own signal (OSC 7501) can only hold
+    /// it back: IDLE needs the input box on screen and no `working` or
+    /// `blocked` from Codex; a dialog is read from the screen alone.
     fn status(&self, screen: &ScreenSnapshot) -> Status {
-        codex_screen::status_of(&screen.lines)
+        codex_screen::with_signal(codex_screen::status_of(&screen.lines), screen.cli_state.as_deref())
     }
 
     fn dialog(&self, screen: &ScreenSnapshot) -> Option<Dialog> {

@@ -135,6 +135,16 @@ pub fn status_of(lines: &[String]) -> Status {
     }
 }
 
+/// The screen's status, held back by what Codex said of its state: a
+/// screen that looks idle while Codex says it is `working` (or `blocked` on
+/// something the screen does not show as a dialog) is BUSY.
+pub fn with_signal(by_screen: Status, state: Option<&str>) -> Status {
+    match (by_screen, state) {
+        (Status::Idle, Some("working" | "blocked")) => Status::Busy,
+        (s, _) => s,
+    }
+}
+
 /// A command's line that looks like part of a dialog.
 fn frame_shaped(line: &str) -> bool {
     let t = line.trim();
@@ -394,6 +404,17 @@ mod tests {
         let answers = s.answers.expect("esc");
         assert!(answers.approve_once.is_none());
         assert_eq!(answers.deny.map(|a| a.keys), Some("\u{1b}".to_string()));
+    }
+
+    #[test]
+    fn codexs_signal_holds_idle_back_and_never_makes_it() {
+        assert_eq!(with_signal(Status::Idle, Some("idle")), Status::Idle);
+        assert_eq!(with_signal(Status::Idle, None), Status::Idle);
+        assert_eq!(with_signal(Status::Idle, Some("working")), Status::Busy);
+        assert_eq!(with_signal(Status::Idle, Some("blocked")), Status::Busy);
+        assert_eq!(with_signal(Status::Busy, Some("idle")), Status::Busy, "the screen is the check");
+        assert_eq!(with_signal(Status::Dialog, Some("blocked")), Status::Dialog);
+        assert_eq!(with_signal(Status::Dialog, Some("idle")), Status::Dialog);
     }
 
     #[test]

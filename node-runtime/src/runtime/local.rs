@@ -39,7 +39,7 @@ impl Runtime for LocalRuntime {
 struct LocalSession {
     master: Mutex<Box<dyn MasterPty + Send>>,
     writer: Arc<Mutex<Box<dyn Write + Send>>>,
-    parser: Arc<Mutex<vt100::Parser>>,
+    parser: Arc<Mutex<super::signals::Terminal>>,
     killer: Mutex<Box<dyn ChildKiller + Send + Sync>>,
     alive: Arc<AtomicBool>,
     exited: watch::Receiver<bool>,
@@ -89,7 +89,7 @@ impl LocalSession {
         let mut reader = pair.master.try_clone_reader().map_err(|e| fail(e.to_string()))?;
         let writer = pair.master.take_writer().map_err(|e| fail(e.to_string()))?;
 
-        let parser = Arc::new(Mutex::new(vt100::Parser::new(nz(spec.rows), nz(spec.cols), 0)));
+        let parser = Arc::new(Mutex::new(super::signals::terminal(spec.rows, spec.cols)));
         let (raw, _) = broadcast::channel(RAW_CAPACITY);
         let alive = Arc::new(AtomicBool::new(true));
         let (exit_tx, exit_rx) = watch::channel(false);

@@ -11,6 +11,7 @@ pub mod guest_gate;
 pub mod guest_link;
 pub mod local;
 pub mod seccomp;
+pub mod signals;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -43,6 +44,9 @@ pub struct ScreenSnapshot {
     pub cursor: (u16, u16),
     /// The cells as styled runs (`Session::styled_screen` only).
     pub styled: Option<console_api::ScreenCells>,
+    /// The CLI's own last word on its state, beside the screen (Codex's
+    /// OSC 7501: `idle`, `working`, `blocked`), if it gives one.
+    pub cli_state: Option<String>,
 }
 
 impl ScreenSnapshot {
@@ -52,16 +56,16 @@ impl ScreenSnapshot {
 }
 
 /// The screen of a terminal emulator (an empty one if its lock is poisoned).
-pub fn snapshot(parser: &std::sync::Mutex<vt100::Parser>) -> ScreenSnapshot {
+pub fn snapshot(parser: &std::sync::Mutex<signals::Terminal>) -> ScreenSnapshot {
     snapshot_of(parser, None)
 }
 
 /// The screen with its cells as styled runs (at most `cells::MAX_RUNS`).
-pub fn styled_snapshot(parser: &std::sync::Mutex<vt100::Parser>) -> ScreenSnapshot {
+pub fn styled_snapshot(parser: &std::sync::Mutex<signals::Terminal>) -> ScreenSnapshot {
     snapshot_of(parser, Some(cells::MAX_RUNS))
 }
 
-fn snapshot_of(parser: &std::sync::Mutex<vt100::Parser>, max_runs: Option<usize>) -> ScreenSnapshot {
+fn snapshot_of(parser: &std::sync::Mutex<signals::Terminal>, max_runs: Option<usize>) -> ScreenSnapshot {
     match parser.lock() {
         Ok(p) => {
             let s = p.screen();
@@ -73,6 +77,7 @@ fn snapshot_of(parser: &std::sync::Mutex<vt100::Parser>, max_runs: Option<usize>
                 lines: s.rows(0, cols).collect(),
                 cursor: s.cursor_position(),
                 styled: max_runs.map(|n| cells::styled(s, n)),
+                cli_state: p.callbacks().state.clone(),
             }
         }
         Err(_) => ScreenSnapshot {
@@ -81,6 +86,7 @@ fn snapshot_of(parser: &std::sync::Mutex<vt100::Parser>, max_runs: Option<usize>
             lines: vec![],
             cursor: (0, 0),
             styled: None,
+            cli_state: None,
         },
     }
 }
