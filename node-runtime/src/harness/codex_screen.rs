@@ -412,7 +412,11 @@ mod tests {
         assert_eq!(with_signal(Status::Idle, None), Status::Idle);
         assert_eq!(with_signal(Status::Idle, Some("working")), Status::Busy);
         assert_eq!(with_signal(Status::Idle, Some("blocked")), Status::Busy);
-        assert_eq!(with_signal(Status::Busy, Some("idle")), Status::Busy, "the screen is the check");
+        assert_eq!(
+            with_signal(Status::Busy, Some("idle")),
+            Status::Busy,
+            "the screen is the check"
+        );
         assert_eq!(with_signal(Status::Dialog, Some("blocked")), Status::Dialog);
         assert_eq!(with_signal(Status::Dialog, Some("idle")), Status::Dialog);
     }
