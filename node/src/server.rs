@@ -300,6 +300,10 @@ pub async fn run(
     let mut side_tasks = vec![];
     // The harnesses' setup, checked where the user makes it: one warning
     // line per problem (a Docker node checks its images in the background).
+    for p in harness::setup::settings_problems(&cfg.harnesses) {
+        warn_setup(&p);
+    }
+    side_tasks.push(tokio::spawn(try_model_endpoints(cfg.harnesses.clone())));
     match &guests {
         None => {
             let path = std::env::var("PATH").unwrap_or_default();
@@ -412,6 +416,32 @@ struct GuestSide {
 /// harness's setup (see `harness::setup`).
 fn warn_setup(p: &harness::setup::SetupProblem) {
     eprintln!("warning: {}", p.message);
+}
+
+/// How long a model endpoint has to accept a connection at start.
+const ENDPOINT_TRY: Duration = Duration::from_secs(3);
+
+/// Tries each configured model endpoint once (a TCP connection, nothing
+/// sent): one warning per endpoint that refuses or does not answer, naming
+/// the setting. The endpoints are the operator's own configuration, the
+/// same the CLIs are given.
+async fn try_model_endpoints(harnesses: std::collections::BTreeMap<String, harness::HarnessSettings>) {
+    for (setting, host, port) in harness::setup::configured_endpoints(&harnesses) {
+        let why = match tokio::time::timeout(ENDPOINT_TRY, tokio::net::TcpStream::connect((host.as_str(), port))).await
+        {
+            Ok(Ok(_)) => continue,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer in {} s", ENDPOINT_TRY.as_secs()),
+        };
+        let (section, var) = setting.rsplit_once('.').unwrap_or((setting.as_str(), ""));
+        let section = section.strip_prefix("harnesses.").unwrap_or(section);
+        warn_setup(&harness::setup::SetupProblem {
+            message: format!(
+                "`[harnesses.{section}] {var}`: the model endpoint {host}:{port} did not accept a connection ({why}); the CLI will not reach its model"
+            ),
+            setting,
+        });
+    }
 }
 
 /// The Docker runtime: a listener on the host's loopback that each guest

@@ -151,6 +151,9 @@ impl Harness for ClaudeHarness {
     }
 
     fn plan(&self, ctx: &LaunchContext<'_>) -> Result<LaunchPlan, HarnessError> {
+        if let Some(problem) = super::setup::owned_variable_problem("claude", ctx.settings) {
+            return Err(HarnessError::Setting(problem));
+        }
         let config_dir = ctx.home.join(CONFIG_DIR);
         let api_key = ctx.settings.env.get("ANTHROPIC_API_KEY").map(String::as_str);
         let existing = std::fs::read_to_string(config_dir.join(".claude.json")).ok();

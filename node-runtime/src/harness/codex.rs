@@ -161,6 +161,9 @@ impl Harness for CodexHarness {
     }
 
     fn plan(&self, ctx: &LaunchContext<'_>) -> Result<LaunchPlan, HarnessError> {
+        if let Some(problem) = super::setup::owned_variable_problem("codex", ctx.settings) {
+            return Err(HarnessError::Setting(problem));
+        }
         let codex_home = codex_home(ctx.home, ctx.resume_ref);
         let config_path = codex_home.join("config.toml");
         let existing = std::fs::read_to_string(&config_path).ok();

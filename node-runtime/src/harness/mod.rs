@@ -31,6 +31,9 @@ pub enum HarnessError {
     Unsupported(String),
     #[error("could not prepare the agent's home: {0}")]
     Home(String),
+    /// A setting the adapter cannot launch with.
+    #[error("{0}")]
+    Setting(setup::SetupProblem),
 }
 
 /// Everything an adapter needs to plan a launch.

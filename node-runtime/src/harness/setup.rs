@@ -108,6 +108,58 @@ pub fn local_problems(
     out
 }
 
+/// Settings an adapter owns itself: a `[harnesses.codex.env] CODEX_HOME`
+/// would move every conversation's Codex home (the node gives each its own,
+/// in the agent's durable home, where resume and spend find it).
+pub fn settings_problems(harnesses: &std::collections::BTreeMap<String, HarnessSettings>) -> Vec<SetupProblem> {
+    harnesses
+        .iter()
+        .filter_map(|(name, s)| owned_variable_problem(name, s))
+        .collect()
+}
+
+/// The problem with a variable the adapter owns, if `settings` sets one.
+pub fn owned_variable_problem(harness: &str, settings: &HarnessSettings) -> Option<SetupProblem> {
+    let owned: &[&str] = match harness {
+        "codex" => &["CODEX_HOME"],
+        "claude" => &["CLAUDE_CONFIG_DIR"],
+        _ => &[],
+    };
+    let var = owned.iter().find(|v| settings.env.contains_key(**v))?;
+    Some(SetupProblem {
+        setting: format!("harnesses.{harness}.env.{var}"),
+        message: format!(
+            "`[harnesses.{harness}.env] {var}`: the node sets {var} itself (each agent's in its durable home, where resume, transcripts and spend find it); remove it from warren.toml"
+        ),
+    })
+}
+
+/// The model endpoints the harnesses are configured with, to try at start:
+/// `(setting, host, port)` for each `*_BASE_URL` / `OPENAI_API_BASE` in their
+/// environment. `host.docker.internal` (a guest's name for the host) is the
+/// host's loopback.
+pub fn configured_endpoints(
+    harnesses: &std::collections::BTreeMap<String, HarnessSettings>,
+) -> Vec<(String, String, u16)> {
+    let mut out = vec![];
+    for (name, s) in harnesses {
+        for (var, value) in &s.env {
+            if !(var.ends_with("_BASE_URL") || var == "OPENAI_API_BASE") {
+                continue;
+            }
+            if let Some((host, port)) = node_store::net::host_of(value).filter(|(h, p)| !h.is_empty() && *p != 0) {
+                let host = if host == node_store::egress::HOST_NAME {
+                    "127.0.0.1".to_string()
+                } else {
+                    host
+                };
+                out.push((format!("harnesses.{name}.env.{var}"), host, port));
+            }
+        }
+    }
+    out
+}
+
 /// A `[harnesses.NAME]` section for a harness this node cannot launch.
 pub fn no_adapter_section(name: &str) -> SetupProblem {
     SetupProblem {
@@ -177,6 +229,46 @@ mod tests {
         assert_eq!(e.setting, "harness");
         assert!(e.message.starts_with("harness: "), "{e}");
         assert!(e.message.contains("no gemini adapter"), "{e}");
+    }
+
+    #[test]
+    fn variables_an_adapter_owns_are_problems_and_endpoints_are_listed() {
+        let mut cfg = std::collections::BTreeMap::new();
+        let env = |pairs: &[(&str, &str)]| HarnessSettings {
+            env: pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            ..Default::default()
+        };
+        cfg.insert(
+            "codex".to_string(),
+            env(&[
+                ("CODEX_HOME", "/nope/x"),
+                ("OPENAI_BASE_URL", "http://host.docker.internal:9/v1"),
+            ]),
+        );
+        cfg.insert(
+            "aider".to_string(),
+            env(&[("OPENAI_API_BASE", "https://models.example/v1")]),
+        );
+        cfg.insert("fake".to_string(), env(&[("CODEX_HOME", "/x")]));
+        let problems = settings_problems(&cfg);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].setting, "harnesses.codex.env.CODEX_HOME");
+        assert!(problems[0].message.contains("remove it"), "{}", problems[0]);
+        assert_eq!(
+            configured_endpoints(&cfg),
+            [
+                (
+                    "harnesses.aider.env.OPENAI_API_BASE".to_string(),
+                    "models.example".to_string(),
+                    443
+                ),
+                (
+                    "harnesses.codex.env.OPENAI_BASE_URL".to_string(),
+                    "127.0.0.1".to_string(),
+                    9
+                ),
+            ]
+        );
     }
 
     #[test]

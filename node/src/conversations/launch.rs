@@ -15,7 +15,7 @@ use crate::live::{Live, LiveLimits, LiveParts};
 use crate::service::{NodeError, NodeResult};
 use crate::tools::mount;
 use node_runtime::exits::{self, Relaunch, SessionStore};
-use node_runtime::harness::{self, LaunchContext, LaunchPlan, setup};
+use node_runtime::harness::{self, HarnessError, LaunchContext, LaunchPlan, setup};
 use node_runtime::runtime::{LaunchSpec, RuntimeError};
 use node_store::catalog::{Catalog, ConvEntry};
 use node_store::events::{AgentRecord, Event, FreshStart};
@@ -431,7 +431,10 @@ impl Conversations {
                     self_exe: &self.cfg.self_exe,
                     settings: &settings,
                 })
-                .map_err(|e| LaunchError::setup(format!("harnesses.{}", agent.harness), e.to_string()))
+                .map_err(|e| match e {
+                    HarnessError::Setting(p) => LaunchError::setup(p.setting, p.message),
+                    e => LaunchError::setup(format!("harnesses.{}", agent.harness), e.to_string()),
+                })
         };
         // Lines read from the CLI's session file count from the floor on
         // (a fresh continue started a new file).

@@ -222,3 +222,53 @@ async fn real_codex_a_deleted_rollout_fails_resume_and_continue_fresh_recovers()
     let model = stranded_model().await;
     support::stranded::a_deleted_session_fails_resume_and_continue_fresh_recovers(&stranded_codex(&model)).await;
 }
+
+/// Waits for the start-up warning line that contains every one of `words`.
+async fn warning_with(node: &TestNode, words: &[&str]) -> String {
+    let log = node.path().join("node.log");
+    wait_until(&format!("a start-up warning with {words:?}"), Duration::from_secs(60), || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        async move {
+            text.lines()
+                .find(|l| l.starts_with("warning: ") && words.iter().all(|w| l.contains(w.as_str())))
+                .map(str::to_string)
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_codex_bad_settings_are_named() {
+    // A model endpoint that refuses (a port nothing listens on), a missing
+    // program, and a Codex home the node would not own.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let program = match RUNTIME {
+        "docker" => format!("image = {:?}\n", guest_image("codex")),
+        _ => "program = \"/nonexistent/bin/codex\"\n".to_string(),
+    };
+    let node = TestNode::start_on(
+        RUNTIME,
+        &format!(
+            "[harnesses.codex]\n{program}\n[harnesses.codex.env]\n\
+             OPENAI_BASE_URL = \"http://127.0.0.1:{port}/v1\"\nOPENAI_API_KEY = {API_KEY:?}\nCODEX_HOME = \"/nonexistent/codex-home\"\n",
+        ),
+    );
+    let endpoint = warning_with(&node, &["[harnesses.codex.env] OPENAI_BASE_URL", &format!("127.0.0.1:{port}")]).await;
+    assert!(endpoint.contains("did not accept a connection"), "{endpoint}");
+    let home = warning_with(&node, &["[harnesses.codex.env] CODEX_HOME"]).await;
+    assert!(home.contains("remove it"), "{home}");
+    if RUNTIME != "docker" {
+        warning_with(&node, &["[harnesses.codex] program", "/nonexistent/bin/codex"]).await;
+    }
+
+    let mut c = node.client().await;
+    call(&mut c, "agent.create", json!({ "name": AGENT, "harness": "codex" })).await;
+    let (code, out, err) = warren(&["--json", "conv", "start", AGENT], &node.path());
+    assert_eq!(code, 1, "{out}{err}");
+    let answer: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(answer["error"]["code"], -32014, "{answer}");
+    assert_eq!(answer["error"]["data"]["setting"], "harnesses.codex.env.CODEX_HOME", "{answer}");
+}
