@@ -66,7 +66,7 @@ pub fn report(message: impl Into<String>) {
 pub fn build_estimate(harness: &str) -> &'static str {
     match harness {
         "fake" => "about 15 s",
-        "claude" => "about 1 min",
+        "claude" | "codex" => "about 1 min",
         "aider" => "about 3 min",
         _ => "a few minutes",
     }

@@ -12,6 +12,7 @@ use base64::Engine;
 use console_api::methods as m;
 use serde_json::{Value, json};
 
+mod clis;
 mod decisions;
 mod egress;
 mod latency;
@@ -29,7 +30,8 @@ use node::store::Store;
 #[derive(clap::Args)]
 pub struct BenchArgs {
     /// Which benchmark: store | latency | redaction | rss | startup | auth | supervision |
-    /// monitor | mail | recall | spend | workspace | task | egress | docker | all (`all` skips docker, which needs a Docker engine)
+    /// monitor | mail | recall | spend | workspace | task | egress | docker | clis | all (`all` skips docker, which needs a
+    /// Docker engine, and clis, which needs the real Claude Code and Codex CLIs fetched)
     #[arg(default_value = "all")]
     which: String,
     /// Scratch directory (default: a new temp dir, removed afterwards).
@@ -47,6 +49,12 @@ pub struct BenchArgs {
     /// Idle conversations for the RSS figure.
     #[arg(long, default_value_t = 100)]
     conversations: usize,
+    /// The Claude Code CLI for `clis` (default: target/tools/claude-*/claude, from deploy/scripts/fetch-claude.sh).
+    #[arg(long)]
+    claude: Option<PathBuf>,
+    /// The Codex CLI for `clis` (default: target/tools/codex-*/bin/codex, from deploy/scripts/fetch-codex.sh).
+    #[arg(long)]
+    codex: Option<PathBuf>,
 }
 
 struct Scratch {
@@ -141,6 +149,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "task",
         "egress",
         "docker",
+        "clis",
     ];
     if !known.contains(&args.which.as_str()) {
         bail!("unknown benchmark {:?}; one of {}", args.which, known.join(", "));
@@ -189,6 +198,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
     if args.which == "docker" {
         bench_docker(&args).await?;
+    }
+    if args.which == "clis" {
+        clis::bench_clis(&args).await?;
     }
     Ok(())
 }
