@@ -318,15 +318,15 @@ impl Live {
         })
     }
 
-    /// Applies the agent's budget phase: the gate open and the CLI running
-    /// when ok, else frozen with its queue held.
-    /// Freezes or thaws the CLI when the gate changes (nothing when it already
-    /// stands so; a CLI that would not is logged).
     /// Reads what the CLI wrote to its session file since the last read.
     pub async fn read_session_file(&self) {
         self.tail.lock().await.poll().await;
     }
 
+    /// Applies the agent's budget phase: the gate open and the CLI running
+    /// when ok, else frozen with its queue held.
+    /// Freezes or thaws the CLI when the gate changes (nothing when it already
+    /// stands so; a CLI that would not is logged).
     pub async fn set_budget_phase(&self, phase: Phase) {
         let open = phase == Phase::Ok;
         if (*self.budget.borrow() == Phase::Ok) != open {
