@@ -141,6 +141,8 @@ struct Tail {
     file: Option<PathBuf>,
     /// Where a tool call the file records goes (`Live::hook`).
     hook: Arc<Mutex<Option<node_runtime::harness::hooks::ToolRequest>>>,
+    /// Counts the turn ends the file records (`Live::turns_ended`).
+    turns_ended: watch::Sender<u64>,
     offset: u64,
     partial: Vec<u8>,
     pending: Arc<Mutex<VecDeque<Pending>>>,
@@ -204,6 +206,9 @@ impl Tail {
             {
                 *hook = Some(request);
             }
+            if self.harness.turn_ended(&line) {
+                self.turns_ended.send_modify(|n| *n += 1);
+            }
             if let Some(entry) = self.harness.parse_session_line(&line) {
                 self.record(entry, consumed).await;
             }
@@ -264,7 +269,9 @@ impl Live {
         let pending = Arc::new(Mutex::new(VecDeque::new()));
         let last_activity = Arc::new(Mutex::new(std::time::Instant::now()));
         let hook = Arc::new(Mutex::new(None));
+        let turns_ended = watch::channel(0).0;
         let tail = Arc::new(tokio::sync::Mutex::new(Tail {
+            turns_ended: turns_ended.clone(),
             last_activity: last_activity.clone(),
             path: transcript_file,
             file: None,
@@ -308,7 +315,7 @@ impl Live {
             tail,
             last_activity,
             hook,
-            turns_ended: watch::channel(0).0,
+            turns_ended,
             resumed,
             workspace,
             ready,

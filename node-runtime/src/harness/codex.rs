@@ -230,6 +230,21 @@ impl Harness for CodexHarness {
         codex_screen::read(dialog, cwd, hook)
     }
 
+    /// Its rollout records each turn's end (`task_complete`, or
+    /// `turn_aborted` after an interrupt or a refused call).
+    fn reports_turn_end(&self) -> bool {
+        true
+    }
+
+    fn turn_ended(&self, line: &str) -> bool {
+        // Cheap first: most lines are not events.
+        line.contains("\"event_msg\"")
+            && serde_json::from_str::<Value>(line).is_ok_and(|v| {
+                v["type"] == "event_msg"
+                    && matches!(v["payload"]["type"].as_str(), Some("task_complete" | "turn_aborted"))
+            })
+    }
+
     fn tool_request(&self, line: &str) -> Option<ToolRequest> {
         let v: Value = serde_json::from_str(line).ok()?;
         let p = &v["payload"];
@@ -430,5 +445,9 @@ mod tests {
         assert!(h.tool_request(&reply).is_none());
         let event = r#"{"type":"event_msg","payload":{"type":"token_count"}}"#;
         assert!(h.parse_session_line(event).is_none());
+        assert!(!h.turn_ended(event));
+        assert!(h.turn_ended(r#"{"type":"event_msg","payload":{"type":"task_complete","turn_id":"t"}}"#));
+        assert!(h.turn_ended(r#"{"type":"event_msg","payload":{"type":"turn_aborted","reason":"interrupted"}}"#));
+        assert!(!h.turn_ended(&reply));
     }
 }

@@ -187,6 +187,12 @@ pub trait Harness: Send + Sync {
     fn tool_request(&self, _line: &str) -> Option<hooks::ToolRequest> {
         None
     }
+    /// Whether a line of the CLI's session file records the end of a turn
+    /// (Codex's `task_complete` and `turn_aborted`), for a CLI that
+    /// `reports_turn_end` that way.
+    fn turn_ended(&self, _line: &str) -> bool {
+        false
+    }
     /// The file where the CLI reports each turn's token use and cost, one
     /// JSON line per report, if it writes one (tailed for usage).
     fn usage_file(&self, _home: &Path, _resume_ref: &str) -> Option<PathBuf> {

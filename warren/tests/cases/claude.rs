@@ -2,6 +2,7 @@
 // (claude.rs: a local PTY; docker_claude.rs: the `claude` guest image).
 
 use serde_json::{Value, json};
+use support::real::{git_in, task_repo};
 use support::*;
 
 const API_KEY: &str = "sk-ant-warren-test-0123456789abcdefghij";

@@ -10,7 +10,7 @@ async fn real_claude_works_a_task_repaired_once_to_a_commit() {
     let model = fake_model::FakeModel::start(listen.parse().expect("addr"))
         .await
         .expect("fake model");
-    let (tmp, base, extra) = claude_repo();
+    let (tmp, base, extra) = task_repo(RUNTIME);
     let repo = tmp.path().join("proj");
     let agent = json!({ "name": "cc", "harness": "claude", "workspace": { "repo": repo.display().to_string() } });
     let (node, first) = claude_node_with(&model, &extra, agent).await;

@@ -272,3 +272,69 @@ async fn real_codex_bad_settings_are_named() {
     assert_eq!(answer["error"]["code"], -32014, "{answer}");
     assert_eq!(answer["error"]["data"]["setting"], "harnesses.codex.env.CODEX_HOME", "{answer}");
 }
+
+// An unattended task with the real Codex CLI as its worker: the first attempt
+// (a sandboxed write) fails acceptance, the repair message's `run:` line is an
+// escalation supervision approves, the checks pass, and the task completes
+// with a commit on its branch. Codex's rollout reports each turn's end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_codex_works_a_task_repaired_once_to_a_commit() {
+    let listen = if RUNTIME == "docker" { "0.0.0.0:0" } else { "127.0.0.1:0" };
+    let model = fake_model::FakeModel::start(listen.parse().expect("addr"))
+        .await
+        .expect("fake model");
+    let (tmp, base, extra) = task_repo(RUNTIME);
+    let repo = tmp.path().join("proj");
+    let (program, url) = match RUNTIME {
+        "docker" => (
+            format!("image = {:?}\n", guest_image("codex")),
+            format!("http://host.docker.internal:{}/v1", model.addr().port()),
+        ),
+        _ => (format!("program = {:?}\n", codex_bin()), format!("{}/v1", model.base_url())),
+    };
+    let node = TestNode::start_on_outside_tmp(
+        RUNTIME,
+        &format!(
+            "[supervision]\nenabled = true\n\n[harnesses.codex]\n{program}\n[harnesses.codex.env]\n\
+             OPENAI_BASE_URL = {url:?}\nOPENAI_API_KEY = {API_KEY:?}\n{extra}",
+        ),
+    );
+    let mut c = node.client().await;
+    let agent = json!({ "name": AGENT, "harness": "codex", "workspace": { "repo": repo.display().to_string() } });
+    call(&mut c, "agent.create", agent).await;
+    let (code, out, err) = warren(&["supervision", "set", AGENT, "--enable"], &node.path());
+    assert_eq!(code, 0, "{err}{out}");
+    let check = "grep -q fixed notes.txt || { echo 'run: echo fixed >> notes.txt'; exit 1; }";
+    let t = call(
+        &mut c,
+        "task.start",
+        json!({ "agent": AGENT, "goal": "Write the notes.\ncreate: notes.txt", "acceptance": [check] }),
+    )
+    .await["task"]
+        .clone();
+    let id = t["id"].as_str().expect("task id").to_string();
+    let conv = t["conversation"].as_str().expect("conversation").to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    let done = loop {
+        let t = call(&mut c, "task.get", json!({ "task": id })).await["task"].clone();
+        if matches!(t["state"].as_str(), Some("completed" | "parked" | "failed" | "stopped")) {
+            break t;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the task did not end: {t:#}\n{}",
+            screen_text(&mut c, &conv).await
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert_eq!(done["state"], "completed", "{done:#}");
+    assert_eq!(done["repairs"], 1, "one repair round: {done:#}");
+    let head = done["head"].as_str().expect("head");
+    let branch = done["branch"].as_str().expect("branch");
+    assert_eq!(git_in(&repo, &["rev-parse", branch]), head);
+    assert_eq!(
+        git_in(&repo, &["show", &format!("{head}:notes.txt")]),
+        "created by the fake model\nfixed"
+    );
+    assert_eq!(git_in(&repo, &["rev-parse", "main"]), base, "the base branch is untouched");
+}

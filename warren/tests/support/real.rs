@@ -168,3 +168,50 @@ pub async fn usage_once(c: &mut Client, id: &str, what: &str, ready: impl Fn(&Va
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Runs git in `dir`, failing loudly; its stdout.
+pub fn git_in(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "safe.directory=*", "-c", "user.name=t", "-c", "user.email=t@t"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git is installed");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A repository `proj` with one commit on `main` in a new temp dir, and
+/// for a guest, owned by an ordinary user (uid 1000: the guest runs as that
+/// user) with `[workspaces] root` there (returned as extra warren.toml):
+/// (the temp dir, the base commit, the extra config).
+pub fn task_repo(runtime: &str) -> (tempfile::TempDir, String, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("tmp");
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let repo = tmp.path().join("proj");
+    std::fs::create_dir_all(&repo).expect("repo");
+    git_in(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README.md"), "# proj\n").expect("readme");
+    git_in(&repo, &["add", "-A"]);
+    git_in(&repo, &["commit", "-qm", "first"]);
+    let base = git_in(&repo, &["rev-parse", "HEAD"]);
+    let worktrees = tmp.path().join("worktrees");
+    std::fs::create_dir_all(&worktrees).expect("worktrees");
+    let mut extra = String::new();
+    if runtime == "docker" {
+        for p in [&repo, &worktrees] {
+            let st = std::process::Command::new("chown")
+                .args(["-R", "1000:1000", &p.display().to_string()])
+                .status()
+                .expect("chown");
+            assert!(st.success());
+        }
+        extra = format!("\n[workspaces]\nroot = {:?}\n", worktrees.display().to_string());
+    }
+    (tmp, base, extra)
+}
