@@ -84,14 +84,20 @@ struct Shared {
 /// The rate-limit windows one Responses reply carried in its headers.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateLimits {
-    /// The 5-hour window's use, percent (one per request, at most 100).
+    /// The 5-hour window's use, percent (one per request, at most
+    /// [`MAX_USED_PERCENT`]).
     pub primary_used_percent: f64,
-    /// The weekly window's use, percent (a quarter per request).
+    /// The weekly window's use, percent (a quarter per request, at most
+    /// [`MAX_USED_PERCENT`]).
     pub secondary_used_percent: f64,
     /// Unix seconds when each window resets.
     pub primary_reset_at: u64,
     pub secondary_reset_at: u64,
 }
+
+/// The most a window is said to be used: Codex warns near its limit and
+/// stops at 100 %, which a long run against one fake model would reach.
+pub const MAX_USED_PERCENT: f64 = 50.0;
 
 /// The primary (5-hour) and secondary (weekly) windows, in minutes.
 pub const PRIMARY_WINDOW_MINUTES: u64 = 300;
@@ -402,8 +408,8 @@ fn responses(shared: &Shared, headers: &HeaderMap, body: &[u8]) -> Response {
         tools: offers_tools(&request),
     });
     let limits = RateLimits {
-        primary_used_percent: (seq as f64).min(100.0),
-        secondary_used_percent: (seq as f64 / 4.0).min(100.0),
+        primary_used_percent: (seq as f64).min(MAX_USED_PERCENT),
+        secondary_used_percent: (seq as f64 / 4.0).min(MAX_USED_PERCENT),
         primary_reset_at: shared.started + PRIMARY_WINDOW_MINUTES * 60,
         secondary_reset_at: shared.started + SECONDARY_WINDOW_MINUTES * 60,
     };
