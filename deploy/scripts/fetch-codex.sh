@@ -33,7 +33,6 @@ version_ok() {
     out="$(timeout 60 "$1" --version 2>/dev/null </dev/null)" || return 1
     case "$out" in "codex-cli $CODEX_VERSION"*) return 0 ;; *) log "unexpected version from $1: $out"; return 1 ;; esac
 }
-sha_ok() { [ -f "$1" ] && [ "$(sha256sum "$1" | cut -d' ' -f1)" = "$WHEEL_SHA256" ]; }
 
 if [ "$(uname -m)" != x86_64 ]; then
     die "the pinned wheel holds a linux/x86_64 binary; this host is $(uname -m) and could not run the version check"
@@ -48,31 +47,7 @@ fi
 command -v python3 >/dev/null 2>&1 || ensure_pkgs "fetching the Codex CLI" python3
 
 # --- the wheel -------------------------------------------------------------
-if sha_ok "$DEST/$WHEEL"; then
-    log "reusing cached wheel $DEST/$WHEEL (sha256 ok)"
-else
-    rm -f "$DEST/$WHEEL"
-    if python3 -m pip --version >/dev/null 2>&1; then
-        PIP=(python3 -m pip)
-    else
-        python3 -c 'import ensurepip' 2>/dev/null || ensure_pkgs "fetching the Codex CLI" python3-venv
-        log "python3 has no pip; creating a venv in $DEST/.pip-venv for it"
-        python3 -m venv "$DEST/.pip-venv" >&2
-        PIP=("$DEST/.pip-venv/bin/python" -m pip)
-    fi
-    TMP="$(mktemp -d "$DEST/.download.XXXXXX")"
-    trap 'rm -rf "$TMP"' EXIT
-    printf 'openai-codex-cli-bin==%s --hash=sha256:%s\n' "$CODEX_VERSION" "$WHEEL_SHA256" > "$TMP/requirements.txt"
-    log "downloading openai-codex-cli-bin==$CODEX_VERSION (~140 MB) with pip"
-    START=$(now)
-    "${PIP[@]}" download --no-deps --only-binary=:all: --no-cache-dir \
-        --platform manylinux_2_17_x86_64 --require-hashes \
-        -r "$TMP/requirements.txt" -d "$TMP" >&2 \
-        || die "pip download of openai-codex-cli-bin==$CODEX_VERSION failed (is PyPI, or the index pip is configured with, reachable?)"
-    sha_ok "$TMP/$WHEEL" || die "downloaded wheel $WHEEL missing or its sha256 is not $WHEEL_SHA256"
-    mv "$TMP/$WHEEL" "$DEST/$WHEEL"
-    log "wheel downloaded and verified in $(( $(now) - START ))s"
-fi
+pinned_wheel "$DEST" openai-codex-cli-bin "$CODEX_VERSION" "$WHEEL" "$WHEEL_SHA256" "~140 MB"
 
 # --- the package -----------------------------------------------------------
 rm -rf "$PKG_DIR.partial"
