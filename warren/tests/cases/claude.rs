@@ -2,7 +2,7 @@
 // (claude.rs: a local PTY; docker_claude.rs: the `claude` guest image).
 
 use serde_json::{Value, json};
-use support::real::{git_in, task_repo};
+use support::real::*;
 use support::*;
 
 const API_KEY: &str = "sk-ant-warren-test-0123456789abcdefghij";
@@ -42,98 +42,6 @@ async fn claude_node_with(model: &fake_model::FakeModel, extra: &str, agent: Val
     (node, id)
 }
 
-/// The newest audit row whose subject starts with `subject` (long subjects
-/// are cut at 120 characters).
-async fn audit_for(c: &mut warren::client::Client, id: &str, subject: &str) -> Value {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let a = call(c, "supervision.audit", json!({ "agent": "cc" })).await;
-        if let Some(e) = a["entries"]
-            .as_array()
-            .expect("entries")
-            .iter()
-            .find(|e| e["subject"].as_str().is_some_and(|s| s.starts_with(subject)))
-        {
-            return e.clone();
-        }
-        if std::time::Instant::now() > deadline {
-            panic!("no audit row for {subject:?}: {a:#}\n{}", screen_text(c, id).await);
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-}
-
-async fn screen_text(c: &mut warren::client::Client, id: &str) -> String {
-    let screen = call(c, "conversation.screen", json!({ "conversation": id })).await;
-    format!(
-        "screen ({}):\n{}",
-        screen["status"],
-        screen["lines"]
-            .as_array()
-            .map(|l| l.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n"))
-            .unwrap_or_default()
-    )
-}
-
-/// Sends `text` once the CLI is idle; returns the transcript seq it was
-/// recorded at.
-async fn say(c: &mut warren::client::Client, id: &str, text: &str) -> u64 {
-    wait_idle(c, id).await;
-    if let Err(e) = c
-        .call("conversation.sendMessage", json!({ "conversation": id, "text": text }))
-        .await
-    {
-        panic!("sendMessage {text:?}: {e}\n{}", screen_text(c, id).await);
-    }
-    let event = wait_event(c, id, "human", text).await;
-    event["seq"].as_u64().expect("seq")
-}
-
-/// Waits for the first agent reply after transcript seq `after` and checks
-/// it starts with `prefix`; returns its text.
-async fn reply_starting(c: &mut warren::client::Client, id: &str, after: u64, prefix: &str) -> String {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let events = transcript(c, id).await;
-        if let Some(t) = events
-            .iter()
-            .filter(|e| e["speaker"] == "agent" && e["kind"] == "reply")
-            .filter(|e| e["seq"].as_u64().is_some_and(|s| s > after))
-            .filter_map(|e| e["text"].as_str())
-            .next()
-        {
-            assert!(
-                t.starts_with(prefix),
-                "the reply after {after} is {t:?}, not {prefix:?}..."
-            );
-            return t.to_string();
-        }
-        if std::time::Instant::now() > deadline {
-            panic!(
-                "no agent reply after {after}: {:#?}\n{}",
-                events
-                    .iter()
-                    .map(|e| format!("{} {} {}", e["seq"], e["speaker"], e["text"]))
-                    .collect::<Vec<_>>(),
-                screen_text(c, id).await
-            );
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-}
-
-async fn hold_id(c: &mut warren::client::Client, subject: &str) -> String {
-    let holds = call(c, "supervision.holds", json!({ "agent": "cc" })).await;
-    holds["holds"]
-        .as_array()
-        .expect("holds")
-        .iter()
-        .find(|h| h["summary"] == subject)
-        .and_then(|h| h["id"].as_str())
-        .unwrap_or_else(|| panic!("no hold for {subject:?}: {holds:#}"))
-        .to_string()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_claude_code_is_supervised_against_a_fake_model() {
     let listen = if RUNTIME == "docker" { "0.0.0.0:0" } else { "127.0.0.1:0" };
@@ -152,7 +60,7 @@ async fn real_claude_code_is_supervised_against_a_fake_model() {
     // PermissionRequest hook gives the exact text, which the screen confirms.
     let long = format!("echo {} > ./long.txt", "d".repeat(150));
     let at = say(&mut c, &id, &format!("run: {long}")).await;
-    let row = audit_for(&mut c, &id, &long[..100]).await;
+    let row = audit_for(&mut c, "cc", &id, &long[..100]).await;
     assert_eq!(
         (
             row["trigger"].as_str(),
@@ -178,7 +86,7 @@ async fn real_claude_code_is_supervised_against_a_fake_model() {
     );
     // The issue's own example (it runs, and fails: no toolchain for this HOME).
     let at = say(&mut c, &id, "run: cargo test").await;
-    let row = audit_for(&mut c, &id, "cargo test").await;
+    let row = audit_for(&mut c, "cc", &id, "cargo test").await;
     assert_eq!(
         (row["decision"].as_str(), row["outcome"].as_str()),
         (Some("approve"), Some("sent")),
@@ -188,13 +96,13 @@ async fn real_claude_code_is_supervised_against_a_fake_model() {
 
     // The veto holds; a human denies it and the CLI is told no.
     let at = say(&mut c, &id, "run: git push --force").await;
-    let row = audit_for(&mut c, &id, "git push --force").await;
+    let row = audit_for(&mut c, "cc", &id, "git push --force").await;
     assert_eq!(
         (row["decision"].as_str(), row["policy_source"].as_str()),
         (Some("hold"), Some("always_escalate")),
         "{row:#}"
     );
-    let hold = hold_id(&mut c, "git push --force").await;
+    let hold = hold_id(&mut c, "cc", "git push --force").await;
     let answered = call(
         &mut c,
         "supervision.answer",
@@ -222,26 +130,26 @@ async fn real_claude_code_is_supervised_against_a_fake_model() {
 
     // Outside the workspace: held; a human approves it and it runs.
     let at = say(&mut c, &id, "run: cat /etc/passwd").await;
-    let row = audit_for(&mut c, &id, "cat /etc/passwd").await;
+    let row = audit_for(&mut c, "cc", &id, "cat /etc/passwd").await;
     assert_eq!(
         (row["decision"].as_str(), row["policy_source"].as_str()),
         (Some("hold"), Some("not_repo_scoped")),
         "{row:#}"
     );
-    let hold = hold_id(&mut c, "cat /etc/passwd").await;
+    let hold = hold_id(&mut c, "cc", "cat /etc/passwd").await;
     let (code, out, err) = warren(&["supervision", "answer", &hold, "approve"], &node.path());
     assert_eq!(code, 0, "{err}{out}");
     reply_starting(&mut c, &id, at, "Tool finished: root:").await;
 
     // A decision prompt (AskUserQuestion) always holds; the human cancels it.
     say(&mut c, &id, "ask: Which database? | PostgreSQL | SQLite").await;
-    let row = audit_for(&mut c, &id, "☐ Choice").await;
+    let row = audit_for(&mut c, "cc", &id, "☐ Choice").await;
     assert_eq!(
         (row["decision"].as_str(), row["policy_source"].as_str()),
         (Some("hold"), Some("decision_prompt")),
         "{row:#}"
     );
-    hold_id(&mut c, "☐ Choice").await;
+    hold_id(&mut c, "cc", "☐ Choice").await;
     call(&mut c, "conversation.sendKeys", json!({ "conversation": id, "keys": "\u{1b}" })).await;
 
     // Pause, then continue with the CLI's own resume.
