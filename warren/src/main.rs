@@ -123,8 +123,9 @@ enum Command {
     },
     /// Benchmarks (durable appends, latencies, RSS, start-up).
     Bench(bench::BenchArgs),
-    /// A fake model server (Anthropic Messages and OpenAI Chat Completions)
-    /// for running the real Claude Code CLI and aider offline: `run: CMD`
+    /// A fake model server (Anthropic Messages, OpenAI Chat Completions and
+    /// OpenAI Responses) for running the real Claude Code, aider and Codex
+    /// CLIs offline: `run: CMD`
     /// asks for a shell command (`run-json: "..."` for one of several
     /// lines), `create: PATH` for a new file.
     FakeModel {
