@@ -67,7 +67,19 @@ impl Supervisor {
                     match capture(&live) {
                         Some(now) if now == drawn => {}
                         Some(now) if reads_the_same(&live, &now, &shown, &workspace) => drawn = now,
-                        _ => break,
+                        // Gone: answered, or the CLI moved on.
+                        None => break,
+                        Some(_) => {
+                            // A dialog half repainted (a resize, say) can read
+                            // as another for a moment: judge it once the
+                            // screen has had time to settle.
+                            tokio::time::sleep(STABLE_FOR).await;
+                            match capture(&live) {
+                                Some(now) if now == drawn => {}
+                                Some(now) if reads_the_same(&live, &now, &shown, &workspace) => drawn = now,
+                                _ => break,
+                            }
+                        }
                     }
                 }
                 // A hold whose dialog went away (answered on the terminal, say) is over.
