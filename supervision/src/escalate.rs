@@ -116,10 +116,27 @@ fn names_git_or_rm(text: &str) -> bool {
     })
 }
 
+/// True when `text` contains `rm` or one of the git subcommands a shape
+/// names (`push`, `reset`, `clean`): one pass over its bytes. Every shape
+/// has a word that is, or ends with, one of them.
+fn names_a_shape_word(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    (0..bytes.len()).any(|i| {
+        let rest = &bytes[i..];
+        match bytes[i] {
+            b'r' => rest.starts_with(b"rm") || rest.starts_with(b"reset"),
+            b'p' => rest.starts_with(b"push"),
+            b'c' => rest.starts_with(b"clean"),
+            _ => false,
+        }
+    })
+}
+
 /// `text` split at every shell operator and bracket (all ASCII: the pieces
 /// are found byte by byte), as `text.split([';', '&', ...])` splits it.
 fn segments(text: &str) -> impl Iterator<Item = &str> {
-    let separator = |b: u8| matches!(b, b';' | b'&' | b'|' | b'\n' | b'(' | b')' | b'`' | b'{' | b'}' | b'$');
+    // One load per byte (a long command is read through here whole).
+    let separator = |b: u8| SEPARATOR[usize::from(b)];
     let mut start = Some(0);
     std::iter::from_fn(move || {
         let from = start?;
@@ -131,6 +148,20 @@ fn segments(text: &str) -> impl Iterator<Item = &str> {
         Some(&text[from..end.unwrap_or(text.len())])
     })
 }
+
+/// The bytes [`segments`] splits at, as a table.
+static SEPARATOR: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = matches!(
+            b as u8,
+            b';' | b'&' | b'|' | b'\n' | b'(' | b')' | b'`' | b'{' | b'}' | b'$'
+        );
+        b += 1;
+    }
+    table
+};
 
 /// [`escalation_in`] for text already normalised (`text::normalize`).
 pub(crate) fn escalation_in_normalized(text: &str) -> Option<Escalation> {
@@ -149,6 +180,11 @@ pub(crate) fn escalation_in_normalized(text: &str) -> Option<Escalation> {
             continue;
         }
         if !segment.contains(quote) {
+            // The words are the segment's own text: without a word a shape
+            // needs, there is none to find (`git status`).
+            if !names_a_shape_word(segment) {
+                continue;
+            }
             plain.clear();
             plain.extend(segment.split_whitespace());
             if let Some(found) = segment_escalation(&plain) {
@@ -189,12 +225,14 @@ mod tests {
         /// and `str::contains` do.
         #[test]
         fn byte_scans_agree_with_str(parts in proptest::collection::vec(proptest::sample::select(vec![
-            "git", "rm", "g", "it", "r", "m", ";", "&&", "|", "\n", "(", ")", "`", "{", "}", "$", " ", "é", "x",
+            "git", "rm", "g", "it", "r", "m", "push", "pus", "reset", "rese", "clean", "clea", "n", ";", "&&", "|", "\n", "(", ")", "`", "{", "}", "$", " ", "é", "x",
         ]), 0..24)) {
             let text: String = parts.concat();
             let want: Vec<&str> = text.split([';', '&', '|', '\n', '(', ')', '`', '{', '}', '$']).collect();
             proptest::prop_assert_eq!(segments(&text).collect::<Vec<_>>(), want);
             proptest::prop_assert_eq!(names_git_or_rm(&text), text.contains("git") || text.contains("rm"));
+            let shape_word = ["rm", "push", "reset", "clean"].iter().any(|w| text.contains(w));
+            proptest::prop_assert_eq!(names_a_shape_word(&text), shape_word);
         }
     }
 

@@ -96,9 +96,14 @@ impl Hasher for Fx {
         }
         let tail = chunks.remainder();
         if !tail.is_empty() {
-            let mut word = [0u8; 8];
-            word[..tail.len()].copy_from_slice(tail);
-            self.add(u64::from_le_bytes(word));
+            // The tail zero-padded to a little-endian word, built in a
+            // register: a copy into a stack buffer (a `memcpy` call) read
+            // back as a whole word stalls on store forwarding.
+            let word = tail
+                .iter()
+                .enumerate()
+                .fold(0u64, |word, (i, b)| word | (u64::from(*b) << (8 * i)));
+            self.add(word);
         }
     }
 
@@ -158,6 +163,24 @@ mod tests {
             .map(|r| (r.prog.clone(), r.cwd.display().to_string()))
             .collect();
         (result, writes, runs)
+    }
+
+    #[test]
+    fn the_hasher_reads_a_tail_as_a_zero_padded_word() {
+        use std::hash::Hasher;
+        let bytes: Vec<u8> = (1..=23u8).map(|b| b.wrapping_mul(37)).collect();
+        for len in 0..bytes.len() {
+            let text = &bytes[..len];
+            let mut got = super::Fx::default();
+            got.write(text);
+            let mut want = super::Fx::default();
+            for chunk in text.chunks(8) {
+                let mut word = [0u8; 8];
+                word[..chunk.len()].copy_from_slice(chunk);
+                want.add(u64::from_le_bytes(word));
+            }
+            assert_eq!(got.finish(), want.finish(), "{len} bytes");
+        }
     }
 
     #[test]

@@ -214,7 +214,8 @@ impl Scope {
             });
         }
         // One pass for the usual printable ASCII; other text is read again.
-        let odd = raw.bytes().any(|b| !(b' '..0x7f).contains(&b))
+        // (Without an early exit the pass is vectorised: most paths pass.)
+        let odd = raw.bytes().fold(false, |odd, b| odd | !(b' '..0x7f).contains(&b))
             && if raw.is_ascii() {
                 raw.bytes().any(|b| b.is_ascii_control())
             } else {

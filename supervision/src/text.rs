@@ -336,16 +336,30 @@ impl MarkerSets {
         let mut set = 0;
         // All lanes together for as long as the shortest, then each to its end.
         let together = lanes.iter().map(|(first, _, end)| end - first).min().unwrap_or(0);
-        let mut sids = [start; LANES];
-        for i in 0..together {
-            for (k, (first, report, _)) in lanes.iter().enumerate() {
-                let at = first + i;
-                sids[k] = dfa.next_state(Anchored::No, sids[k], bytes[at]);
-                if dfa.is_special(sids[k]) && at >= *report {
-                    set |= matched(dfa, owner, text, sids[k], at + 1, set);
+        // The lanes' states are four locals (held in registers, where an
+        // array indexed by lane is stored and loaded at every step), and each
+        // lane reads its own slice (no bounds check per byte).
+        const _: () = assert!(LANES == 4);
+        let [mut s0, mut s1, mut s2, mut s3] = [start; LANES];
+        let run = |k: usize| &bytes[lanes[k].0..lanes[k].0 + together];
+        let lane_bytes = run(0).iter().zip(run(1)).zip(run(2)).zip(run(3));
+        for (i, (((b0, b1), b2), b3)) in lane_bytes.enumerate() {
+            s0 = dfa.next_state(Anchored::No, s0, *b0);
+            s1 = dfa.next_state(Anchored::No, s1, *b1);
+            s2 = dfa.next_state(Anchored::No, s2, *b2);
+            s3 = dfa.next_state(Anchored::No, s3, *b3);
+            let special = dfa.is_special(s0) | dfa.is_special(s1) | dfa.is_special(s2) | dfa.is_special(s3);
+            if special {
+                for (k, sid) in [s0, s1, s2, s3].into_iter().enumerate() {
+                    let (first, report, _) = lanes[k];
+                    let at = first + i;
+                    if dfa.is_special(sid) && at >= report {
+                        set |= matched(dfa, owner, text, sid, at + 1, set);
+                    }
                 }
             }
         }
+        let mut sids = [s0, s1, s2, s3];
         for (k, (first, report, end)) in lanes.iter().enumerate() {
             for (at, byte) in bytes.iter().enumerate().take(*end).skip(first + together) {
                 sids[k] = dfa.next_state(Anchored::No, sids[k], *byte);

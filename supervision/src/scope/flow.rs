@@ -110,13 +110,15 @@ fn is_cd(seg: &Segment) -> bool {
     seg.words.first().is_some_and(|w| w.text == "cd")
 }
 
-/// Runs one pipeline from one state; returns the states after it.
+/// Runs one pipeline from one state; adds the states after it to `next`
+/// (see [`push_state`]), in order.
 fn pipeline<'s>(
     p: &'s Pipeline<'s>,
     state: &State,
     ctx: &Ctx<'_>,
     judge: &dyn Fn(&'s Segment<'s>, &Path) -> Result<(), NotScoped>,
-) -> Result<Vec<State>, NotScoped> {
+    next: &mut Vec<State>,
+) -> Result<(), NotScoped> {
     for seg in &p.commands {
         judge(seg, &state.physical)?;
     }
@@ -124,12 +126,16 @@ fn pipeline<'s>(
         // A lone `cd` changes the shell's directory, or fails and leaves it.
         [seg] if is_cd(seg) => {
             let dir = cd_dir(seg)?;
-            let mut after = cd_targets(dir, state, ctx)?;
-            after.push(State {
-                status: Status::Failed,
-                ..state.clone()
-            });
-            Ok(after)
+            for after in cd_targets(dir, state, ctx)? {
+                push_state(next, after)?;
+            }
+            push_state(
+                next,
+                State {
+                    status: Status::Failed,
+                    ..state.clone()
+                },
+            )
         }
         // In a pipeline each command runs in a subshell: a `cd` there
         // only has to stay in scope itself.
@@ -137,10 +143,13 @@ fn pipeline<'s>(
             for seg in commands.iter().filter(|s| is_cd(s)) {
                 cd_targets(cd_dir(seg)?, state, ctx)?;
             }
-            Ok(vec![State {
-                status: Status::Unknown,
-                ..state.clone()
-            }])
+            push_state(
+                next,
+                State {
+                    status: Status::Unknown,
+                    ..state.clone()
+                },
+            )
         }
     }
 }
@@ -160,11 +169,14 @@ pub(crate) fn walk<'s>(
         physical: physical.into(),
         status: Status::Ok,
     }];
+    // The states after each pipeline are built here, then swapped in (one
+    // buffer for the whole walk).
+    let mut next = Vec::new();
     for list in &script.lists {
         // Only a background job needs the states from before it.
         let before = list.background.then(|| states.clone());
         for (connector, p) in list.pipelines() {
-            let mut next = Vec::new();
+            next.clear();
             for s in &states {
                 let runs = match (connector, s.status) {
                     (None, _) | (_, Status::Unknown) => true,
@@ -172,14 +184,12 @@ pub(crate) fn walk<'s>(
                     (Some(Connector::Or), st) => st == Status::Failed,
                 };
                 if runs {
-                    for after in pipeline(p, s, ctx, judge)? {
-                        push_state(&mut next, after)?;
-                    }
+                    pipeline(p, s, ctx, judge, &mut next)?;
                 } else {
                     push_state(&mut next, s.clone())?;
                 }
             }
-            states = next;
+            std::mem::swap(&mut states, &mut next);
         }
         if let Some(before) = before {
             // A background job runs in a subshell: the shell stays where it was.

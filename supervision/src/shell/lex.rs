@@ -109,8 +109,25 @@ fn forbidden_char(c: char) -> bool {
 }
 
 /// An ASCII byte that is part of a word wherever it stands inside one (the
-/// lexer's fast path copies runs of them at once).
+/// lexer's fast path copies runs of them at once): a look-up in [`ORDINARY`].
 fn ordinary(b: u8) -> bool {
+    ORDINARY[usize::from(b)]
+}
+
+/// [`ordinary`] for every byte, built once from [`is_ordinary`]: the run of
+/// a word is read a byte at a time, and one load is cheaper than the tests.
+static ORDINARY: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = is_ordinary(b as u8);
+        b += 1;
+    }
+    table
+};
+
+/// The definition [`ORDINARY`] is built from.
+const fn is_ordinary(b: u8) -> bool {
     b.is_ascii_graphic()
         && !matches!(
             b,

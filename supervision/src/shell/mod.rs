@@ -97,6 +97,9 @@ struct Parser<'a> {
     peeked: Option<Tok<'a>>,
     /// The lexer refused the command (its refusal is the answer).
     lex_failed: bool,
+    /// The words of the command being read, gathered here and then moved
+    /// into it at once (one allocation of the right size, however many).
+    words: Vec<Word<'a>>,
 }
 
 impl<'a> Parser<'a> {
@@ -120,20 +123,23 @@ impl<'a> Parser<'a> {
 
     fn simple(&mut self) -> Result<Segment<'a>, Refusal> {
         let mut seg = Segment::default();
+        self.words.clear();
         loop {
-            match self.peek()? {
-                None | Some(Tok::Op(_)) => break,
-                Some(Tok::Word(_)) => {
-                    let Some(Tok::Word(w)) = self.next()? else { break };
-                    if seg.words.is_empty() && !w.quoted && RESERVED.contains(&&*w.text) {
+            // Taken at once (a word is moved once, not peeked then taken);
+            // an operator, which ends the command, is put back.
+            match self.next()? {
+                None => break,
+                Some(op @ Tok::Op(_)) => {
+                    self.peeked = Some(op);
+                    break;
+                }
+                Some(Tok::Word(w)) => {
+                    if self.words.is_empty() && !w.quoted && RESERVED.contains(&&*w.text) {
                         return Err(Refusal::Compound);
                     }
-                    seg.words.push(w);
+                    self.words.push(w);
                 }
-                Some(Tok::Redir { .. }) => {
-                    let Some(Tok::Redir { write, dup }) = self.next()? else {
-                        break;
-                    };
+                Some(Tok::Redir { write, dup }) => {
                     let Some(Tok::Word(target)) = self.next()? else {
                         return Err(Refusal::MissingTarget);
                     };
@@ -145,9 +151,10 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        if seg.words.is_empty() {
+        if self.words.is_empty() {
             return Err(Refusal::EmptySegment);
         }
+        seg.words = self.words.drain(..).collect();
         Ok(seg)
     }
 
@@ -221,6 +228,7 @@ pub(crate) fn parse(command: &str) -> Result<Script<'_>, Refusal> {
     let mut parser = Parser {
         lexer: lex::tokens(command),
         peeked: None,
+        words: Vec::new(),
         lex_failed: false,
     };
     let refused = match parser.script() {
