@@ -9,6 +9,10 @@ use node_store::util::now_ms;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
+/// How long `fleet.invite` waits for a fabric started just now to report
+/// where it listens.
+const INVITE_ADDR_WAIT: Duration = Duration::from_secs(5);
+
 impl super::Fleet {
     /// A peer's certificate is good: it is a member from now on.
     pub(super) async fn admit_member(&self, peer: PeerId, cert: Certificate) {
@@ -296,10 +300,29 @@ impl super::Fleet {
         self.found_fleet().await?;
         self.ensure_fabric().await?;
         let fabric = self.fleet.fabric()?.clone();
-        let mut addrs = self.fleet.listening.lock().map(|a| a.clone()).unwrap_or_default();
-        if addrs.is_empty() {
-            addrs = fabric.listen_addrs().await;
-        }
+        // A fabric started just now reports its listening addresses a moment
+        // later: wait for them (bounded) rather than print a code that names
+        // no address to dial.
+        let waited = Instant::now();
+        let mut addrs = loop {
+            let mut addrs = self.fleet.listening.lock().map(|a| a.clone()).unwrap_or_default();
+            if addrs.is_empty() {
+                addrs = fabric.listen_addrs().await;
+            }
+            if !addrs.is_empty() {
+                break addrs;
+            }
+            if waited.elapsed() > INVITE_ADDR_WAIT {
+                return Err(NodeError::Busy {
+                    message: format!(
+                        "the fabric is listening on no address yet ({}s after it started): check [fleet] listen, then ask again",
+                        INVITE_ADDR_WAIT.as_secs()
+                    ),
+                    retry_after_ms: 1000,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
         // Addresses another host can reach first.
         addrs.sort_by_key(|a| a.to_string().starts_with("/ip4/127."));
         let peer = fabric.peer_id();
