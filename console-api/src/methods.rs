@@ -91,7 +91,7 @@ methods! {
     SUPERVISION_STATUS = "supervision.status" => on(F::Supervision, S::Narrowest, O::Observe)
         .routed().companion_read().tool("supervision").params::<AgentFilter>();
     SUPERVISION_HOLDS = "supervision.holds" => on(F::Supervision, S::Narrowest, O::Observe)
-        .routed().companion_read().params::<AgentFilter>();
+        .routed().fanout("holds").companion_read().params::<AgentFilter>();
     SUPERVISION_ANSWER = "supervision.answer" => on(F::Supervision, S::Node, O::Supervise)
         .route(Route::Hold("hold")).companion_action().params::<SupervisionAnswer>();
     SUPERVISION_AUDIT = "supervision.audit" => on(F::Supervision, S::Narrowest, O::Observe)
@@ -131,7 +131,7 @@ methods! {
     USAGE_GET = "usage.get" => on(F::Usage, S::Narrowest, O::Observe)
         .route(Route::ScopeId).companion_read().params::<UsageGet>();
     /// Tokens and dollars per UTC day, model and agent, from the node's spend ledger.
-    SPEND_HISTORY = "spend.history" => on(F::Usage, S::Node, O::Observe).params::<SpendHistory>();
+    SPEND_HISTORY = "spend.history" => on(F::Usage, S::Node, O::Observe).fanout("days").params::<SpendHistory>();
     /// `{agent}` -> `{usd_per_hour, burst_usd, available_usd, state}`.
     BUDGET_GET = "budget.get" => on(F::Usage, S::Agent, O::Observe).routed().companion_read().params::<AgentRef>();
     /// `{agent, usd_per_hour?, burst_usd?}` (local-only: money is the owner's standing decision).
@@ -140,14 +140,15 @@ methods! {
     BUDGET_TOPUP = "budget.topup" => on(F::Usage, S::Agent, O::Admin).routed().local_only().params::<BudgetTopup>();
     MONITOR_ATTACH = "monitor.attach" => on(F::Monitors, S::Agent, O::Supervise)
         .route(Route::Node("node"));
-    MONITOR_LIST = "monitor.list" => on(F::Monitors, S::Narrowest, O::Observe);
+    MONITOR_LIST = "monitor.list" => on(F::Monitors, S::Narrowest, O::Observe).fanout("attachments");
     MONITOR_DETACH = "monitor.detach" => on(F::Monitors, S::Node, O::Supervise);
     MONITOR_REARM = "monitor.rearm" => on(F::Monitors, S::Node, O::Supervise);
     /// `{agent, goal, acceptance, review?, decider?, max_repairs?, deadline_secs?}`: work on
     /// the agent's workspace, verified by the node (params checked by the `tasks` crate).
     TASK_START = "task.start" => on(F::Tasks, S::Agent, O::Control);
     TASK_GET = "task.get" => on(F::Tasks, S::Task, O::Observe).companion_read().params::<TaskRef>();
-    TASK_LIST = "task.list" => on(F::Tasks, S::Narrowest, O::Observe).companion_read().params::<TaskList>();
+    TASK_LIST = "task.list" => on(F::Tasks, S::Narrowest, O::Observe)
+        .fanout("tasks").companion_read().params::<TaskList>();
     TASK_STOP = "task.stop" => on(F::Tasks, S::Task, O::Control).params::<TaskRef>();
     /// `{task, extend_secs?}`: a task that timed out goes on (or closes out at once).
     TASK_RECOVER = "task.recover" => on(F::Tasks, S::Task, O::Control).params::<TaskRecover>();

@@ -16,6 +16,8 @@ use tests_netlab::{Lab, LabNode, wait_for};
 mod monitors;
 #[path = "fleet/routed.rs"]
 mod routed;
+#[path = "fleet/views.rs"]
+mod views;
 #[path = "fleet/workspaces.rs"]
 mod workspaces;
 

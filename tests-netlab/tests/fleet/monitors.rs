@@ -216,4 +216,45 @@ async fn monitor_attach_without_monitor_places_the_monitor_on_the_targets_node()
     let l = n2.call("monitor.list", json!({})).await.expect("n2's monitors");
     assert_eq!(l["attachments"][0]["target"], json!({ "agent": "coder@n3" }), "{l}");
     assert_eq!(l["attachments"][0]["inject"], false, "{l}");
+
+    // n1 homes no attachment; its fleet-wide list shows both, each naming
+    // its member, and the CLI prints them as MONITOR@NODE.
+    let all = n1
+        .call("monitor.list", json!({ "fleet": true }))
+        .await
+        .expect("the fleet's monitors");
+    let mut seen: Vec<(String, String)> = all["attachments"]
+        .as_array()
+        .expect("attachments")
+        .iter()
+        .map(|a| {
+            (
+                a["monitor"].as_str().unwrap_or("").into(),
+                a["node"].as_str().unwrap_or("").into(),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [("monitor-coder".into(), "n3".into()), ("watcher".into(), "n2".into())],
+        "{all}"
+    );
+    assert_eq!(all["unreachable"], json!([]), "{all}");
+    let out = std::process::Command::new(tests_netlab::warren_exe())
+        .args([
+            "monitor",
+            "list",
+            "--fleet",
+            "--data-dir",
+            &n1.dir.display().to_string(),
+        ])
+        .output()
+        .expect("warren monitor list --fleet");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stdout.contains("\twatcher@n2 -> coder@n3\t") && stdout.contains("\tmonitor-coder@n3 -> coder\t"),
+        "{stdout}"
+    );
 }

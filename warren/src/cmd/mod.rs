@@ -331,6 +331,22 @@ pub(crate) fn s<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("-")
 }
 
+/// `NAME@NODE` for an item of a fleet-wide list (`node` names its member),
+/// else the bare value of `key`.
+pub(crate) fn at_node(v: &Value, key: &str) -> String {
+    match v.get("node").and_then(Value::as_str) {
+        Some(n) => format!("{}@{n}", s(v, key)),
+        None => s(v, key).to_string(),
+    }
+}
+
+/// Asks for every member's items when `fleet`.
+pub(crate) fn put_fleet(p: &mut Value, fleet: bool) {
+    if fleet {
+        p["fleet"] = json!(true);
+    }
+}
+
 fn print_agent(v: &Value) {
     let a = v.get("agent").unwrap_or(v);
     let archived = if a.get("archived").and_then(Value::as_bool) == Some(true) {
@@ -338,17 +354,12 @@ fn print_agent(v: &Value) {
     } else {
         ""
     };
-    let at = a
-        .get("node")
-        .and_then(Value::as_str)
-        .map(|n| format!("@{n}"))
-        .unwrap_or_default();
-    println!("{}{at}\t{}{}", s(a, "name"), s(a, "harness"), archived);
+    println!("{}\t{}{}", at_node(a, "name"), s(a, "harness"), archived);
     workspace::print_agent_workspace(a);
 }
 
 /// Members a fleet-wide list could not ask, on stderr.
-fn print_unreachable(v: &Value) {
+pub(crate) fn print_unreachable(v: &Value) {
     for u in items(v, "unreachable") {
         eprintln!("node {} did not answer: {}", s(u, "node"), s(u, "reason"));
     }
@@ -456,7 +467,8 @@ pub async fn agent(verb: AgentVerb, conn: Conn, out: Output) -> anyhow::Result<E
         }
         AgentVerb::List { fleet, data_dir } => {
             let mut c = conn.connect(data_dir).await?;
-            let p = if fleet { json!({ "fleet": true }) } else { json!({}) };
+            let mut p = json!({});
+            put_fleet(&mut p, fleet);
             finish(out, c.call(m::AGENT_LIST, p).await, |v| {
                 for a in items(v, "agents") {
                     print_agent(a);
@@ -588,9 +600,7 @@ async fn conv_other(verb: ConvVerb, conn: Conn, out: Output) -> anyhow::Result<E
             let mut p = json!({});
             put(&mut p, "agent", agent);
             put(&mut p, "state", state);
-            if fleet {
-                p["fleet"] = json!(true);
-            }
+            put_fleet(&mut p, fleet);
             let mut c = conn.connect(data_dir).await?;
             finish(out, c.call(m::CONVERSATION_LIST, p).await, |v| {
                 for x in items(v, "conversations") {

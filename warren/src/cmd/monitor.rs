@@ -10,7 +10,7 @@ use clap::Subcommand;
 use console_api::methods as m;
 use serde_json::{Value, json};
 
-use super::{Conn, Output, finish, items, put, read_rules, s};
+use super::{Conn, Output, at_node, finish, items, print_unreachable, put, put_fleet, read_rules, s};
 
 #[derive(Subcommand)]
 pub enum MonitorVerb {
@@ -59,6 +59,9 @@ pub enum MonitorVerb {
         monitor: Option<String>,
         #[arg(long)]
         target: Option<String>,
+        /// Every member's attachments (each monitor shown as NAME@NODE).
+        #[arg(long)]
+        fleet: bool,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -86,7 +89,7 @@ fn print_attachment(a: &Value) {
     println!(
         "{}\t{} -> {}\t{}\t{}\tcycles {}\t[{}]",
         s(a, "id"),
-        s(a, "monitor"),
+        at_node(a, "monitor"),
         target,
         if a["inject"] == false { "watch-only" } else { "advising" },
         s(a, "state"),
@@ -210,16 +213,19 @@ pub async fn monitor(verb: MonitorVerb, conn: Conn, out: Output) -> anyhow::Resu
         MonitorVerb::List {
             monitor,
             target,
+            fleet,
             data_dir,
         } => {
             let mut p = json!({});
             put(&mut p, "monitor", monitor);
             put(&mut p, "target", target);
+            put_fleet(&mut p, fleet);
             let mut c = conn.connect(data_dir).await?;
             finish(out, c.call(m::MONITOR_LIST, p).await, |v| {
                 for a in items(v, "attachments") {
                     print_attachment(a);
                 }
+                print_unreachable(v);
             })
         }
         MonitorVerb::Detach { attachment, data_dir } => {

@@ -8,7 +8,7 @@ use clap::Subcommand;
 use console_api::methods as m;
 use serde_json::{Value, json};
 
-use super::{Conn, Output, finish, items, put, s};
+use super::{Conn, Output, at_node, finish, items, print_unreachable, put, put_fleet, s};
 use crate::client;
 
 #[derive(Subcommand)]
@@ -45,6 +45,9 @@ pub enum SupervisionVerb {
     /// Dialogs held for a human.
     Holds {
         agent: Option<String>,
+        /// Every member's holds (each agent shown as NAME@NODE).
+        #[arg(long)]
+        fleet: bool,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -114,23 +117,22 @@ pub async fn supervision(verb: SupervisionVerb, conn: Conn, out: Output) -> anyh
             let mut c = conn.connect(data_dir).await?;
             finish(out, c.call(m::SUPERVISION_GET, json!({ "agent": agent })).await, pretty)
         }
-        SupervisionVerb::Holds { agent, data_dir } => {
+        SupervisionVerb::Holds { agent, fleet, data_dir } => {
             let mut c = conn.connect(data_dir).await?;
-            finish(
-                out,
-                c.call(m::SUPERVISION_HOLDS, json!({ "agent": agent })).await,
-                |v| {
-                    for h in items(v, "holds") {
-                        println!(
-                            "{}\t{}\t{}\t{}",
-                            s(h, "id"),
-                            s(h, "agent"),
-                            s(h, "dialog_class"),
-                            s(h, "summary")
-                        );
-                    }
-                },
-            )
+            let mut p = json!({ "agent": agent });
+            put_fleet(&mut p, fleet);
+            finish(out, c.call(m::SUPERVISION_HOLDS, p).await, |v| {
+                for h in items(v, "holds") {
+                    println!(
+                        "{}\t{}\t{}\t{}",
+                        s(h, "id"),
+                        at_node(h, "agent"),
+                        s(h, "dialog_class"),
+                        s(h, "summary")
+                    );
+                }
+                print_unreachable(v);
+            })
         }
         SupervisionVerb::Answer {
             hold,

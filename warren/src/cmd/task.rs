@@ -9,7 +9,7 @@ use clap::Subcommand;
 use console_api::methods as m;
 use serde_json::{Value, json};
 
-use super::{Conn, Output, finish, items, put, s};
+use super::{Conn, Output, at_node, finish, items, print_unreachable, put, put_fleet, s};
 
 #[derive(Subcommand)]
 pub enum TaskVerb {
@@ -49,6 +49,9 @@ pub enum TaskVerb {
         /// starting, running, waiting, verifying, completed, parked, failed, stopped or paused.
         #[arg(long)]
         state: Option<String>,
+        /// Every member's tasks (each agent shown as NAME@NODE).
+        #[arg(long)]
+        fleet: bool,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -150,7 +153,7 @@ fn print_line(t: &Value) {
     println!(
         "{}\t{}\t{}\t{}\trepairs {}/{}\t{}",
         s(t, "id"),
-        s(t, "agent"),
+        at_node(t, "agent"),
         s(t, "state"),
         s(t, "branch"),
         t["repairs"],
@@ -216,13 +219,20 @@ pub async fn task(verb: TaskVerb, conn: Conn, out: Output) -> anyhow::Result<Exi
             put(&mut p, "deadline_secs", deadline);
             (data_dir, m::TASK_START, p)
         }
-        TaskVerb::List { agent, state, data_dir } => {
+        TaskVerb::List {
+            agent,
+            state,
+            fleet,
+            data_dir,
+        } => {
             let mut p = json!({});
             put(&mut p, "agent", agent);
             put(&mut p, "state", state);
+            put_fleet(&mut p, fleet);
             let mut c = conn.connect(data_dir).await?;
             return finish(out, c.call(m::TASK_LIST, p).await, |v| {
-                items(v, "tasks").for_each(print_line)
+                items(v, "tasks").for_each(print_line);
+                print_unreachable(v);
             });
         }
         TaskVerb::Get { task, data_dir } => (data_dir, m::TASK_GET, json!({ "task": task })),

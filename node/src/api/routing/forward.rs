@@ -307,6 +307,8 @@ impl Router {
             items
         };
         let mut items = tag(&local, fleet.name());
+        let mut totals = serde_json::Map::new();
+        plan::add_totals(&mut totals, &local);
         let mut unreachable = vec![];
         let mut asks = tokio::task::JoinSet::new();
         for (id, name) in fleet.members().await {
@@ -331,13 +333,18 @@ impl Router {
             match parsed {
                 Ok(Response {
                     result: Some(result), ..
-                }) => items.extend(tag(&result, &name)),
+                }) => {
+                    plan::add_totals(&mut totals, &result);
+                    items.extend(tag(&result, &name));
+                }
                 Ok(Response { error: Some(e), .. }) => unreachable.push(json!({ "node": name, "reason": e.message })),
                 Ok(_) => unreachable.push(json!({ "node": name, "reason": "an empty answer" })),
                 Err(reason) => unreachable.push(json!({ "node": name, "reason": reason })),
             }
         }
-        Response::ok(req.id.clone(), json!({ list: items, "unreachable": unreachable }))
+        totals.insert(list.to_string(), Value::Array(items));
+        totals.insert("unreachable".to_string(), Value::Array(unreachable));
+        Response::ok(req.id.clone(), Value::Object(totals))
     }
 }
 

@@ -232,6 +232,34 @@ pub fn without_fleet_flag(method: &Method, params: Option<Value>) -> Option<Valu
     }
 }
 
+/// Totals a merged answer adds up over its members' answers (today
+/// `spend.history`'s): dollar sums and counts are added, lists of names
+/// joined without repeats. Anything else of a member's answer besides its
+/// list is not merged.
+pub fn add_totals(total: &mut serde_json::Map<String, Value>, answer: &Value) {
+    for key in ["usd", "unparseable_files"] {
+        let Some(n) = answer.get(key).and_then(Value::as_f64) else {
+            continue;
+        };
+        let sum = total.get(key).and_then(Value::as_f64).unwrap_or(0.0) + n;
+        let sum = match answer.get(key) {
+            Some(v) if v.is_u64() => Value::from(sum as u64),
+            _ => Value::from(sum),
+        };
+        total.insert(key.to_string(), sum);
+    }
+    if let Some(names) = answer.get("unpriced_models").and_then(Value::as_array) {
+        let joined = total.entry("unpriced_models").or_insert_with(|| Value::Array(vec![]));
+        if let Some(list) = joined.as_array_mut() {
+            for n in names {
+                if !list.contains(n) {
+                    list.push(n.clone());
+                }
+            }
+        }
+    }
+}
+
 /// Conversation ids an answer names (so their home is remembered).
 pub fn conversations_in(result: &Value) -> Vec<String> {
     let id = |v: &Value| v.get("id").and_then(Value::as_str).map(str::to_string);

@@ -144,7 +144,7 @@ async function refreshNeeds() {
   if (!ctx.rpc) return;
   refreshParked();
   try {
-    const r = await ctx.rpc.call("supervision.holds", {});
+    const r = await ctx.rpc.call("supervision.holds", { fleet: true });
     setNeeds(r.holds.length);
   } catch {
     /* offline: the next "up" refreshes */

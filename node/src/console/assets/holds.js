@@ -26,7 +26,7 @@ function holdCard(ctx, x) {
   return h(
     "li",
     { class: "card hold", "data-hold": x.id, "data-class": x.dialog_class },
-    h("div", { class: "row" }, h("b", {}, x.agent), h("code", {}, x.dialog_class), h("span", { class: "muted small" }, ago(x.since))),
+    h("div", { class: "row" }, h("b", {}, x.agent), x.node ? h("span", { class: "muted small node" }, `on ${x.node}`) : null, h("code", {}, x.dialog_class), h("span", { class: "muted small" }, ago(x.since))),
     x.title ? h("div", { class: "hold-title" }, x.title) : null,
     x.doubt ? h("div", { class: "muted small doubt" }, `Not read for sure: ${x.doubt}. Check the terminal's text below.`) : null,
     h("pre", { class: "subject" }, x.summary),
@@ -51,7 +51,8 @@ export function holdsView(main, ctx) {
     body,
     ctx,
     async () => {
-      const r = await ctx.rpc.call("supervision.holds", {});
+      // Every member's holds: one answered here is forwarded to its home.
+      const r = await ctx.rpc.call("supervision.holds", { fleet: true });
       if (!r.holds.length) return h("p", { class: "muted", id: "no-holds" }, "No dialog is held for you.");
       return h(
         "ul",

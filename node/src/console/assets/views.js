@@ -9,10 +9,13 @@ import { utcDay, spendText } from "./usage.js";
 /** Order of agents on the fleet view: who needs you first. */
 const STATE_ORDER = ["needs-you", "busy", "idle", "paused", "none"];
 
-/** The state an agent shows in: needs-you, busy, idle, paused or none. */
+/** The state an agent shows in: needs-you, busy, idle, paused or none.
+ * Items of a fleet-wide list name their member (`node`): an agent's holds
+ * and conversations are those of its own member. */
 export function agentState(agent, conversations, holds) {
-  if (holds.some((x) => x.agent === agent.name)) return "needs-you";
-  const mine = conversations.filter((c) => c.agent === agent.name && c.state !== "archived");
+  const its = (x) => x.agent === agent.name && (x.node || "") === (agent.node || "");
+  if (holds.some(its)) return "needs-you";
+  const mine = conversations.filter((c) => its(c) && c.state !== "archived");
   const live = mine.find((c) => c.state === "active" || c.state === "starting");
   if (live) {
     if (live.status === "DIALOG") return "needs-you";
@@ -38,17 +41,22 @@ export function fleetView(main, ctx) {
     async () => {
       const [nodes, agents, convs, holds, monitors, sup] = await Promise.all([
         ctx.rpc.call("fleet.nodes", {}),
-        ctx.rpc.call("agent.list", {}),
-        ctx.rpc.call("conversation.list", {}),
-        ctx.rpc.call("supervision.holds", {}),
-        ctx.rpc.call("monitor.list", {}).catch(() => ({ attachments: [] })),
+        // Every member's agents, conversations, holds and monitors (each
+        // naming its node); a member that did not answer is left out.
+        ctx.rpc.call("agent.list", { fleet: true }),
+        ctx.rpc.call("conversation.list", { fleet: true }),
+        ctx.rpc.call("supervision.holds", { fleet: true }),
+        ctx.rpc.call("monitor.list", { fleet: true }).catch(() => ({ attachments: [] })),
         // A companion's token may not read settings: no defaults shown then.
         ctx.rpc.call("supervision.get", {}).catch(() => null),
       ]);
+      const self = (nodes.nodes.find((n) => n.self) || {}).name;
+      // This node's agents by name, another member's as NAME@NODE.
+      const address = (a) => (a.node && a.node !== self ? `${a.name}@${a.node}` : a.name);
       const rows = agents.agents
         .filter((a) => !a.archived)
-        .map((a) => ({ a, state: agentState(a, convs.conversations, holds.holds) }))
-        .sort((x, y) => STATE_ORDER.indexOf(x.state) - STATE_ORDER.indexOf(y.state) || x.a.name.localeCompare(y.a.name));
+        .map((a) => ({ a, name: address(a), state: agentState(a, convs.conversations, holds.holds) }))
+        .sort((x, y) => STATE_ORDER.indexOf(x.state) - STATE_ORDER.indexOf(y.state) || x.name.localeCompare(y.name));
       const tripped = monitors.attachments.filter((m) => m.state === "tripped");
       return [
         h(
@@ -77,8 +85,8 @@ export function fleetView(main, ctx) {
           ? h(
               "ul",
               { class: "list", id: "agents" },
-              rows.map(({ a, state }) =>
-                h("li", { "data-agent": a.name, "data-state": state }, h("a", { href: `#/agent/${encodeURIComponent(a.name)}`, class: "row big" }, h("b", {}, a.name), h("span", { class: "muted" }, a.harness), badge(state))),
+              rows.map(({ a, name, state }) =>
+                h("li", { "data-agent": name, "data-node": a.node || "", "data-state": state }, h("a", { href: `#/agent/${encodeURIComponent(name)}`, class: "row big" }, h("b", {}, name), h("span", { class: "muted" }, a.harness), badge(state))),
               ),
             )
           : h("p", { class: "muted", id: "agents" }, "No agents yet."),

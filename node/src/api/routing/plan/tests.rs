@@ -138,6 +138,10 @@ fn the_registry_routes_what_was_routed_before() {
         let fanout = match m.name {
             "agent.list" => Some("agents"),
             "conversation.list" => Some("conversations"),
+            "supervision.holds" => Some("holds"),
+            "monitor.list" => Some("attachments"),
+            "task.list" => Some("tasks"),
+            "spend.history" => Some("days"),
             _ => None,
         };
         assert_eq!(m.fanout, fanout, "{}", m.name);
@@ -320,4 +324,25 @@ fn answers_name_their_conversations_and_notes_are_renamed() {
     assert_eq!(renamed["params"], json!({"subscription": "s-2", "data": "aGk="}));
     assert_eq!(renamed_note("not json", "s-1"), None);
     assert_eq!(renamed_note(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, "s-1"), None);
+}
+
+#[test]
+fn merged_totals_add_up_and_names_join_once() {
+    let mut total = serde_json::Map::new();
+    let answers = [
+        json!({"days": [], "usd": 1.25, "unparseable_files": 2, "unpriced_models": ["m1"]}),
+        json!({"days": [], "usd": 0.5, "unparseable_files": 0, "unpriced_models": ["m1", "m2"]}),
+        json!({"agents": []}),
+    ];
+    for a in &answers {
+        add_totals(&mut total, a);
+    }
+    assert_eq!(
+        Value::Object(total),
+        json!({"usd": 1.75, "unparseable_files": 2, "unpriced_models": ["m1", "m2"]})
+    );
+    // A list without totals merges to nothing more.
+    let mut none = serde_json::Map::new();
+    add_totals(&mut none, &json!({"holds": [{"usd": 9}]}));
+    assert!(none.is_empty());
 }

@@ -1,0 +1,125 @@
+//! One member's view of the whole fleet: `{fleet: true}` lists of holds and
+//! tasks, each item naming its member, and a hold of another member answered
+//! through the member the caller talks to.
+
+use super::*;
+
+/// The holds `c` sees across the fleet that name `agent`.
+async fn fleet_holds(c: &mut warren::client::Client, agent: &str) -> Vec<Value> {
+    let v = c
+        .call("supervision.holds", json!({ "fleet": true }))
+        .await
+        .expect("supervision.holds {fleet: true}");
+    assert_eq!(v["unreachable"], json!([]), "{v}");
+    v["holds"]
+        .as_array()
+        .expect("holds")
+        .iter()
+        .filter(|h| h["agent"] == agent)
+        .cloned()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_on_n2_is_listed_and_answered_from_n1() {
+    let lab = three_node_fleet().await;
+    all_see(&lab, &["n1", "n2", "n3"], true, Duration::from_secs(20)).await;
+    let (n1, n2) = (lab.node("n1"), lab.node("n2"));
+    n2.call("agent.create", json!({ "name": "asker", "harness": "fake" }))
+        .await
+        .expect("asker on n2");
+    let conv = n2
+        .call("conversation.start", json!({ "agent": "asker" }))
+        .await
+        .expect("start")["conversation"]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    wait_for("asker idle", Duration::from_secs(20), || async {
+        let v = n2
+            .call("conversation.get", json!({ "conversation": conv }))
+            .await
+            .ok()?;
+        (v["conversation"]["status"] == "IDLE").then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", n2.log()));
+    // Supervision's master switch is off by default: every dialog is held.
+    n2.call(
+        "conversation.sendMessage",
+        json!({ "conversation": conv, "text": "/fake tool bash git push --force" }),
+    )
+    .await
+    .expect("send");
+
+    // A client of n1 (the owner's observe-and-supervise token) sees it,
+    // named as n2's; n1's own list does not have it.
+    let token = lab.owner_token(0, &["node:observe", "node:supervise"]).expect("token");
+    let mut c = n1.ws(&token).await.expect("ws n1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let hold = loop {
+        if let Some(h) = fleet_holds(&mut c, "asker").await.into_iter().next() {
+            break h;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no hold of asker in n1's fleet view\n{}",
+            n2.log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(hold["node"], "n2", "{hold}");
+    assert_eq!(hold["summary"], "git push --force", "{hold}");
+    let here = c.call("supervision.holds", json!({})).await.expect("n1's own holds");
+    assert_eq!(here["holds"], json!([]), "{here}");
+    let out = tests_netlab::sh(&[
+        &tests_netlab::warren_exe().display().to_string(),
+        "supervision",
+        "holds",
+        "--fleet",
+        "--data-dir",
+        &n1.dir.display().to_string(),
+    ])
+    .expect("warren supervision holds --fleet");
+    assert!(out.contains("\tasker@n2\t"), "{out}");
+
+    // Denied through n1: it reaches the CLI on n2 as a deny, and the hold
+    // leaves every view.
+    let answered = c
+        .call("supervision.answer", json!({ "hold": hold["id"], "decision": "deny" }))
+        .await
+        .expect("answer through n1");
+    assert_eq!(answered["outcome"], "sent", "{answered}");
+    wait_for("the deny on n2", Duration::from_secs(20), || async {
+        let t = n2.call("transcript.read", json!({ "conversation": conv })).await.ok()?;
+        t.to_string()
+            .contains("Permission denied: git push --force")
+            .then_some(())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", n2.log()));
+    assert!(fleet_holds(&mut c, "asker").await.is_empty());
+
+    // Tasks: the fleet-wide list answers from every member (none has a task).
+    let tasks = c
+        .call("task.list", json!({ "fleet": true }))
+        .await
+        .expect("task.list {fleet: true}");
+    assert_eq!(
+        (&tasks["tasks"], &tasks["unreachable"]),
+        (&json!([]), &json!([])),
+        "{tasks}"
+    );
+    // Spend: every member's days, each naming its node, the dollars summed.
+    let spend = c
+        .call("spend.history", json!({ "fleet": true, "since_day": "2020-01-01" }))
+        .await
+        .expect("spend.history {fleet: true}");
+    assert!(spend["usd"].is_number() && spend["days"].is_array(), "{spend}");
+    assert_eq!(spend["unreachable"], json!([]), "{spend}");
+    let e = c
+        .call("task.list", json!({ "fleet": true, "state": "sleeping" }))
+        .await
+        .expect_err("a bad state");
+    assert!(e.to_string().contains("state"), "{e}");
+}
