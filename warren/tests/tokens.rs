@@ -366,7 +366,7 @@ async fn a_conversations_instance_token_has_its_agents_grants_and_dies_with_it()
         json!({ "name": "worker", "harness": "fake", "grants": { "peers": ["other"], "tools": ["mail", "supervision"] },
                 "rules": [
                     { "match": "^leak$", "actions": [
-                        { "shell": "printf %s \"$WARREN_TOKEN\" > token.txt && printf %s \"$WARREN_URL\" > url.txt" } ] },
+                        { "shell": "printf %s \"$WARREN_URL\" > url.txt && printf %s \"$WARREN_TOKEN\" > token.txt" } ] },
                     { "match": "^mail$", "actions": [
                         { "shell": "warren-mail send other 'from the CLI itself' > mail.out 2>&1; echo $? > mail.code; warren-supervision status --json > status.out 2>&1; echo $? > status.code; command -v warren > which.out; echo $? > other-status.code; warren-recall search \"$(cat peer.txt)\" > read.out 2>&1; echo $? > read.code" } ] }
                 ] }),

@@ -196,6 +196,16 @@ impl super::Fleet {
         }
     }
 
+    /// A token every member trusts (signed with the fleet owner key), when
+    /// this node is in a fleet and holds that key; `None` otherwise (a token
+    /// of this node's own root is all it can give).
+    pub fn mint_fleet_wide(&self, spec: &capabilities::MintSpec) -> Option<Result<String, capabilities::CapError>> {
+        if !self.in_fleet() {
+            return None;
+        }
+        Some(self.fleet.owner_root()?.mint(spec))
+    }
+
     /// The token the local admin's call (the Unix socket, or `admin.token`)
     /// is forwarded with: its authority ends at this node, except on the
     /// owner's node, whose admin holds the fleet owner key and so speaks for

@@ -213,25 +213,66 @@ async fn the_phone_sees_a_second_node_and_rearms_a_tripped_breaker() {
     })
     .await;
 
+    // An agent homed on node B with a dialog held there (B's supervision
+    // master switch is off: every dialog is held).
+    call(
+        &mut api,
+        "agent.create",
+        json!({ "name": "far", "harness": "fake", "node": "node-b" }),
+    )
+    .await;
+    let far = conversation_id(&mut api, "far@node-b").await;
+    send(&mut api, &far, "/fake tool bash git push --force").await;
+
     let profile = tempfile::tempdir().expect("profile dir");
     let c = browser(&driver, 393, 851, profile.path()).await;
     let (link, _) = pairing_link(&a, &[]);
     c.goto(&link).await.expect("pair");
     wait_js(
         &c,
-        "two healthy nodes and one tripped breaker",
+        "two healthy nodes, one tripped breaker, and node B's agent needing you",
         Duration::from_secs(20),
         "return document.querySelectorAll('#nodes li.node.healthy').length === 2
             && document.querySelector('#nodes li[data-node=\"node-b\"]')
-            && document.querySelector('#tripped-breakers b')?.textContent === '1'",
+            && document.querySelector('#tripped-breakers b')?.textContent === '1'
+            && document.querySelector('#holds-waiting b')?.textContent === '1'
+            && document.querySelector('#agents li[data-agent=\"far@node-b\"]')?.dataset.state === 'needs-you'
+            && document.querySelector('#agents li[data-agent=\"coder\"]')",
     )
     .await;
     shot(
         &c,
         "phone-5-fleet-two-nodes",
-        "phone: a fleet of two healthy nodes and one tripped breaker",
+        "phone: a fleet of two healthy nodes, one tripped breaker, and node B's agent far@node-b with a held dialog",
     )
     .await;
+    click(&c, "#holds-waiting").await;
+    wait_js(
+        &c,
+        "node B's hold in the inbox",
+        Duration::from_secs(20),
+        "return document.querySelector('#holds li.hold .node')?.textContent === 'on node-b'
+            && document.querySelector('#holds li.hold pre.subject')?.textContent === 'git push --force'",
+    )
+    .await;
+    shot(
+        &c,
+        "phone-5b-hold-on-node-b",
+        "phone: the holds inbox of node A listing a dialog held on node B",
+    )
+    .await;
+    // Denied from node A's page: forwarded to node B, audited there as a
+    // human's answer.
+    answer_hold(
+        &c,
+        &mut api,
+        "far@node-b",
+        "deny",
+        "node B's hold answered from node A",
+        |e| e["outcome"] == "sent",
+    )
+    .await;
+    click(&c, "#nav-fleet").await;
     click(&c, "#tripped-breakers").await;
     wait_js(
         &c,

@@ -100,10 +100,15 @@ fn pair(app: &Arc<App>, conn: &Arc<Conn>, p: console_api::PairCode) -> Result<Va
                 RpcError::new(ErrorCode::Busy, e.to_string()).with_data(json!({ "retry_after_ms": retry_after_ms }))
             }
         })?;
+    // On the node that holds the fleet owner key, a paired browser or phone
+    // gets a token every member trusts, so it sees (and, as far as its
+    // profile allows, acts on) the whole fleet through this node; elsewhere
+    // its authority ends at this node.
+    let spec = profile.mint_spec(std::time::SystemTime::now(), app.node.node_id());
     let token = app
-        .node
-        .root()
-        .mint(&profile.mint_spec(std::time::SystemTime::now(), app.node.node_id()))
+        .fleet
+        .mint_fleet_wide(&spec)
+        .unwrap_or_else(|| app.node.root().mint(&spec))
         .map_err(internal)?;
     let revocation_ids = capabilities::inspect_unverified(&token)
         .map(|i| i.revocation_ids)
