@@ -83,7 +83,7 @@ methods! {
         .companion_read().instance().params::<SubscriptionRef>();
     /// Live updates: holds, trips, mail arrivals (no bodies), fleet changes.
     EVENTS_SUBSCRIBE = "events.subscribe" => on(F::Session, S::Node, O::Observe)
-        .routed().stream().companion_read().params::<EventsSubscribe>();
+        .routed().stream().fanout("events").companion_read().params::<EventsSubscribe>();
     SUPERVISION_GET = "supervision.get" => on(F::Supervision, S::Narrowest, O::Observe)
         .routed().tool("supervision").params::<AgentFilter>();
     SUPERVISION_SET = "supervision.set" => on(F::Supervision, S::Node, O::Supervise)

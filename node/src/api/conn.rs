@@ -365,48 +365,53 @@ impl Conn {
         kinds: Option<Vec<String>>,
         agent: Option<String>,
     ) -> Result<String, RpcError> {
-        if let Some(bad) = kinds
-            .iter()
-            .flatten()
-            .find(|k| !console_api::methods::EVENT_KINDS.contains(&k.as_str()))
-        {
-            return Err(RpcError::new(
-                ErrorCode::InvalidParams,
-                format!(
-                    "kinds: unknown event kind {bad:?}; known: {}",
-                    console_api::methods::EVENT_KINDS.join(", ")
-                ),
-            ));
-        }
-        let id = self.reserve_sub()?;
-        let mut rx = node.subscribe_events();
+        check_kinds(kinds.as_deref())?;
+        let rx = node.subscribe_events();
         let conn = self.clone();
-        let sub = id.clone();
-        let gate = self.gate();
-        let task = tokio::spawn(async move {
-            let _ = gate.await;
-            loop {
-                match rx.recv().await {
-                    Ok((kind, payload)) => {
-                        if kinds.as_ref().is_some_and(|k| !k.iter().any(|x| x == kind)) {
-                            continue;
-                        }
-                        if agent.as_ref().is_some_and(|a| !about_agent(&payload, a)) {
-                            continue;
-                        }
-                        if !conn.notify(kind, json!({ "subscription": sub, "event": payload })) {
-                            return;
-                        }
+        self.subscribe_with(move |sub, gate| {
+            tokio::spawn(async move {
+                let _ = gate.await;
+                conn.relay_events(rx, kinds, agent, &sub, None).await;
+            })
+        })
+    }
+
+    /// Sends this node's events of the wanted kinds (about `agent`, when
+    /// given) as notifications of subscription `sub`, each naming `origin`
+    /// when given (a fleet-wide subscription's own part); returns when the
+    /// client is gone or too slow (cut off).
+    pub async fn relay_events(
+        self: &Arc<Self>,
+        mut rx: broadcast::Receiver<(&'static str, serde_json::Value)>,
+        kinds: Option<Vec<String>>,
+        agent: Option<String>,
+        sub: &str,
+        origin: Option<&str>,
+    ) {
+        loop {
+            match rx.recv().await {
+                Ok((kind, payload)) => {
+                    if kinds.as_ref().is_some_and(|k| !k.iter().any(|x| x == kind)) {
+                        continue;
                     }
-                    Err(broadcast::error::RecvError::Lagged(n)) => {
-                        conn.cut_off(&format!("event subscriber too slow: {n} events dropped"));
+                    if agent.as_ref().is_some_and(|a| !about_agent(&payload, a)) {
+                        continue;
+                    }
+                    let mut params = json!({ "subscription": sub, "event": payload });
+                    if let Some(node) = origin {
+                        params["node"] = json!(node);
+                    }
+                    if !self.notify(kind, params) {
                         return;
                     }
-                    Err(broadcast::error::RecvError::Closed) => return,
                 }
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    self.cut_off(&format!("event subscriber too slow: {n} events dropped"));
+                    return;
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
             }
-        });
-        self.add_sub(task, id)
+        }
     }
 
     /// The CLI's output bytes, with known secret values redacted (a value
@@ -464,6 +469,24 @@ impl Conn {
 }
 
 /// Whether an event's payload is about `agent` (its `agent`, or its hold's).
+/// `events.subscribe`'s kinds: each one the API has, else -32602 naming it.
+pub fn check_kinds(kinds: Option<&[String]>) -> Result<(), RpcError> {
+    match kinds
+        .into_iter()
+        .flatten()
+        .find(|k| !console_api::methods::EVENT_KINDS.contains(&k.as_str()))
+    {
+        Some(bad) => Err(RpcError::new(
+            ErrorCode::InvalidParams,
+            format!(
+                "kinds: unknown event kind {bad:?}; known: {}",
+                console_api::methods::EVENT_KINDS.join(", ")
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 fn about_agent(payload: &serde_json::Value, agent: &str) -> bool {
     payload.get("agent").and_then(|v| v.as_str()) == Some(agent)
         || payload.pointer("/hold/agent").and_then(|v| v.as_str()) == Some(agent)

@@ -204,6 +204,15 @@ pub async fn handle_text(app: &Arc<App>, conn: &Arc<Conn>, text: &str) -> Option
     let method = m::find(&req.method);
     let params = match app.router.route(conn, method, &req).await {
         Routed::Here(p) => p,
+        Routed::FanOut { params, .. } if let Some(spec) = method.filter(|m| m.stream) => {
+            // Authorized here as a local call would be; each member judges
+            // the caller's token for its own part.
+            let answer = match dispatch::authorize(app, conn, spec, params.as_ref()).await {
+                Ok(()) => app.router.subscribe_fleet_events(&app.node, conn, &req, params).await,
+                Err(e) => Response::err(req.id.clone(), e),
+            };
+            return req.id.is_some().then_some(answer);
+        }
         Routed::FanOut { list, params } => {
             let answer = match dispatch::call(app, conn, &req.method, params.clone()).await {
                 Ok(local) => app.router.merge(conn, &req, list, params, local).await,

@@ -1,6 +1,7 @@
 //! One member's view of the whole fleet: `{fleet: true}` lists of holds and
-//! tasks, each item naming its member, and a hold of another member answered
-//! through the member the caller talks to.
+//! tasks, each item naming its member, one event subscription following every
+//! member, and a hold of another member answered through the member the
+//! caller talks to.
 
 use super::*;
 
@@ -44,6 +45,26 @@ async fn a_hold_on_n2_is_listed_and_answered_from_n1() {
     })
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", n2.log()));
+    // One subscription on n1 follows every member's events.
+    let token = lab.owner_token(0, &["node:observe", "node:supervise"]).expect("token");
+    let mut events = n1.ws(&token).await.expect("events ws on n1");
+    let sub = events
+        .call(
+            "events.subscribe",
+            json!({ "fleet": true, "kinds": ["event.supervision.needs_you"] }),
+        )
+        .await
+        .expect("events.subscribe {fleet: true}");
+    assert_eq!(sub["unreachable"], json!([]), "{sub}");
+    let sub = sub["subscription"].as_str().expect("subscription").to_string();
+    for (bad, field) in [
+        (json!({ "fleet": true, "agent": "asker" }), "agent"),
+        (json!({ "fleet": true, "kinds": ["event.nope"] }), "kinds"),
+    ] {
+        let e = events.call("events.subscribe", bad.clone()).await.expect_err("refused");
+        assert!(e.to_string().contains(field), "{bad}: {e}");
+    }
+
     // Supervision's master switch is off by default: every dialog is held.
     n2.call(
         "conversation.sendMessage",
@@ -52,9 +73,28 @@ async fn a_hold_on_n2_is_listed_and_answered_from_n1() {
     .await
     .expect("send");
 
+    // The hold on n2 reaches n1's subscriber, naming n2.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let note = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let n = events
+            .next_notification(left)
+            .await
+            .expect("read")
+            .unwrap_or_else(|| panic!("no needs-you event from n2 within 20 s\n{}", n2.log()));
+        if n.method == "event.supervision.needs_you" {
+            break n;
+        }
+    };
+    assert_eq!(
+        (note.params["subscription"].as_str(), note.params["node"].as_str()),
+        (Some(sub.as_str()), Some("n2")),
+        "{}",
+        note.params
+    );
+
     // A client of n1 (the owner's observe-and-supervise token) sees it,
     // named as n2's; n1's own list does not have it.
-    let token = lab.owner_token(0, &["node:observe", "node:supervise"]).expect("token");
     let mut c = n1.ws(&token).await.expect("ws n1");
     let deadline = Instant::now() + Duration::from_secs(20);
     let hold = loop {

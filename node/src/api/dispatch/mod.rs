@@ -92,12 +92,7 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
             format!("unknown method {method:?}"),
         ));
     };
-    if !spec.open {
-        auth::check(app, conn, spec, p.as_ref()).await?;
-        if let Some(agent) = conn.speaks_for() {
-            app.tools.instance_tool_call(&agent, method, p.as_ref()).await?;
-        }
-    }
+    authorize(app, conn, spec, p.as_ref()).await?;
     let mut c = Call {
         app,
         conn,
@@ -119,6 +114,23 @@ pub(super) async fn call(app: &Arc<App>, conn: &Arc<Conn>, method: &str, p: Opti
         Family::Usage => usage::call(&mut c).await,
         Family::Tokens => tokens::call(&mut c).await,
     }
+}
+
+/// Whether `conn`'s caller may make this call (an open method: anyone; an
+/// instance token: only its agent's granted tools).
+pub(super) async fn authorize(
+    app: &Arc<App>,
+    conn: &Arc<Conn>,
+    spec: &Method,
+    p: Option<&Value>,
+) -> Result<(), RpcError> {
+    if !spec.open {
+        auth::check(app, conn, spec, p).await?;
+        if let Some(agent) = conn.speaks_for() {
+            app.tools.instance_tool_call(&agent, spec.name, p).await?;
+        }
+    }
+    Ok(())
 }
 
 /// A registered method this node does not answer (yet): its family's arms

@@ -24,7 +24,7 @@ use crate::service::{NodeError, NodeResult};
 use crate::supervise::Supervisor;
 
 /// How long a fleet-wide list waits for each member.
-const FANOUT_WITHIN: Duration = Duration::from_secs(5);
+pub(super) const FANOUT_WITHIN: Duration = Duration::from_secs(5);
 /// How long a forwarded subscription keeps retrying an unreachable home.
 const PUMP_GIVES_UP: Duration = super::serve::STREAM_IDLE;
 /// Conversation homes remembered (they never move).
@@ -56,7 +56,7 @@ impl From<Refusal> for NodeError {
 
 /// The calling side: what it has learned and who the local admin is.
 pub struct Router {
-    fleet: Arc<Fleet>,
+    pub(super) fleet: Arc<Fleet>,
     /// Supervision: which dialogs are held here.
     supervisor: Arc<Supervisor>,
     /// Monitors: a monitor conversation's delegations and advice breaker.
@@ -348,7 +348,7 @@ impl Router {
     }
 }
 
-fn request_text(req: &Request, params: Option<Value>) -> String {
+pub(super) fn request_text(req: &Request, params: Option<Value>) -> String {
     json!({ "jsonrpc": "2.0", "id": req.id, "method": req.method, "params": params }).to_string()
 }
 
@@ -374,46 +374,62 @@ fn pump(fleet: &Arc<Fleet>, conn: &Arc<Conn>, home: &str, stream: u64) -> Result
     let (fleet, c, home) = (fleet.clone(), conn.clone(), home.to_string());
     conn.subscribe_with(move |local, gate| {
         tokio::spawn(async move {
-            let _cancel = CancelOnDrop {
-                fleet: fleet.clone(),
-                home: home.clone(),
-                stream,
-            };
             let _ = gate.await;
-            let mut failing_since: Option<Instant> = None;
-            loop {
-                match fleet.pull(&home, stream).await {
-                    Ok((notes, ended)) => {
-                        failing_since = None;
-                        for n in notes {
-                            if let Some(t) = plan::renamed_note(&n, &local)
-                                && !c.push(t)
-                            {
-                                return;
-                            }
-                        }
-                        if let Some(why) = ended {
-                            // The client learns its stream ended (it
-                            // reconnects and resumes from its cursor).
-                            if why == CLOSE_SLOW {
-                                c.cut_off(CLOSE_SLOW);
-                            } else {
-                                let name = fleet.member_name(&home);
-                                c.cut_off(&format!("subscription {local} ended at node {name}: {why}"));
-                            }
-                            return;
-                        }
-                    }
-                    Err(e) => {
-                        let since = *failing_since.get_or_insert_with(Instant::now);
-                        if since.elapsed() > PUMP_GIVES_UP {
-                            c.cut_off(&format!("subscription {local}: {e}"));
-                            return;
-                        }
-                        tokio::time::sleep(Duration::from_millis(500)).await;
-                    }
-                }
-            }
+            pull_into(fleet, c, home, stream, local, None).await;
         })
     })
+}
+
+/// Pulls the home's stream `stream` into the local subscription `local`
+/// (each notification naming `origin`, when given) until the client is gone,
+/// the home ends it, or the home stays unreachable too long (the client is
+/// then cut off with the reason, so no gap is silent). The home is told when
+/// this stops for any reason, an abort included.
+pub(super) async fn pull_into(
+    fleet: Arc<Fleet>,
+    c: Arc<Conn>,
+    home: String,
+    stream: u64,
+    local: String,
+    origin: Option<String>,
+) {
+    let _cancel = CancelOnDrop {
+        fleet: fleet.clone(),
+        home: home.clone(),
+        stream,
+    };
+    let mut failing_since: Option<Instant> = None;
+    loop {
+        match fleet.pull(&home, stream).await {
+            Ok((notes, ended)) => {
+                failing_since = None;
+                for n in notes {
+                    if let Some(t) = plan::renamed_note(&n, &local, origin.as_deref())
+                        && !c.push(t)
+                    {
+                        return;
+                    }
+                }
+                if let Some(why) = ended {
+                    // The client learns its stream ended (it
+                    // reconnects and resumes from its cursor).
+                    if why == CLOSE_SLOW {
+                        c.cut_off(CLOSE_SLOW);
+                    } else {
+                        let name = fleet.member_name(&home);
+                        c.cut_off(&format!("subscription {local} ended at node {name}: {why}"));
+                    }
+                    return;
+                }
+            }
+            Err(e) => {
+                let since = *failing_since.get_or_insert_with(Instant::now);
+                if since.elapsed() > PUMP_GIVES_UP {
+                    c.cut_off(&format!("subscription {local}: {e}"));
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+    }
 }

@@ -3,11 +3,13 @@
 //! or by every member merged, from the method's registry entry and what this
 //! node knows; `forward.rs` is the calling side (gathers that knowledge,
 //! sends the call with the caller's token, relays the answer or pulls the
-//! stream, merges fleet-wide lists); `serve.rs` is the home side (answers a
+//! stream, merges fleet-wide lists); `events.rs` a fleet-wide event
+//! subscription (this node's events and every member's, on one); `serve.rs` is the home side (answers a
 //! member's forwarded call through the dispatcher handle it is built with,
 //! serves forwarded streams, says what this node homes). The fleet
 //! (`fleet/reach.rs`) carries the requests.
 
+mod events;
 pub mod forward;
 pub mod plan;
 pub mod serve;

@@ -271,11 +271,15 @@ pub fn conversations_in(result: &Value) -> Vec<String> {
 }
 
 /// A notification of a forwarded subscription, renamed to the local
-/// subscription id; `None` when it is not a notification.
-pub fn renamed_note(text: &str, local: &str) -> Option<String> {
+/// subscription id (and naming the member it came from, for a fleet-wide
+/// subscription); `None` when it is not a notification.
+pub fn renamed_note(text: &str, local: &str, origin: Option<&str>) -> Option<String> {
     let mut v: Value = serde_json::from_str(text).ok()?;
     let params = v.get_mut("params")?.as_object_mut()?;
     params.insert("subscription".into(), Value::String(local.to_string()));
+    if let Some(node) = origin {
+        params.insert("node".into(), Value::String(node.to_string()));
+    }
     serde_json::to_string(&v).ok()
 }
 

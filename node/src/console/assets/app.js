@@ -253,7 +253,9 @@ function start() {
     let subscribed = false;
     {
       try {
-        await ctx.rpc.subscribe("events.subscribe", {}, (method, params) => {
+        // Every member's events on this one connection (a member that
+        // cannot be asked is left out; the views still poll as a backstop).
+        await ctx.rpc.subscribe("events.subscribe", { fleet: true }, (method, params) => {
           if (method.startsWith("event.supervision") || method === "event.monitor.tripped") refreshNeeds();
           else if (method === "event.task.changed") refreshParked();
           for (const f of ctx.onEvent) f(method, params.event);

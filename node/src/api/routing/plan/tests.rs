@@ -142,6 +142,7 @@ fn the_registry_routes_what_was_routed_before() {
             "monitor.list" => Some("attachments"),
             "task.list" => Some("tasks"),
             "spend.history" => Some("days"),
+            "events.subscribe" => Some("events"),
             _ => None,
         };
         assert_eq!(m.fanout, fanout, "{}", m.name);
@@ -320,10 +321,18 @@ fn answers_name_their_conversations_and_notes_are_renamed() {
     );
     assert!(conversations_in(&json!({"agent": {"name": "a"}})).is_empty());
     let note = r#"{"jsonrpc":"2.0","method":"terminal.data","params":{"subscription":"s-9","data":"aGk="}}"#;
-    let renamed: Value = serde_json::from_str(&renamed_note(note, "s-2").expect("renamed")).expect("json");
+    let renamed: Value = serde_json::from_str(&renamed_note(note, "s-2", None).expect("renamed")).expect("json");
     assert_eq!(renamed["params"], json!({"subscription": "s-2", "data": "aGk="}));
-    assert_eq!(renamed_note("not json", "s-1"), None);
-    assert_eq!(renamed_note(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, "s-1"), None);
+    let from: Value = serde_json::from_str(&renamed_note(note, "s-2", Some("n2")).expect("renamed")).expect("json");
+    assert_eq!(
+        from["params"],
+        json!({"subscription": "s-2", "data": "aGk=", "node": "n2"})
+    );
+    assert_eq!(renamed_note("not json", "s-1", None), None);
+    assert_eq!(
+        renamed_note(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, "s-1", None),
+        None
+    );
 }
 
 #[test]
