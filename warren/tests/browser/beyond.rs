@@ -305,6 +305,52 @@ async fn the_phone_sees_a_second_node_and_rearms_a_tripped_breaker() {
         "phone: the same monitor armed again after one tap",
     )
     .await;
+
+    // A new agent's node: the picker offers both members, the one with the
+    // most room chosen (node-a: no live conversation; node-b runs far's);
+    // picking node-b homes it there.
+    click(&c, "#nav-fleet").await;
+    click(&c, "#new-agent").await;
+    wait_js(
+        &c,
+        "the node picker with node-a chosen as the one with the most room",
+        Duration::from_secs(20),
+        "const s = document.querySelector('#new-agent-node');
+         return s && s.options.length === 2 && s.value === 'node-a'
+            && s.selectedOptions[0].textContent === 'node-a (this node, most room)'",
+    )
+    .await;
+    wait_js(
+        &c,
+        "node-b picked",
+        Duration::from_secs(5),
+        "const s = document.querySelector('#new-agent-node');
+         s.value = 'node-b'; s.dispatchEvent(new Event('change'));
+         return s.value === 'node-b'",
+    )
+    .await;
+    type_into(&c, "#new-agent-name", "placed").await;
+    shot(
+        &c,
+        "phone-8-create-on-node-b",
+        "phone: the new-agent form with its node picker, node-b picked",
+    )
+    .await;
+    click(&c, "#create-agent").await;
+    wait_js(
+        &c,
+        "the new agent's page, addressed on node-b",
+        Duration::from_secs(20),
+        "return location.hash === '#/agent/placed%40node-b' && document.querySelector('#agent dl')",
+    )
+    .await;
+    let on_b = call(&mut api, "agent.get", json!({ "agent": "placed@node-b" })).await;
+    assert_eq!(on_b["agent"]["name"], "placed", "{on_b}");
+    let e = api
+        .call("agent.get", json!({ "agent": "placed@node-a" }))
+        .await
+        .expect_err("not on node-a");
+    assert!(e.to_string().contains("placed"), "{e}");
     c.close().await.expect("close");
 }
 

@@ -26,6 +26,16 @@ export function agentState(agent, conversations, holds) {
   return mine.some((c) => c.state === "paused") ? "paused" : "none";
 }
 
+/** The member a new agent goes to unless the person picks another: the
+ * healthy one with the most room, that is the fewest live conversations per
+ * CPU (ties: more memory, then this node). */
+export function pickNode(nodes) {
+  const load = (n) => ((n.capacity?.guests ?? n.live_conversations ?? 0) + 1) / Math.max(1, n.capacity?.cpus ?? 1);
+  const healthy = nodes.filter((n) => n.healthy);
+  healthy.sort((a, b) => load(a) - load(b) || (b.capacity?.memory_mb ?? 0) - (a.capacity?.memory_mb ?? 0) || (b.self ? 1 : 0) - (a.self ? 1 : 0));
+  return healthy[0] || nodes.find((n) => n.self) || null;
+}
+
 function badge(state) {
   return h("span", { class: `badge ${state}` }, state.replace("-", " "));
 }
@@ -33,7 +43,8 @@ function badge(state) {
 export function fleetView(main, ctx) {
   const body = h("div", { id: "fleet" }, h("p", { class: "muted" }, "loading..."));
   const extra = h("section", { class: "summary", id: "fleet-extra" });
-  put(main, h("h1", {}, "Fleet"), body, extra, ctx.readOnly ? null : createAgentForm(ctx));
+  const form = ctx.readOnly ? null : createAgentForm(ctx);
+  put(main, h("h1", {}, "Fleet"), body, extra, form && form.el);
   const stopExtra = fleetExtra(extra, ctx);
   const stop = live(
     body,
@@ -50,6 +61,7 @@ export function fleetView(main, ctx) {
         // A companion's token may not read settings: no defaults shown then.
         ctx.rpc.call("supervision.get", {}).catch(() => null),
       ]);
+      if (form) form.setNodes(nodes.nodes);
       const self = (nodes.nodes.find((n) => n.self) || {}).name;
       // This node's agents by name, another member's as NAME@NODE.
       const address = (a) => (a.node && a.node !== self ? `${a.name}@${a.node}` : a.name);
@@ -142,28 +154,52 @@ function createAgentForm(ctx) {
   const harness = h("input", { id: "new-agent-harness", name: "harness", required: true, value: "fake", autocapitalize: "off" });
   const repo = h("input", { id: "new-agent-repo", name: "repo", placeholder: "/path/to/repo or URL (optional)", autocapitalize: "off" });
   const base = h("input", { id: "new-agent-base", name: "base", placeholder: "base branch (default: current)", autocapitalize: "off" });
+  // Where it is homed: a member of the fleet (the one with the most room
+  // unless the person picks another; a pick is kept across refreshes).
+  const node = h("select", { id: "new-agent-node", name: "node" });
+  let picked = false;
+  let shown = "";
+  node.addEventListener("change", () => (picked = true));
+  const setNodes = (nodes) => {
+    const best = pickNode(nodes);
+    const key = JSON.stringify([nodes.map((n) => [n.name, n.healthy, n.self]), best && best.name]);
+    if (key === shown) return;
+    shown = key;
+    const keep = picked ? node.value : best && best.name;
+    put(
+      node,
+      nodes.map((n) => {
+        const note = [n.self ? "this node" : "", best && n.name === best.name ? "most room" : "", n.healthy ? "" : "unhealthy"].filter(Boolean).join(", ");
+        return h("option", { value: n.name, "data-self": n.self ? "yes" : "no", disabled: n.healthy ? null : "disabled" }, note ? `${n.name} (${note})` : n.name);
+      }),
+    );
+    node.value = keep || "";
+  };
   const status = h("div", { class: "status-line" });
   const submit = async (ev) => {
     ev.preventDefault();
     put(status, "creating...");
     try {
       const p = { name: name.value.trim(), harness: harness.value.trim() };
+      const home = node.selectedOptions[0];
+      if (home && home.dataset.self !== "yes") p.node = home.value;
       if (repo.value.trim()) {
         p.workspace = { repo: repo.value.trim() };
         if (base.value.trim()) p.workspace.base = base.value.trim();
       }
       const r = await ctx.rpc.call("agent.create", p);
-      location.hash = `#/agent/${encodeURIComponent(r.agent.name)}`;
+      location.hash = `#/agent/${encodeURIComponent(p.node ? `${r.agent.name}@${p.node}` : r.agent.name)}`;
     } catch (e) {
       put(status, errorLine(e));
     }
   };
-  return h(
+  const el = h(
     "details",
     { class: "card" },
     h("summary", { id: "new-agent" }, "New agent"),
-    h("form", { id: "new-agent-form", onsubmit: submit }, h("label", { for: "new-agent-name" }, "Name"), name, h("label", { for: "new-agent-harness" }, "Harness"), harness, h("label", { for: "new-agent-repo" }, "Repository"), repo, h("label", { for: "new-agent-base" }, "Base branch"), base, h("button", { type: "submit", class: "primary", id: "create-agent" }, "Create"), status),
+    h("form", { id: "new-agent-form", onsubmit: submit }, h("label", { for: "new-agent-name" }, "Name"), name, h("label", { for: "new-agent-harness" }, "Harness"), harness, h("label", { for: "new-agent-node" }, "Node"), node, h("label", { for: "new-agent-repo" }, "Repository"), repo, h("label", { for: "new-agent-base" }, "Base branch"), base, h("button", { type: "submit", class: "primary", id: "create-agent" }, "Create"), status),
   );
+  return { el, setNodes };
 }
 
 function table(headers, rows) {
