@@ -28,7 +28,9 @@ methods! {
     SESSION_PAIR = "session.pair" => on(F::Session, S::Caller, O::Observe).open().params::<PairCode>();
     /// Issue a one-time pairing code (local-only: `warren console pair`).
     SESSION_PAIR_CODE = "session.pair_code" => on(F::Session, S::Node, O::Admin).local_only();
-    NODE_INFO = "node.info" => on(F::Node, S::Node, O::Observe).companion_read().result::<NodeInfo>();
+    /// `{node?}`: this node's, or a member's (by name or id).
+    NODE_INFO = "node.info" => on(F::Node, S::Node, O::Observe)
+        .route(Route::Node("node")).companion_read().result::<NodeInfo>();
     FLEET_NODES = "fleet.nodes" => on(F::Fleet, S::Node, O::Observe).companion_read();
     FLEET_INIT = "fleet.init" => on(F::Fleet, S::Node, O::Admin).local_only();
     FLEET_INVITE = "fleet.invite" => on(F::Fleet, S::Node, O::Admin).local_only();

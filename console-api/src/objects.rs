@@ -739,6 +739,21 @@ pub struct NodeInfo {
     pub root_public_key: String,
     /// Authorizations denied because they hit the Datalog run limits.
     pub auth_limit_hits: u64,
+    /// This node's name in the fleet.
+    #[serde(default)]
+    pub name: String,
+    /// `{cpus, memory_mb, guests}`: what it has, and the guests it runs now.
+    #[serde(default)]
+    pub capacity: Option<serde_json::Value>,
+    /// Problems in its harnesses' setup, one sentence each naming the setting.
+    #[serde(default)]
+    pub harness_warnings: Vec<String>,
+    /// Its price table's source (as `spend.history`'s `pricing`).
+    #[serde(default)]
+    pub pricing: Option<serde_json::Value>,
+    /// Its supervision defaults, the master switch among them.
+    #[serde(default)]
+    pub supervision_defaults: Option<serde_json::Value>,
 }
 
 /// `spend.history` params: inclusive UTC days (`YYYY-MM-DD`), one agent or all.

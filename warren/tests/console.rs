@@ -103,6 +103,7 @@ fn the_guard_refuses_foreign_origins_and_hosts_and_every_page_is_locked_down() {
         "app.js",
         "rpc.js",
         "views.js",
+        "nodes.js",
         "conversation.js",
         "terminal.js",
         "holds.js",

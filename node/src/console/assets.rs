@@ -38,6 +38,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("usage.js", JS),
     asset!("monitors.js", JS),
     asset!("tasks.js", JS),
+    asset!("nodes.js", JS),
     asset!("icon.svg", "image/svg+xml"),
 ];
 

@@ -359,7 +359,7 @@ impl Fleet {
     }
 
     /// This node's record, as published.
-    async fn fleet_record(&self) -> NodeRecord {
+    pub(crate) async fn fleet_record(&self) -> NodeRecord {
         let (agents, live) = {
             let cat = self.catalog.lock().await;
             (cat.agents.len() as u32, cat.live_conversations().count() as u32)

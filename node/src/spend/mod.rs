@@ -368,6 +368,11 @@ impl Spend {
         Ok(())
     }
 
+    /// Where this node's prices come from now (`node.info`'s `pricing`).
+    pub fn pricing_wire(&self) -> Value {
+        self.pricing.to_wire(&self.pricing.table())
+    }
+
     /// `spend.history`: the ledger's counted requests per UTC day, model and
     /// agent, priced now.
     pub async fn spend_history(&self, p: console_api::SpendHistory) -> NodeResult<Value> {

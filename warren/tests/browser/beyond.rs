@@ -141,7 +141,10 @@ async fn two_node_fleet() -> (tempfile::TempDir, TestNode, TestNode) {
         "name = \"node-a\"\n{fleet}owner_key = {:?}\n",
         owner.display().to_string()
     ));
-    let b = TestNode::start_with_config(&format!("name = \"node-b\"\n{fleet}"));
+    // node-b names a Codex program that is not there: its node page says so.
+    let b = TestNode::start_with_config(&format!(
+        "name = \"node-b\"\n{fleet}[harnesses.codex]\nprogram = \"/nonexistent/codex\"\n"
+    ));
     let (code, invite, err) = warren(&["fleet", "invite"], &a.path());
     assert_eq!(code, 0, "fleet invite: {err}");
     let (code, _, err) = warren(&["fleet", "join", invite.trim()], &b.path());
@@ -351,6 +354,29 @@ async fn the_phone_sees_a_second_node_and_rearms_a_tripped_breaker() {
         .await
         .expect_err("not on node-a");
     assert!(e.to_string().contains("placed"), "{e}");
+
+    // node-b's page, read through node-a: health, runtime, capacity, the
+    // harness setting that is wrong there, prices and supervision defaults.
+    click(&c, "#nav-fleet").await;
+    click(&c, "#nodes li[data-node=\"node-b\"] a.node-link").await;
+    wait_js(
+        &c,
+        "node-b's page",
+        Duration::from_secs(20),
+        "return location.hash === '#/node/node-b'
+            && document.querySelector('#node-health')?.textContent.startsWith('healthy')
+            && document.querySelector('#node-runtime')?.textContent.startsWith('local')
+            && /CPUs/.test(document.querySelector('#node-capacity')?.textContent || '')
+            && [...document.querySelectorAll('#harness-warnings li')].some((li) => li.textContent.includes('/nonexistent/codex'))
+            && document.querySelector('#master-switch')?.textContent === 'off'",
+    )
+    .await;
+    shot(
+        &c,
+        "phone-9-node-b",
+        "phone: node-b's page read through node-a, with its wrong Codex program named",
+    )
+    .await;
     c.close().await.expect("close");
 }
 

@@ -11,6 +11,7 @@ import { holdsView } from "./holds.js";
 import { usageView } from "./usage.js";
 import { conversationView } from "./conversation.js";
 import { tasksView, taskView } from "./tasks.js";
+import { nodeView } from "./nodes.js";
 
 const TOKEN_KEY = "warren.token";
 const PROFILE_KEY = "warren.profile";
@@ -219,9 +220,9 @@ function route() {
   const [, view, ...rest] = (location.hash || "#/fleet").split("/");
   const arg = rest.map(decodeURIComponent).join("/");
   document.body.dataset.view = view || "fleet";
-  const section = view === "task" ? "tasks" : view;
+  const section = view === "task" ? "tasks" : view === "node" ? "fleet" : view;
   for (const a of header.querySelectorAll("a.nav")) a.classList.toggle("active", a.getAttribute("href") === `#/${section}`);
-  const views = { fleet: fleetView, agent: agentView, conv: conversationView, task: taskView, tasks: tasksView, holds: holdsView, monitors: monitorsView, usage: usageView };
+  const views = { fleet: fleetView, agent: agentView, conv: conversationView, task: taskView, tasks: tasksView, holds: holdsView, monitors: monitorsView, usage: usageView, node: nodeView };
   const render = views[view] || fleetView;
   main.replaceChildren();
   teardown = render(main, ctx, arg) || null;

@@ -85,7 +85,7 @@ export function fleetView(main, ctx) {
             h(
               "li",
               { class: `card node ${n.healthy ? "healthy" : "unhealthy"}`, "data-node": n.name || n.node_id },
-              h("div", { class: "row" }, h("b", {}, n.name || n.node_id), n.self ? h("span", { class: "muted" }, " (this node)") : null, h("span", { class: `dot ${n.healthy ? "ok" : "bad"}`, title: n.healthy ? "healthy" : "unhealthy" })),
+              h("div", { class: "row" }, h("a", { href: `#/node/${encodeURIComponent(n.name || n.node_id)}`, class: "node-link" }, h("b", {}, n.name || n.node_id)), n.self ? h("span", { class: "muted" }, " (this node)") : null, h("span", { class: `dot ${n.healthy ? "ok" : "bad"}`, title: n.healthy ? "healthy" : "unhealthy" })),
               h("div", { class: "muted small" }, n.endpoint || "no endpoint", " · v", n.version || "?"),
               h("div", { class: "small" }, `${n.agents ?? "?"} agents · ${n.live_conversations ?? "?"} live`, n.self ? "" : ` · seen ${ago(n.last_seen)}`),
             ),
@@ -348,7 +348,7 @@ function words(v) {
 
 /** This node's global supervision defaults (warren.toml's, or those
  * `config.set` stored), read-only here: setting them is local-only. */
-function defaultsPanel(d) {
+export function defaultsPanel(d) {
   const classes = d.classes || {};
   return h(
     "section",
