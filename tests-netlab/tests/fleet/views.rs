@@ -150,6 +150,31 @@ async fn a_hold_on_n2_is_listed_and_answered_from_n1() {
         (&json!([]), &json!([])),
         "{tasks}"
     );
+    // A member's own account of itself, through n1 (the node page's source).
+    let info = c
+        .call("node.info", json!({ "node": "n3" }))
+        .await
+        .expect("n3's node.info through n1");
+    assert_eq!(
+        (info["name"].as_str(), info["runtime"].as_str()),
+        (Some("n3"), Some("local")),
+        "{info}"
+    );
+    assert!(info["capacity"]["cpus"].as_u64().is_some_and(|n| n >= 1), "{info}");
+    let out = tests_netlab::sh(&[
+        &tests_netlab::warren_exe().display().to_string(),
+        "node",
+        "info",
+        "n2",
+        "--data-dir",
+        &n1.dir.display().to_string(),
+    ])
+    .expect("warren node info n2");
+    assert!(
+        out.lines().any(|l| l.starts_with("name") && l.ends_with(" n2")),
+        "{out}"
+    );
+
     // Spend: every member's days, each naming its node, the dollars summed.
     let spend = c
         .call("spend.history", json!({ "fleet": true, "since_day": "2020-01-01" }))

@@ -71,7 +71,9 @@ impl Conn {
 
 #[derive(Subcommand)]
 pub enum NodeVerb {
+    /// What a node says about itself: this one, or a member's (`NODE`).
     Info {
+        node: Option<String>,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -391,11 +393,22 @@ fn print_conv(v: &Value) {
 }
 
 pub async fn node(verb: NodeVerb, conn: Conn, out: Output) -> anyhow::Result<ExitCode> {
-    let NodeVerb::Info { data_dir } = verb;
+    let NodeVerb::Info { node, data_dir } = verb;
     let mut c = conn.connect(data_dir).await?;
-    finish(out, c.call(m::NODE_INFO, json!({})).await, |v| {
-        for k in ["node_id", "version", "endpoint", "runtime", "root_public_key"] {
+    let mut p = json!({});
+    put(&mut p, "node", node);
+    finish(out, c.call(m::NODE_INFO, p).await, |v| {
+        for k in ["name", "node_id", "version", "endpoint", "runtime", "root_public_key"] {
             println!("{k:<16} {}", s(v, k));
+        }
+        let cap = &v["capacity"];
+        println!(
+            "{:<16} {} CPUs, {} MiB, {} live",
+            "capacity", cap["cpus"], cap["memory_mb"], cap["guests"]
+        );
+        println!("{:<16} {}", "prices", s(&v["pricing"], "source"));
+        for w in items(v, "harness_warnings") {
+            println!("{:<16} {}", "warning", w.as_str().unwrap_or_default());
         }
     })
 }
