@@ -12,6 +12,8 @@
 
 #[path = "browser/beyond.rs"]
 mod beyond;
+#[path = "browser/chat.rs"]
+mod chat;
 mod support;
 #[path = "browser/tasks.rs"]
 mod tasks;

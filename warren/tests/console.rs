@@ -104,6 +104,7 @@ fn the_guard_refuses_foreign_origins_and_hosts_and_every_page_is_locked_down() {
         "rpc.js",
         "views.js",
         "nodes.js",
+        "chat.js",
         "conversation.js",
         "terminal.js",
         "holds.js",

@@ -39,6 +39,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("monitors.js", JS),
     asset!("tasks.js", JS),
     asset!("nodes.js", JS),
+    asset!("chat.js", JS),
     asset!("icon.svg", "image/svg+xml"),
 ];
 

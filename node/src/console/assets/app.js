@@ -12,6 +12,7 @@ import { usageView } from "./usage.js";
 import { conversationView } from "./conversation.js";
 import { tasksView, taskView } from "./tasks.js";
 import { nodeView } from "./nodes.js";
+import { chatsView, chatView } from "./chat.js";
 
 const TOKEN_KEY = "warren.token";
 const PROFILE_KEY = "warren.profile";
@@ -119,7 +120,7 @@ function showHeader() {
   put(
     header,
     h("a", { href: "#/fleet", class: "brand" }, "warren"),
-    h("nav", {}, navLink("#/fleet", "Fleet", "nav-fleet"), navLink("#/tasks", ["Tasks", h("span", { class: "count hidden", id: "parked-count", title: "parked tasks need you" })], "nav-tasks"), navLink("#/holds", "Holds", "nav-holds"), navLink("#/monitors", "Monitors", "nav-monitors"), navLink("#/usage", "Usage", "nav-usage")),
+    h("nav", {}, navLink("#/chats", "Chats", "nav-chats"), navLink("#/fleet", "Fleet", "nav-fleet"), navLink("#/tasks", ["Tasks", h("span", { class: "count hidden", id: "parked-count", title: "parked tasks need you" })], "nav-tasks"), navLink("#/holds", "Holds", "nav-holds"), navLink("#/monitors", "Monitors", "nav-monitors"), navLink("#/usage", "Usage", "nav-usage")),
     needs,
     state,
     ctx.readOnly ? h("span", { class: "pill readonly", id: "read-only" }, "read-only") : null,
@@ -220,9 +221,9 @@ function route() {
   const [, view, ...rest] = (location.hash || "#/fleet").split("/");
   const arg = rest.map(decodeURIComponent).join("/");
   document.body.dataset.view = view || "fleet";
-  const section = view === "task" ? "tasks" : view === "node" ? "fleet" : view;
+  const section = { task: "tasks", node: "fleet", chat: "chats" }[view] || view;
   for (const a of header.querySelectorAll("a.nav")) a.classList.toggle("active", a.getAttribute("href") === `#/${section}`);
-  const views = { fleet: fleetView, agent: agentView, conv: conversationView, task: taskView, tasks: tasksView, holds: holdsView, monitors: monitorsView, usage: usageView, node: nodeView };
+  const views = { fleet: fleetView, agent: agentView, conv: conversationView, task: taskView, tasks: tasksView, holds: holdsView, monitors: monitorsView, usage: usageView, node: nodeView, chats: chatsView, chat: chatView };
   const render = views[view] || fleetView;
   main.replaceChildren();
   teardown = render(main, ctx, arg) || null;
