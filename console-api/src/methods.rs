@@ -143,8 +143,10 @@ methods! {
     MONITOR_ATTACH = "monitor.attach" => on(F::Monitors, S::Agent, O::Supervise)
         .route(Route::Node("node"));
     MONITOR_LIST = "monitor.list" => on(F::Monitors, S::Narrowest, O::Observe).fanout("attachments");
-    MONITOR_DETACH = "monitor.detach" => on(F::Monitors, S::Node, O::Supervise);
-    MONITOR_REARM = "monitor.rearm" => on(F::Monitors, S::Node, O::Supervise);
+    /// `{attachment, node?}`: `node` names the member that holds it (as a
+    /// fleet-wide `monitor.list` says); default this node.
+    MONITOR_DETACH = "monitor.detach" => on(F::Monitors, S::Node, O::Supervise).route(Route::Node("node"));
+    MONITOR_REARM = "monitor.rearm" => on(F::Monitors, S::Node, O::Supervise).route(Route::Node("node"));
     /// `{agent, goal, acceptance, review?, decider?, max_repairs?, deadline_secs?}`: work on
     /// the agent's workspace, verified by the node (params checked by the `tasks` crate).
     TASK_START = "task.start" => on(F::Tasks, S::Agent, O::Control);

@@ -136,6 +136,29 @@ async fn a_trip_pauses_both_conversations_when_the_target_is_on_another_member()
         "{blocks}"
     );
     assert!(!blocks.contains("conversation.terminate"), "{blocks}");
+
+    // A person on n3 re-arms it: the call names n1, which holds it.
+    let owner = lab.owner_token(0, &["node:supervise"]).expect("owner token");
+    let mut on_n3 = lab.node("n3").ws(&owner).await.expect("ws n3");
+    let e = on_n3
+        .call("monitor.rearm", json!({ "attachment": attachment }))
+        .await
+        .expect_err("n3 holds no such attachment");
+    assert!(e.to_string().contains(&attachment), "{e}");
+    let r = on_n3
+        .call("monitor.rearm", json!({ "attachment": attachment, "node": "n1" }))
+        .await
+        .expect("re-armed through n3");
+    assert_eq!(r["rearmed"], true, "{r}");
+    let l = n1.call("monitor.list", json!({})).await.expect("n1's monitors");
+    let mine = l["attachments"]
+        .as_array()
+        .expect("attachments")
+        .iter()
+        .find(|x| x["id"] == attachment.as_str())
+        .cloned()
+        .expect("listed");
+    assert_eq!(mine["state"], "armed", "{l}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -67,12 +67,18 @@ pub enum MonitorVerb {
     },
     Detach {
         attachment: String,
+        /// The member that holds it (default: this node).
+        #[arg(long)]
+        node: Option<String>,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
     /// Reset a tripped breaker (a human's decision).
     Rearm {
         attachment: String,
+        /// The member that holds it (default: this node).
+        #[arg(long)]
+        node: Option<String>,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -228,27 +234,33 @@ pub async fn monitor(verb: MonitorVerb, conn: Conn, out: Output) -> anyhow::Resu
                 print_unreachable(v);
             })
         }
-        MonitorVerb::Detach { attachment, data_dir } => {
+        MonitorVerb::Detach {
+            attachment,
+            node,
+            data_dir,
+        } => {
             let mut c = conn.connect(data_dir).await?;
-            finish(
-                out,
-                c.call(m::MONITOR_DETACH, json!({ "attachment": attachment })).await,
-                |_| println!("detached {attachment}"),
-            )
+            let mut p = json!({ "attachment": attachment });
+            put(&mut p, "node", node);
+            finish(out, c.call(m::MONITOR_DETACH, p).await, |_| {
+                println!("detached {attachment}")
+            })
         }
-        MonitorVerb::Rearm { attachment, data_dir } => {
+        MonitorVerb::Rearm {
+            attachment,
+            node,
+            data_dir,
+        } => {
             let mut c = conn.connect(data_dir).await?;
-            finish(
-                out,
-                c.call(m::MONITOR_REARM, json!({ "attachment": attachment })).await,
-                |v| {
-                    if v["rearmed"] == true {
-                        println!("re-armed {attachment}")
-                    } else {
-                        println!("{attachment} was armed already")
-                    }
-                },
-            )
+            let mut p = json!({ "attachment": attachment });
+            put(&mut p, "node", node);
+            finish(out, c.call(m::MONITOR_REARM, p).await, |v| {
+                if v["rearmed"] == true {
+                    println!("re-armed {attachment}")
+                } else {
+                    println!("{attachment} was armed already")
+                }
+            })
         }
     }
 }

@@ -21,7 +21,8 @@ export function monitorsView(main, ctx) {
     body,
     ctx,
     async () => {
-      const r = await ctx.rpc.call("monitor.list", {});
+      // Every member's attachments; one is re-armed on the member that holds it.
+      const r = await ctx.rpc.call("monitor.list", { fleet: true });
       if (!r.attachments.length) return h("p", { class: "muted" }, "No monitors are attached.");
       return h(
         "ul",
@@ -30,14 +31,14 @@ export function monitorsView(main, ctx) {
           h(
             "li",
             { class: `card monitor ${m.state}`, "data-attachment": m.id },
-            h("div", { class: "row" }, h("b", {}, m.monitor), " watches ", h("b", {}, m.target.agent || m.target.conversation), h("span", { class: `badge ${m.state}` }, m.state)),
+            h("div", { class: "row" }, h("b", {}, m.monitor), " watches ", h("b", {}, m.target.agent || m.target.conversation), h("span", { class: `badge ${m.state}` }, m.state), m.node ? h("span", { class: "muted small node" }, `on ${m.node}`) : null),
             h("div", { class: "small" }, "keywords: ", (m.trigger.keywords || []).map((k) => k.text).join(", "), m.inject ? " · advises" : " · watch only"),
             h("div", { class: "small muted" }, `cycles ${m.cycles}`, m.tripped_at ? ` · tripped ${ago(m.tripped_at)}` : ""),
             m.state === "tripped" && !ctx.readOnly
               ? action(
                   "Re-arm",
                   async () => {
-                    await ctx.rpc.call("monitor.rearm", { attachment: m.id });
+                    await ctx.rpc.call("monitor.rearm", m.node ? { attachment: m.id, node: m.node } : { attachment: m.id });
                     window.dispatchEvent(new HashChangeEvent("hashchange"));
                   },
                   "primary big rearm",

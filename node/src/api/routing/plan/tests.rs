@@ -126,7 +126,7 @@ fn the_registry_routes_what_was_routed_before() {
     ];
     for m in REGISTRY {
         let want = match m.name {
-            "agent.create" | "monitor.attach" | "node.info" => Route::Node("node"),
+            "agent.create" | "monitor.attach" | "node.info" | "monitor.detach" | "monitor.rearm" => Route::Node("node"),
             "supervision.answer" => Route::Hold("hold"),
             "usage.get" => Route::ScopeId,
             n if ROUTED.contains(&n) => Route::AgentOrConversation,
