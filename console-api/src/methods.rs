@@ -116,6 +116,10 @@ methods! {
     MAILBOX_SEND = "mailbox.send" => on(F::Mail, S::Agent, O::Message)
         .agent_param("to").acts_as("from", &[O::Message, O::Invoke]).tool("mail").params::<MailSend>();
     MAILBOX_INBOX = "mailbox.inbox" => on(F::Mail, S::Agent, O::Observe).routed().tool("mail").params::<MailInbox>();
+    /// `{agent?, fleet?}`: how many messages each agent has not acknowledged
+    /// (a count, not the messages: the console's one call for every agent).
+    MAILBOX_UNREAD = "mailbox.unread" => on(F::Mail, S::Narrowest, O::Observe)
+        .routed().fanout("agents").companion_read().params::<AgentFilter>();
     /// Acting for the agent: observe alone may not ack (acting for it is the whole check).
     MAILBOX_ACK = "mailbox.ack" => on(F::Mail, S::Agent, O::Control)
         .routed().acts_as("agent", &[O::Message, O::Control]).tool("mail").params::<MailAck>();
@@ -233,7 +237,7 @@ mod tests {
         let served: Vec<&str> = REGISTRY.iter().filter(|m| m.served).map(|m| m.name).collect();
         assert_eq!(ALL, served.as_slice());
         assert!(ALL.contains(&CONFIG_SET) && ALL.contains(&AGENT_GET));
-        assert_eq!(ALL.len(), 77);
+        assert_eq!(ALL.len(), 78);
     }
 
     #[test]

@@ -107,6 +107,35 @@ async fn mail_flows_between_permitted_peers_and_survives_a_crash() {
     let (code, out, err) = warren(&["mail", "inbox", "ann"], &node.path());
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("ben -> ann: thanks"), "{out}");
+
+    // Counts only: each agent's unacknowledged mail in one call (ben acked
+    // the first, "one more" waits; ann and cy never acked).
+    let counts = call(&mut c, "mailbox.unread", json!({})).await;
+    let by: std::collections::BTreeMap<String, u64> = counts["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .map(|a| {
+            (
+                a["agent"].as_str().unwrap_or("").to_string(),
+                a["unread"].as_u64().unwrap_or(99),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by,
+        [("ann".into(), 1), ("ben".into(), 1), ("cy".into(), 1)].into(),
+        "{counts}"
+    );
+    let cursor = call(&mut c, "mailbox.inbox", json!({ "agent": "ben" })).await["cursor"].clone();
+    call(&mut c, "mailbox.ack", json!({ "agent": "ben", "cursor": cursor })).await;
+    let ben = call(&mut c, "mailbox.unread", json!({ "agent": "ben" })).await;
+    assert_eq!(ben["agents"], json!([{ "agent": "ben", "unread": 0 }]));
+    let e = call_err(&mut c, "mailbox.unread", json!({ "agent": "ghost" })).await;
+    assert!(e.message.contains("ghost"), "{}", e.message);
+    let (code, out, err) = warren(&["mail", "unread"], &node.path());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.lines().any(|l| l == "cy\t1"), "{out}");
 }
 
 /// All of `agent`'s mail from the start, paged.

@@ -277,6 +277,16 @@ impl Store {
     }
 
     /// Messages to `agent` with seq > `after`, oldest first, at most `limit`.
+    /// How many of `agent`'s messages come after `after` (unacknowledged).
+    pub async fn unread_count(&self, agent: &str, after: u64) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM mail WHERE recipient = ? AND event_seq > ?")
+            .bind(agent)
+            .bind(seq_param(after))
+            .fetch_one(&self.reads)
+            .await?;
+        Ok(n as u64)
+    }
+
     pub async fn inbox(
         &self,
         agent: &str,

@@ -162,6 +162,39 @@ impl Mail {
         Ok(serde_json::json!({ "messages": messages, "cursor": cursor, "acked": acked, "delivered": delivered }))
     }
 
+    /// `mailbox.unread`: each agent's (or `agent`'s) count of messages after
+    /// its acknowledged cursor; archived agents are left out.
+    pub async fn unread(&self, agent: Option<&str>) -> NodeResult<Value> {
+        let cursors: Vec<(String, u64)> = {
+            let cat = self.catalog.lock().await;
+            let names: Vec<String> = match agent {
+                Some(a) => {
+                    cat.agent(a)?;
+                    vec![a.to_string()]
+                }
+                None => cat
+                    .agents
+                    .iter()
+                    .filter(|(_, a)| !a.archived)
+                    .map(|(n, _)| n.clone())
+                    .collect(),
+            };
+            names
+                .into_iter()
+                .map(|n| {
+                    let acked = cat.mail_cursors.get(&n).copied().unwrap_or(0);
+                    (n, acked)
+                })
+                .collect()
+        };
+        let mut agents = Vec::with_capacity(cursors.len());
+        for (name, acked) in cursors {
+            let unread = self.store.unread_count(&name, acked).await?;
+            agents.push(serde_json::json!({ "agent": name, "unread": unread }));
+        }
+        Ok(serde_json::json!({ "agents": agents }))
+    }
+
     /// `mailbox.ack`: the agent has read up to `cursor`, clamped to its
     /// newest message (read under the catalog lock, so no ack races a send's
     /// fold; a send committing meanwhile has a greater seq and stays unread).

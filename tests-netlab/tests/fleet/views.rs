@@ -175,6 +175,39 @@ async fn a_hold_on_n2_is_listed_and_answered_from_n1() {
         "{out}"
     );
 
+    // Unread mail counts: one call for every member's agents.
+    n2.call("agent.create", json!({ "name": "reader", "harness": "fake" }))
+        .await
+        .expect("reader on n2");
+    n2.call(
+        "agent.create",
+        json!({ "name": "writer", "harness": "fake", "grants": { "peers": ["reader"] } }),
+    )
+    .await
+    .expect("writer on n2");
+    n2.call(
+        "mailbox.send",
+        json!({ "from": "writer", "to": "reader", "body": "hello" }),
+    )
+    .await
+    .expect("mail on n2");
+    let unread = c
+        .call("mailbox.unread", json!({ "fleet": true }))
+        .await
+        .expect("mailbox.unread {fleet: true}");
+    let on_n2: Vec<&Value> = unread["agents"]
+        .as_array()
+        .expect("agents")
+        .iter()
+        .filter(|a| a["node"] == "n2")
+        .collect();
+    assert!(
+        on_n2.iter().any(|a| a["agent"] == "reader" && a["unread"] == 1)
+            && on_n2.iter().any(|a| a["agent"] == "asker" && a["unread"] == 0),
+        "{unread}"
+    );
+    assert_eq!(unread["unreachable"], json!([]), "{unread}");
+
     // Spend: every member's days, each naming its node, the dollars summed.
     let spend = c
         .call("spend.history", json!({ "fleet": true, "since_day": "2020-01-01" }))

@@ -8,7 +8,7 @@ use clap::Subcommand;
 use console_api::methods as m;
 use serde_json::{Value, json};
 
-use super::{Conn, Output, finish, items, put, s};
+use super::{Conn, Output, at_node, finish, items, print_unreachable, put, put_fleet, s};
 
 #[derive(Subcommand)]
 pub enum MailVerb {
@@ -31,6 +31,15 @@ pub enum MailVerb {
         after: Option<u64>,
         #[arg(long)]
         limit: Option<u32>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// How many messages each agent (or AGENT) has not acknowledged.
+    Unread {
+        agent: Option<String>,
+        /// Every member's agents (each shown as NAME@NODE).
+        #[arg(long)]
+        fleet: bool,
         #[arg(long, env = "WARREN_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -68,6 +77,18 @@ pub async fn mail(verb: MailVerb, conn: Conn, out: Output) -> anyhow::Result<Exi
                     s(v, "message_id"),
                     v.get("seq").unwrap_or(&Value::Null)
                 )
+            })
+        }
+        MailVerb::Unread { agent, fleet, data_dir } => {
+            let mut p = json!({});
+            put(&mut p, "agent", agent);
+            put_fleet(&mut p, fleet);
+            let mut c = conn.connect(data_dir).await?;
+            finish(out, c.call(m::MAILBOX_UNREAD, p).await, |v| {
+                for a in items(v, "agents") {
+                    println!("{}\t{}", at_node(a, "agent"), a["unread"]);
+                }
+                print_unreachable(v);
             })
         }
         MailVerb::Inbox {

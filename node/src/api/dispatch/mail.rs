@@ -11,6 +11,10 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
     let v = match c.method.name {
         m::MAILBOX_SEND => mail.send(c.params()?, conn.speaks_for().as_deref()).await?,
         m::MAILBOX_INBOX => mail.inbox(c.params()?).await?,
+        m::MAILBOX_UNREAD => {
+            mail.unread(c.params::<console_api::AgentFilter>()?.agent.as_deref())
+                .await?
+        }
         m::MAILBOX_ACK => mail.ack(c.params()?).await?,
         _ => return Err(not_served(c.method)),
     };

@@ -115,29 +115,29 @@ export function fleetView(main, ctx) {
   };
 }
 
-/** Unread mail across the node's agents, and today's spend: after the
- * fleet itself (they take a call per agent), refreshed on mail events. */
+/** Unread mail across the fleet's agents, and today's spend: after the
+ * fleet itself, refreshed on mail events. */
 function fleetExtra(el, ctx) {
   return live(
     el,
     ctx,
     async () => {
-      const agents = (await ctx.rpc.call("agent.list", {})).agents.filter((a) => !a.archived);
-      const [inboxes, spend] = await Promise.all([
-        Promise.all(agents.map((a) => ctx.rpc.call("mailbox.inbox", { agent: a.name, limit: 100 }).catch(() => null))),
+      // One call for every member's counts (not an inbox call per agent).
+      const [counts, nodes, spend] = await Promise.all([
+        ctx.rpc.call("mailbox.unread", { fleet: true }).catch(() => ({ agents: [] })),
+        ctx.rpc.call("fleet.nodes", {}).catch(() => ({ nodes: [] })),
         ctx.rpc.call("spend.history", { since_day: utcDay(0) }).catch(() => null),
       ]);
-      const readable = inboxes.filter(Boolean);
-      const unread = readable.reduce((n, r) => n + r.messages.length, 0);
-      const full = readable.some((r) => r.messages.length >= 100);
-      const withMail = agents.filter((_, i) => inboxes[i] && inboxes[i].messages.length);
+      const self = (nodes.nodes.find((n) => n.self) || {}).name;
+      const withMail = counts.agents.filter((a) => a.unread > 0).map((a) => ({ ...a, address: a.node && a.node !== self ? `${a.agent}@${a.node}` : a.agent }));
+      const unread = withMail.reduce((n, a) => n + a.unread, 0);
       return [
         h(
           withMail.length === 1 ? "a" : "div",
-          { class: `tile ${unread ? "mail" : ""}`, id: "mail-waiting", href: withMail.length === 1 ? `#/agent/${encodeURIComponent(withMail[0].name)}` : null },
-          h("b", {}, `${unread}${full ? "+" : ""}`),
+          { class: `tile ${unread ? "mail" : ""}`, id: "mail-waiting", href: withMail.length === 1 ? `#/agent/${encodeURIComponent(withMail[0].address)}` : null },
+          h("b", {}, String(unread)),
           " unread mail",
-          withMail.length ? h("div", { class: "muted small" }, withMail.map((a, i) => `${a.name} ${inboxes[agents.indexOf(a)].messages.length}`).join(" · ")) : null,
+          withMail.length ? h("div", { class: "muted small" }, withMail.map((a) => `${a.address} ${a.unread}`).join(" · ")) : null,
         ),
         spend
           ? h("a", { href: "#/usage", class: "tile", id: "spend-today" }, h("b", { class: "spend" }, spendText(spend.days)), " today")

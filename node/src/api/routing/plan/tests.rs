@@ -119,6 +119,7 @@ fn the_registry_routes_what_was_routed_before() {
         "supervision.audit",
         "supervision.nudge",
         "mailbox.inbox",
+        "mailbox.unread",
         "mailbox.ack",
         "budget.get",
         "budget.set",
@@ -143,6 +144,7 @@ fn the_registry_routes_what_was_routed_before() {
             "task.list" => Some("tasks"),
             "spend.history" => Some("days"),
             "events.subscribe" => Some("events"),
+            "mailbox.unread" => Some("agents"),
             _ => None,
         };
         assert_eq!(m.fanout, fanout, "{}", m.name);
