@@ -6,10 +6,9 @@
 // another member is reached through this node all the same.
 
 import { h, put, errorLine, action, live } from "./dom.js";
-import { agentState } from "./views.js";
+import { agentRows } from "./views.js";
 
 const MAX_BUBBLES = 1000;
-const ORDER = ["needs-you", "busy", "idle", "paused", "none"];
 const SAY = { "needs-you": "needs you", busy: "working", idle: "waiting for you", paused: "paused", none: "not started" };
 
 export function chatsView(main, ctx) {
@@ -25,11 +24,7 @@ export function chatsView(main, ctx) {
         ctx.rpc.call("conversation.list", { fleet: true }),
         ctx.rpc.call("supervision.holds", { fleet: true }).catch(() => ({ holds: [] })),
       ]);
-      const self = (nodes.nodes.find((n) => n.self) || {}).name;
-      const rows = agents.agents
-        .filter((a) => !a.archived)
-        .map((a) => ({ a, address: a.node && a.node !== self ? `${a.name}@${a.node}` : a.name, state: agentState(a, convs.conversations, holds.holds) }))
-        .sort((x, y) => ORDER.indexOf(x.state) - ORDER.indexOf(y.state) || x.a.name.localeCompare(y.a.name));
+      const rows = agentRows(nodes.nodes, agents.agents, convs.conversations, holds.holds);
       if (!rows.length) return h("p", { class: "muted" }, "No agents yet.");
       return h(
         "ul",

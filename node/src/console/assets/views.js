@@ -36,6 +36,22 @@ export function pickNode(nodes) {
   return healthy[0] || nodes.find((n) => n.self) || null;
 }
 
+/** How this node addresses an item of a fleet-wide list: by `name` when it
+ * is its own (or not in a fleet), else as NAME@NODE. */
+export function addressOf(item, name, nodes) {
+  const self = (nodes.find((n) => n.self) || {}).name;
+  return item.node && item.node !== self ? `${name}@${item.node}` : name;
+}
+
+/** The fleet's agents (not archived) with their address and state, who
+ * needs you first, then by address. */
+export function agentRows(nodes, agents, conversations, holds) {
+  return agents
+    .filter((a) => !a.archived)
+    .map((a) => ({ a, address: addressOf(a, a.name, nodes), state: agentState(a, conversations, holds) }))
+    .sort((x, y) => STATE_ORDER.indexOf(x.state) - STATE_ORDER.indexOf(y.state) || x.address.localeCompare(y.address));
+}
+
 function badge(state) {
   return h("span", { class: `badge ${state}` }, state.replace("-", " "));
 }
@@ -62,13 +78,8 @@ export function fleetView(main, ctx) {
         ctx.rpc.call("supervision.get", {}).catch(() => null),
       ]);
       if (form) form.setNodes(nodes.nodes);
-      const self = (nodes.nodes.find((n) => n.self) || {}).name;
       // This node's agents by name, another member's as NAME@NODE.
-      const address = (a) => (a.node && a.node !== self ? `${a.name}@${a.node}` : a.name);
-      const rows = agents.agents
-        .filter((a) => !a.archived)
-        .map((a) => ({ a, name: address(a), state: agentState(a, convs.conversations, holds.holds) }))
-        .sort((x, y) => STATE_ORDER.indexOf(x.state) - STATE_ORDER.indexOf(y.state) || x.name.localeCompare(y.name));
+      const rows = agentRows(nodes.nodes, agents.agents, convs.conversations, holds.holds);
       const tripped = monitors.attachments.filter((m) => m.state === "tripped");
       return [
         h(
@@ -97,7 +108,7 @@ export function fleetView(main, ctx) {
           ? h(
               "ul",
               { class: "list", id: "agents" },
-              rows.map(({ a, name, state }) =>
+              rows.map(({ a, address: name, state }) =>
                 h("li", { "data-agent": name, "data-node": a.node || "", "data-state": state }, h("a", { href: `#/agent/${encodeURIComponent(name)}`, class: "row big" }, h("b", {}, name), h("span", { class: "muted" }, a.harness), badge(state))),
               ),
             )
@@ -128,8 +139,7 @@ function fleetExtra(el, ctx) {
         ctx.rpc.call("fleet.nodes", {}).catch(() => ({ nodes: [] })),
         ctx.rpc.call("spend.history", { since_day: utcDay(0) }).catch(() => null),
       ]);
-      const self = (nodes.nodes.find((n) => n.self) || {}).name;
-      const withMail = counts.agents.filter((a) => a.unread > 0).map((a) => ({ ...a, address: a.node && a.node !== self ? `${a.agent}@${a.node}` : a.agent }));
+      const withMail = counts.agents.filter((a) => a.unread > 0).map((a) => ({ ...a, address: addressOf(a, a.agent, nodes.nodes) }));
       const unread = withMail.reduce((n, a) => n + a.unread, 0);
       return [
         h(
