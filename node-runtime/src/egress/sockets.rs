@@ -103,11 +103,15 @@ impl Sockets {
     }
 
     /// Stops serving a conversation's sockets (those of `run`, when given);
-    /// false when a newer run has them.
+    /// false when `run` no longer has them: a newer run has them, or one is
+    /// being opened now (it took them over before it registered), or they
+    /// were closed already. Only the run that holds them removes them.
     fn stop(&self, conversation: &str, run: Option<u64>) -> bool {
         let tasks = {
             let Ok(mut open) = self.open.lock() else { return false };
-            if run.is_some_and(|r| open.get(conversation).is_some_and(|(now, _)| *now != r)) {
+            if let Some(r) = run
+                && open.get(conversation).is_none_or(|(now, _)| *now != r)
+            {
                 return false;
             }
             open.remove(conversation)
@@ -155,5 +159,56 @@ where
             fut.await;
             drop(permit);
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::future::BoxFuture;
+
+    struct NoGrants;
+    impl EgressGate for NoGrants {
+        fn grants(&self, _agent: &str) -> BoxFuture<'_, Vec<String>> {
+            Box::pin(async { vec![] })
+        }
+        fn record(&self, _note: super::super::EgressNote) {}
+    }
+
+    fn route() -> Route {
+        Route {
+            conversation: "c-1".into(),
+            agent: "a".into(),
+            model: vec![],
+        }
+    }
+
+    #[tokio::test]
+    async fn only_the_run_that_holds_the_sockets_removes_them() {
+        let root = tempfile::tempdir().expect("dir");
+        let sockets = Sockets::new(
+            root.path().to_path_buf(),
+            "127.0.0.1:9".parse().expect("addr"),
+            Arc::new(NoGrants),
+        );
+        let (dir, first) = sockets.open(route()).expect("open");
+        let (_, second) = sockets.open(route()).expect("reopen");
+        assert_ne!(first, second);
+        // The first run's late close leaves the second run's sockets alone.
+        sockets.close("c-1", Some(first));
+        assert!(dir.join(NODE_SOCKET).exists() && dir.join(EGRESS_SOCKET).exists());
+        // So does a close of a run that was taken over before it registered
+        // (nothing registered for it): the new opening's directory stays.
+        sockets.stop("c-1", None);
+        sockets.close("c-1", Some(second));
+        assert!(dir.exists(), "a late close removed a directory it no longer holds");
+        // The holder's close removes them.
+        let (_, third) = sockets.open(route()).expect("open again");
+        sockets.close("c-1", Some(third));
+        assert!(!dir.exists());
+        // An unconditional close (a launch that failed) always removes them.
+        let (dir, _) = sockets.open(route()).expect("open");
+        sockets.close("c-1", None);
+        assert!(!dir.exists());
     }
 }
