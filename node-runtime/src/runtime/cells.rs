@@ -131,7 +131,7 @@ mod tests {
     use super::*;
 
     fn screen(rows: u16, cols: u16, bytes: &[u8]) -> vt100::Parser {
-        let mut p = vt100::Parser::new(super::super::local::nz(rows), super::super::local::nz(cols), 0);
+        let mut p = vt100::Parser::new(super::super::signals::nz(rows), super::super::signals::nz(cols), 0);
         p.process(bytes);
         p
     }

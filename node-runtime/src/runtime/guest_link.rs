@@ -586,7 +586,7 @@ impl Session for GuestSession {
         Box::pin(async move {
             self.request(|id| NodeMsg::Resize { id, rows, cols }).await?;
             if let Ok(mut p) = self.parser.lock() {
-                p.set_size(super::local::nz(rows), super::local::nz(cols));
+                p.set_size(super::signals::nz(rows), super::signals::nz(cols));
             }
             Ok(())
         })

@@ -2,8 +2,8 @@
 //! (portable-pty), and a vt100 parser keeps its screen. For development and
 //! tests; production conversations run in Docker guests.
 
+use super::signals::nz;
 use std::io::{Read, Write};
-use std::num::NonZeroU16;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -56,10 +56,6 @@ fn size(rows: u16, cols: u16) -> PtySize {
         pixel_width: 0,
         pixel_height: 0,
     }
-}
-
-pub fn nz(v: u16) -> NonZeroU16 {
-    NonZeroU16::new(v).unwrap_or(NonZeroU16::MIN)
 }
 
 impl LocalSession {

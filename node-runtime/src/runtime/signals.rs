@@ -42,8 +42,13 @@ impl vt100::Callbacks for Signals {
 pub type Terminal = vt100::Parser<Signals>;
 
 /// A terminal of `rows` x `cols` (0 is read as 1).
+/// A terminal dimension as the emulator takes it (0 reads as 1).
+pub fn nz(v: u16) -> std::num::NonZeroU16 {
+    std::num::NonZeroU16::new(v).unwrap_or(std::num::NonZeroU16::MIN)
+}
+
 pub fn terminal(rows: u16, cols: u16) -> Terminal {
-    vt100::Parser::new_with_callbacks(super::local::nz(rows), super::local::nz(cols), 0, Signals::default())
+    vt100::Parser::new_with_callbacks(nz(rows), nz(cols), 0, Signals::default())
 }
 
 #[cfg(test)]
