@@ -36,13 +36,7 @@ async fn main() {
     let alone_kib = lab.nodes[0].rss_kib().unwrap_or(0);
     let alone_at = started.elapsed();
     for i in 1..NODES.len() {
-        let code = lab.nodes[0]
-            .call("fleet.invite", json!({ "ttl_secs": 600 }))
-            .await
-            .expect("invite")["invite"]
-            .as_str()
-            .expect("code")
-            .to_string();
+        let code = lab.nodes[0].invite().await.expect("invite");
         lab.start(i, Some(&code)).expect("node up");
     }
     for n in &lab.nodes {

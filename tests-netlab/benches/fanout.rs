@@ -24,13 +24,7 @@ async fn fleet_of(size: usize) -> Lab {
     lab.make_owner(0).expect("owner key");
     lab.start(0, None).expect("n1 up");
     for i in 1..size {
-        let code = lab.nodes[0]
-            .call("fleet.invite", json!({ "ttl_secs": 600 }))
-            .await
-            .expect("invite")["invite"]
-            .as_str()
-            .expect("code")
-            .to_string();
+        let code = lab.nodes[0].invite().await.expect("invite");
         lab.start(i, Some(&code)).expect("node up");
     }
     wait_for("n1 sees every member healthy", Duration::from_secs(120), || async {
@@ -50,19 +44,7 @@ async fn populate(lab: &Lab) {
                 .await
                 .expect("agent");
         }
-        let conv = n
-            .call("conversation.start", json!({ "agent": "a0" }))
-            .await
-            .expect("start")["conversation"]["id"]
-            .as_str()
-            .expect("id")
-            .to_string();
-        wait_for("idle", Duration::from_secs(30), || async {
-            let v = n.call("conversation.get", json!({ "conversation": conv })).await.ok()?;
-            (v["conversation"]["status"] == "IDLE").then_some(())
-        })
-        .await
-        .expect("idle");
+        let conv = n.idle_conversation("a0").await.expect("an idle conversation");
         n.call(
             "conversation.sendMessage",
             json!({ "conversation": conv, "text": "/fake tool bash git push --force" }),

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Every namespace and link of a lab starts with this.
 const PREFIX: &str = "wl";
@@ -403,6 +403,35 @@ where
 }
 
 impl LabNode {
+    /// A single-use join code printed by this node (it holds the owner key).
+    pub async fn invite(&self) -> anyhow::Result<String> {
+        let v = self.call("fleet.invite", json!({ "ttl_secs": 600 })).await?;
+        v["invite"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| anyhow::anyhow!("{}: fleet.invite gave no code: {v}", self.name))
+    }
+
+    /// Starts `agent`'s conversation here and waits (20 s) until it is idle;
+    /// its id. A timeout's error carries the node's log.
+    pub async fn idle_conversation(&self, agent: &str) -> anyhow::Result<String> {
+        let v = self.call("conversation.start", json!({ "agent": agent })).await?;
+        let conv = v["conversation"]["id"]
+            .as_str()
+            .ok_or_else(|| anyhow::anyhow!("{}: conversation.start gave no id: {v}", self.name))?
+            .to_string();
+        wait_for("the conversation idle", Duration::from_secs(20), || async {
+            let v = self
+                .call("conversation.get", json!({ "conversation": conv }))
+                .await
+                .ok()?;
+            (v["conversation"]["status"] == "IDLE").then_some(())
+        })
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}\n{}", self.log()))?;
+        Ok(conv)
+    }
+
     /// A WebSocket client of the node (from the host, over the bridge),
     /// carrying `token`.
     pub async fn ws(&self, token: &str) -> anyhow::Result<warren::client::Client> {

@@ -43,14 +43,6 @@ async fn health(node: &LabNode) -> BTreeMap<String, bool> {
         .collect()
 }
 
-async fn invite(owner: &LabNode) -> String {
-    let v = owner
-        .call("fleet.invite", json!({ "ttl_secs": 600 }))
-        .await
-        .expect("invite");
-    v["invite"].as_str().expect("code").to_string()
-}
-
 /// Every node of `names` sees exactly `names`, each `healthy`.
 async fn all_see(lab: &Lab, names: &[&str], healthy: bool, within: Duration) {
     let want: BTreeMap<String, bool> = names.iter().map(|n| (n.to_string(), healthy)).collect();
@@ -74,7 +66,7 @@ async fn three_node_fleet() -> Lab {
     lab.make_owner(0).expect("owner key");
     lab.start(0, None).expect("n1 up");
     for i in 1..3 {
-        let code = invite(&lab.nodes[0]).await;
+        let code = lab.nodes[0].invite().await.expect("invite");
         lab.start(i, Some(&code)).expect("node up");
         let node = &lab.nodes[i];
         wait_for("the join", Duration::from_secs(20), || async {
@@ -146,7 +138,7 @@ async fn bad_join_codes_are_refused_and_the_node_is_blocked() {
     let mut lab = Lab::new(&["n1", "n2", "x1", "x2"]).expect("lab");
     lab.make_owner(0).expect("owner key");
     lab.start(0, None).expect("n1 up");
-    let code = invite(&lab.nodes[0]).await;
+    let code = lab.nodes[0].invite().await.expect("invite");
     lab.start(1, Some(&code)).expect("n2 up");
     all_see(&lab, &["n1", "n2"], true, Duration::from_secs(20)).await;
 

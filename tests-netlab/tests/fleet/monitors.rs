@@ -29,27 +29,6 @@ fn advisor_rules() -> Value {
     json!([{ "match": "warren-read (c-[0-9a-f]+)", "actions": [{ "shell": "warren-advise {{1}} 'look at the pointer'" }] }])
 }
 
-/// Starts `agent`'s conversation on `node`, idle.
-async fn idle_conversation(node: &LabNode, agent: &str) -> String {
-    let conv = node
-        .call("conversation.start", json!({ "agent": agent }))
-        .await
-        .expect("start")["conversation"]["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
-    wait_for("the conversation idle", Duration::from_secs(20), || async {
-        let v = node
-            .call("conversation.get", json!({ "conversation": conv }))
-            .await
-            .ok()?;
-        (v["conversation"]["status"] == "IDLE").then_some(())
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", node.log()));
-    conv
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trip_pauses_both_conversations_when_the_target_is_on_another_member() {
     let lab = three_node_fleet().await;
@@ -71,7 +50,7 @@ async fn a_trip_pauses_both_conversations_when_the_target_is_on_another_member()
         .await
         .expect("attach across the fleet");
     let attachment = a["attachment"]["id"].as_str().expect("id").to_string();
-    let conv = idle_conversation(n2, "coder").await;
+    let conv = n2.idle_conversation("coder").await.expect("an idle conversation");
     n2.call(
         "conversation.sendMessage",
         json!({ "conversation": conv, "text": "crash" }),
@@ -209,7 +188,7 @@ async fn monitor_attach_without_monitor_places_the_monitor_on_the_targets_node()
     assert!(!n3.dir.join("monitors").exists(), "a local target needs no delegation");
 
     // It works there: the keyword fires on n3, the advice lands on n3.
-    let conv = idle_conversation(n3, "coder").await;
+    let conv = n3.idle_conversation("coder").await.expect("an idle conversation");
     n3.call(
         "conversation.sendMessage",
         json!({ "conversation": conv, "text": "crash" }),

@@ -381,7 +381,7 @@ async fn a_member_of_another_fleet_on_the_same_bridge_is_refused_and_blocked() {
     lab.make_owner(0).expect("our owner key");
     lab.make_owner(2).expect("the other fleet's owner key");
     lab.start(0, None).expect("n1 up");
-    let code = invite(&lab.nodes[0]).await;
+    let code = lab.nodes[0].invite().await.expect("invite");
     lab.start(1, Some(&code)).expect("n2 up");
     all_see(&lab, &["n1", "n2"], true, Duration::from_secs(20)).await;
     // x founds its own fleet and is told where n1 is (as a member's

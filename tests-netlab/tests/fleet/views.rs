@@ -29,22 +29,7 @@ async fn a_hold_on_n2_is_listed_and_answered_from_n1() {
     n2.call("agent.create", json!({ "name": "asker", "harness": "fake" }))
         .await
         .expect("asker on n2");
-    let conv = n2
-        .call("conversation.start", json!({ "agent": "asker" }))
-        .await
-        .expect("start")["conversation"]["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
-    wait_for("asker idle", Duration::from_secs(20), || async {
-        let v = n2
-            .call("conversation.get", json!({ "conversation": conv }))
-            .await
-            .ok()?;
-        (v["conversation"]["status"] == "IDLE").then_some(())
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", n2.log()));
+    let conv = n2.idle_conversation("asker").await.expect("asker idle");
     // One subscription on n1 follows every member's events.
     let token = lab.owner_token(0, &["node:observe", "node:supervise"]).expect("token");
     let mut events = n1.ws(&token).await.expect("events ws on n1");
