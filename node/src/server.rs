@@ -300,37 +300,29 @@ pub async fn run(
     let mut side_tasks = vec![];
     // The harnesses' setup, checked where the user makes it: one warning
     // line per problem (a Docker node checks its images in the background).
-    for p in harness::setup::settings_problems(&cfg.harnesses) {
+    for p in node.harness_problems() {
         warn_setup(&p);
     }
     side_tasks.push(tokio::spawn(try_model_endpoints(cfg.harnesses.clone())));
-    match &guests {
-        None => {
-            let path = std::env::var("PATH").unwrap_or_default();
-            for p in harness::setup::local_problems(&cfg.harnesses, &node.cfg.self_exe, &path) {
+    if let Some(g) = &guests {
+        let (runtime, harnesses) = (g.runtime.clone(), cfg.harnesses.clone());
+        side_tasks.push(tokio::spawn(async move {
+            // The fake harness needs no setup, so it is what a first try uses.
+            let mut names: Vec<String> = harnesses
+                .keys()
+                .filter(|h| harness::adapter(h).is_ok())
+                .cloned()
+                .collect();
+            if !names.iter().any(|h| h == "fake") {
+                names.insert(0, "fake".into());
+            }
+            for note in runtime.first_run_notes(&names).await {
+                eprintln!("note: {note} (`warren images build HARNESS` does it ahead)");
+            }
+            for p in runtime.setup_problems(&harnesses).await {
                 warn_setup(&p);
             }
-        }
-        Some(g) => {
-            let (runtime, harnesses) = (g.runtime.clone(), cfg.harnesses.clone());
-            side_tasks.push(tokio::spawn(async move {
-                // The fake harness needs no setup, so it is what a first try uses.
-                let mut names: Vec<String> = harnesses
-                    .keys()
-                    .filter(|h| harness::adapter(h).is_ok())
-                    .cloned()
-                    .collect();
-                if !names.iter().any(|h| h == "fake") {
-                    names.insert(0, "fake".into());
-                }
-                for note in runtime.first_run_notes(&names).await {
-                    eprintln!("note: {note} (`warren images build HARNESS` does it ahead)");
-                }
-                for p in runtime.setup_problems(&harnesses).await {
-                    warn_setup(&p);
-                }
-            }));
-        }
+        }));
     }
     if let Some(g) = guests {
         // Guests name the gateway address they were given, and send no Origin.

@@ -254,6 +254,21 @@ impl Node {
         self.runtime.name()
     }
 
+    /// What is wrong in the harnesses' setup that can be checked at any
+    /// time: the settings the node owns, and on the local runtime each
+    /// program (`warren up` warns of these at start, `node.info` says them).
+    /// The model endpoints and a Docker node's images are checked at start.
+    pub fn harness_problems(&self) -> Vec<node_runtime::harness::setup::SetupProblem> {
+        use node_runtime::harness::setup;
+        let harnesses = &self.cfg.harnesses;
+        let mut problems = setup::settings_problems(harnesses);
+        if self.runtime_name() == "local" {
+            let path = std::env::var("PATH").unwrap_or_default();
+            problems.extend(setup::local_problems(harnesses, &self.cfg.self_exe, &path));
+        }
+        problems
+    }
+
     /// A copy of the catalog (for replay checks and diagnostics).
     pub async fn catalog_snapshot(&self) -> Catalog {
         self.catalog.lock().await.clone()

@@ -468,7 +468,6 @@ impl Conn {
     }
 }
 
-/// Whether an event's payload is about `agent` (its `agent`, or its hold's).
 /// `events.subscribe`'s kinds: each one the API has, else -32602 naming it.
 pub fn check_kinds(kinds: Option<&[String]>) -> Result<(), RpcError> {
     match kinds
@@ -487,6 +486,7 @@ pub fn check_kinds(kinds: Option<&[String]>) -> Result<(), RpcError> {
     }
 }
 
+/// Whether an event's payload is about `agent` (its `agent`, or its hold's).
 fn about_agent(payload: &serde_json::Value, agent: &str) -> bool {
     payload.get("agent").and_then(|v| v.as_str()) == Some(agent)
         || payload.pointer("/hold/agent").and_then(|v| v.as_str()) == Some(agent)

@@ -5,21 +5,6 @@ use serde_json::{Value, json};
 
 use super::{Call, not_served, to_value};
 
-/// What is wrong in this node's harness setup, as `warren up` warns at start
-/// (the settings the node owns; on the local runtime, each program). The
-/// model endpoints' reachability and a Docker node's images are only checked
-/// at start.
-fn harness_warnings(node: &crate::service::Node) -> Vec<String> {
-    use node_runtime::harness::setup;
-    let harnesses = &node.cfg.harnesses;
-    let mut problems = setup::settings_problems(harnesses);
-    if node.runtime_name() == "local" {
-        let path = std::env::var("PATH").unwrap_or_default();
-        problems.extend(setup::local_problems(harnesses, &node.cfg.self_exe, &path));
-    }
-    problems.into_iter().map(|p| p.message).collect()
-}
-
 pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
     let app = c.app;
     let node = &app.node;
@@ -44,7 +29,7 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
                 auth_limit_hits: app.verifier.limit_hits(),
                 name: me.name,
                 capacity: Some(json!(me.capacity)),
-                harness_warnings: harness_warnings(node),
+                harness_warnings: node.harness_problems().into_iter().map(|p| p.message).collect(),
                 pricing: Some(app.spend.pricing_wire()),
                 supervision_defaults: defaults.get("defaults").cloned(),
             })?;
