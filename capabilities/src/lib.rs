@@ -16,7 +16,7 @@ pub use biscuit_auth::PublicKey;
 pub use biscuit_auth::error::Token as BiscuitError;
 pub use expiry::usable_at;
 pub use rights::{Operation, Resource, Right};
-pub use token::{Inspection, MintSpec, Restriction, attenuate, inspect_unverified};
+pub use token::{Inspection, MintSpec, Restriction, answer_only, attenuate, inspect_unverified};
 
 /// Errors making or reading tokens and keys.
 #[derive(Debug, thiserror::Error)]

@@ -19,6 +19,9 @@ pub enum Resource {
     Conversation(String),
     /// An owner-defined tool of the node's warren.toml (`tool:NAME`).
     Tool(String),
+    /// One held dialog (`hold:ID`): a call that answers a hold touches it,
+    /// so a token can be narrowed to that one hold. No right names a hold.
+    Hold(String),
 }
 
 impl fmt::Display for Resource {
@@ -29,6 +32,7 @@ impl fmt::Display for Resource {
             Resource::Agent(a) => write!(f, "agent:{a}"),
             Resource::Conversation(c) => write!(f, "conversation:{c}"),
             Resource::Tool(t) => write!(f, "tool:{t}"),
+            Resource::Hold(h) => write!(f, "hold:{h}"),
         }
     }
 }

@@ -171,6 +171,22 @@ pub fn attenuate(token: &str, r: &Restriction) -> Result<String, CapError> {
     t.append(block).and_then(|t| t.to_base64()).map_err(build_err)
 }
 
+/// `token` narrowed to answering the one hold `hold` until `expires_at`
+/// (a push's `answer_token`): `supervision.answer` only, only a call that
+/// touches `hold:ID`, and an expiry. Offline, like [`attenuate`].
+pub fn answer_only(token: &str, hold: &str, expires_at: SystemTime) -> Result<String, CapError> {
+    if hold.is_empty() || hold.len() > 128 || hold.contains('"') {
+        return Err(CapError::Build(format!("hold {hold:?}: not a hold id")));
+    }
+    let mut block = BlockBuilder::new();
+    block = check_in(block, "method", "method", string_set(["supervision.answer"]))?;
+    let resource = format!("hold:{hold}");
+    block = check_in(block, "resource", "resource", string_set([resource.as_str()]))?;
+    block = check_expiry(block, expires_at)?;
+    let t = UnverifiedBiscuit::from_base64(token.trim()).map_err(|e| CapError::Invalid(e.to_string()))?;
+    t.append(block).and_then(|t| t.to_base64()).map_err(build_err)
+}
+
 /// A token's blocks as Datalog source, and its revocation ids (hex).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inspection {

@@ -269,3 +269,50 @@ fn a_runaway_token_hits_the_run_limits_and_is_a_counted_denial() {
     let _ = v.authorize(&verified, &request("node.info", vec![Resource::Node], now()));
     assert_eq!(v.limit_hits(), 2);
 }
+
+#[test]
+fn an_answer_token_answers_its_one_hold_until_it_expires() {
+    let root = RootKey::generate();
+    let v = Verifier::new(vec![root.public()]);
+    let admin = root.mint_admin(NODE).expect("mint");
+    let until = now() + Duration::from_secs(900);
+    let token = capabilities::answer_only(&admin, "h-1", until).expect("narrow");
+    let t = v.verify(&token).expect("verify");
+    let hold = |id: &str| vec![Resource::Node, Resource::Hold(id.into())];
+    assert_eq!(outcome(&v, &t, "supervision.answer", hold("h-1"), now()), "allow");
+    assert_eq!(outcome(&v, &t, "supervision.answer", hold("h-2"), now()), "deny");
+    // Without a hold the call touches none: denied.
+    assert_eq!(
+        outcome(&v, &t, "supervision.answer", vec![Resource::Node], now()),
+        "deny"
+    );
+    for (method, place, resources) in calls() {
+        if method != "supervision.answer" {
+            assert_eq!(
+                outcome(&v, &t, &method, resources, now()),
+                "deny",
+                "{method} on {place}"
+            );
+        }
+    }
+    let later = until + Duration::from_secs(1);
+    assert_eq!(
+        outcome(&v, &t, "supervision.answer", hold("h-1"), later),
+        "unauthenticated"
+    );
+
+    // It narrows: a read-only token stays unable to answer.
+    let reader = attenuate(
+        &admin,
+        &Restriction {
+            operations: vec![Operation::Observe],
+            ..Default::default()
+        },
+    )
+    .expect("narrow");
+    let r = v
+        .verify(&capabilities::answer_only(&reader, "h-1", until).expect("narrow"))
+        .expect("verify");
+    assert_eq!(outcome(&v, &r, "supervision.answer", hold("h-1"), now()), "deny");
+    assert!(capabilities::answer_only(&admin, "a\"b", until).is_err());
+}

@@ -86,6 +86,16 @@ methods! {
     /// Live updates: holds, trips, mail arrivals (no bodies), fleet changes.
     EVENTS_SUBSCRIBE = "events.subscribe" => on(F::Session, S::Node, O::Observe)
         .routed().stream().fanout("events").companion_read().params::<EventsSubscribe>();
+    /// Web Push: needs-yous anywhere in the fleet POSTed to this browser,
+    /// authorized by the caller's token (`kinds`: hold, escalation, breaker,
+    /// budget, task).
+    PUSH_SUBSCRIBE = "push.subscribe" => on(F::Session, S::Node, O::Observe)
+        .companion_read().params::<PushSubscribe>();
+    /// Ends one of the caller's own push subscriptions.
+    PUSH_UNSUBSCRIBE = "push.unsubscribe" => on(F::Session, S::Caller, O::Observe)
+        .companion_read().params::<PushRef>();
+    /// The caller's own push subscriptions (each endpoint's origin, not its URL).
+    PUSH_LIST = "push.list" => on(F::Session, S::Caller, O::Observe).companion_read();
     SUPERVISION_GET = "supervision.get" => on(F::Supervision, S::Narrowest, O::Observe)
         .routed().tool("supervision").params::<AgentFilter>();
     SUPERVISION_SET = "supervision.set" => on(F::Supervision, S::Node, O::Supervise)
@@ -237,7 +247,7 @@ mod tests {
         let served: Vec<&str> = REGISTRY.iter().filter(|m| m.served).map(|m| m.name).collect();
         assert_eq!(ALL, served.as_slice());
         assert!(ALL.contains(&CONFIG_SET) && ALL.contains(&AGENT_GET));
-        assert_eq!(ALL.len(), 78);
+        assert_eq!(ALL.len(), 81);
     }
 
     #[test]

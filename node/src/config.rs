@@ -103,6 +103,9 @@ pub struct Config {
     pub pricing: crate::spend::pricing::PricingSettings,
     /// `[workspaces]`: where conversations' worktrees live.
     pub workspaces: WorkspaceSettings,
+    /// `[push]`: Web Push to phones (where pushes may go, the VAPID contact).
+    #[serde(default)]
+    pub push: crate::push::PushSettings,
 }
 
 /// `[workspaces]` in warren.toml.
@@ -176,6 +179,7 @@ impl Default for Config {
             tls: Default::default(),
             pricing: Default::default(),
             workspaces: Default::default(),
+            push: Default::default(),
         }
     }
 }

@@ -14,6 +14,8 @@ pub mod idempotent;
 pub mod live;
 pub mod mail;
 pub mod monitors;
+pub mod outbound;
+pub mod push;
 pub mod secrets;
 pub mod server;
 pub mod service;

@@ -169,6 +169,9 @@ pub async fn run(
     cfg.pricing
         .validate()
         .map_err(|e| anyhow::anyhow!("warren.toml [pricing]: {e}"))?;
+    cfg.push
+        .validate()
+        .map_err(|e| anyhow::anyhow!("warren.toml [push]: {e}"))?;
     let name = cfg.name.clone().unwrap_or_else(host_name);
     // Members' routed requests wait here for the home side (built below,
     // once the dispatcher it answers them through exists).
@@ -241,6 +244,14 @@ pub async fn run(
     conversations.start(startup);
     let monitors = crate::monitors::Monitors::new(node.clone(), conversations.clone(), fleet.clone());
     let tasks = crate::work::Tasks::new(node.clone(), conversations.clone(), supervisor.clone());
+    let push = crate::push::Push::new(
+        node.clone(),
+        cfg.push.clone(),
+        &data_dir,
+        verifier.clone(),
+        fleet.name().to_string(),
+        cfg.limits.outbound_queue,
+    )?;
     let app = Arc::new(App {
         node: node.clone(),
         conversations: conversations.clone(),
@@ -270,6 +281,7 @@ pub async fn run(
         guests: guests.as_ref().map(|g| g.registry.clone()),
         pairing: Default::default(),
         router: api::routing::Router::new(fleet.clone(), supervisor.clone(), monitors.clone(), admin_token_ids),
+        push: push.clone(),
     });
     // Calls members forward here run through this same API.
     let home = api::routing::Home::new(
@@ -285,6 +297,7 @@ pub async fn run(
     }
     monitors.start_monitors().await;
     tasks.start_tasks().await;
+    push.start(Arc::new(api::ApiDispatch(app.clone()))).await;
     write_private(
         &endpoint_path(&data_dir),
         &serde_json::json!({

@@ -2,6 +2,7 @@
 //! log and the transcript projection. All writes go through one writer task
 //! (`writer.rs`) with group commit; reads use a small pool of read connections.
 
+pub mod push;
 pub mod recall;
 pub mod spend;
 mod writer;

@@ -27,8 +27,20 @@ fn str_param<'a>(p: Option<&'a Value>, key: &str) -> Option<&'a str> {
     p.and_then(|p| p.get(key)).and_then(Value::as_str)
 }
 
-/// The resources a call touches, from its method's scope and its params.
+/// The resources a call touches, from its method's scope and its params; a
+/// call that answers a hold touches that hold too (`hold:ID`, so a token can
+/// be narrowed to one hold: a push's `answer_token`).
 async fn resources(app: &Arc<App>, method: &Method, p: Option<&Value>) -> Vec<Resource> {
+    let mut r = scope_resources(app, method, p).await;
+    if let Route::Hold(field) = method.route
+        && let Some(hold) = str_param(p, field)
+    {
+        r.push(Resource::Hold(hold.to_string()));
+    }
+    r
+}
+
+async fn scope_resources(app: &Arc<App>, method: &Method, p: Option<&Value>) -> Vec<Resource> {
     let conversation = |id: &str| {
         let id = id.to_string();
         async move {

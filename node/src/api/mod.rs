@@ -59,6 +59,8 @@ pub struct App {
     pub pairing: crate::console::pair::Pairing,
     /// The calling side of routing: where calls about other members go.
     pub router: routing::Router,
+    /// Web Push subscriptions and their deliveries.
+    pub push: Arc<crate::push::Push>,
 }
 
 /// The dispatcher as the home side of routing calls it (`routing::Home` is

@@ -206,21 +206,7 @@ async fn fetch_now(url: &str) -> Result<Vec<u8>, String> {
         .body(Empty::<Bytes>::new())
         .map_err(|e| format!("request: {e}"))?;
     if tls {
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in rustls_native_certs::load_native_certs().certs {
-            let _ = roots.add(cert);
-        }
-        let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .map_err(|e| format!("tls: {e}"))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        let name =
-            rustls::pki_types::ServerName::try_from(host.clone()).map_err(|e| format!("tls name {host}: {e}"))?;
-        let stream = tokio_rustls::TlsConnector::from(Arc::new(config))
-            .connect(name, tcp)
-            .await
-            .map_err(|e| format!("tls handshake with {host}: {e}"))?;
+        let stream = crate::outbound::tls_connect(&host, tcp).await?;
         get(stream, request).await
     } else {
         get(tcp, request).await

@@ -34,6 +34,7 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
                 supervision_defaults: defaults.get("defaults").cloned(),
             })?;
             info["fleet"] = json!(fleet);
+            info["vapid_public_key"] = json!(app.push.vapid_public_key());
             info
         }
         // Local-only (the registry refuses it over the network with -32010).

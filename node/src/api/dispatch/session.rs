@@ -72,6 +72,15 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
             let e: console_api::EventsSubscribe = c.params()?;
             json!({ "subscription": conn.subscribe_events(&app.node, e.kinds, e.agent)? })
         }
+        m::PUSH_SUBSCRIBE => app.push.subscribe(conn, c.params()?).await?,
+        m::PUSH_UNSUBSCRIBE => {
+            let p: console_api::PushRef = c.params()?;
+            app.push.unsubscribe(conn, &p.subscription).await?
+        }
+        m::PUSH_LIST => {
+            c.no_params()?;
+            app.push.list(conn).await?
+        }
         m::SUBSCRIPTION_CANCEL => {
             let s: console_api::SubscriptionRef = c.params()?;
             conn.cancel(&s.subscription)?;

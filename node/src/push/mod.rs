@@ -1,0 +1,577 @@
+//! Web Push: a needs-you anywhere in the fleet POSTed to a phone's browser.
+//!
+//! Each subscription is followed by one task that holds a fleet-wide
+//! `events.subscribe` made with the subscription's own token, through the
+//! same dispatcher a WebSocket client uses: it is sent exactly what that
+//! token may observe, here and on every member. A hold's push carries an
+//! `answer_token` (the token narrowed to answering that one hold, for at
+//! most 15 minutes) when the token may answer holds. Deliveries go through
+//! a bounded queue to the push service: encrypted for the browser (RFC
+//! 8291), signed with the node's VAPID key (RFC 8292), with TTL and urgency,
+//! retried with backoff, and the subscription dropped on 404 or 410.
+//!
+//! `crypto.rs` and `payload.rs` are pure; `endpoint.rs` decides where a
+//! push may go; `post.rs` is the HTTP edge.
+
+pub mod crypto;
+pub mod endpoint;
+pub mod payload;
+mod post;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use capabilities::{Operation, Resource};
+use console_api::{ErrorCode, PushSubscribe, RpcError, methods as m};
+use node_store::store::push::{PushAdd, PushRow};
+use node_store::util::{new_id, now_ms};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use crate::api::conn::{Caller, Conn};
+use crate::api::routing::Dispatch;
+use crate::service::Node;
+
+/// Needs-yous waiting to be POSTed to one subscription.
+const QUEUE: usize = 32;
+/// Tries of one push before it is given up.
+const ATTEMPTS: u32 = 5;
+/// The first retry's wait; each next one doubles, up to `MAX_BACKOFF`.
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// One POST, connecting to the answer.
+const POST_WITHIN: Duration = Duration::from_secs(10);
+/// The longest an answer token lives.
+pub const ANSWER_TTL: Duration = Duration::from_secs(15 * 60);
+/// A follower whose subscription could not be opened tries again after this
+/// (doubling to a minute).
+const REOPEN_FIRST: Duration = Duration::from_secs(1);
+
+/// `[push]` in warren.toml.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PushSettings {
+    /// Let endpoints be plain http or at loopback and private addresses
+    /// (tests, a push relay on the LAN). Off: https and public only.
+    pub allow_private: bool,
+    /// The VAPID `sub`: how a push service reaches the node's owner.
+    pub contact: String,
+    /// Subscriptions one token may hold.
+    pub max_per_token: u32,
+    /// Subscriptions the node keeps in all.
+    pub max_subscriptions: u32,
+    /// How long a push service keeps a push for an offline phone (a hold's
+    /// at most as long as its answer token).
+    pub ttl_secs: u32,
+}
+
+impl Default for PushSettings {
+    fn default() -> PushSettings {
+        PushSettings {
+            allow_private: false,
+            contact: "mailto:owner@localhost".into(),
+            max_per_token: 16,
+            max_subscriptions: 1000,
+            ttl_secs: 3600,
+        }
+    }
+}
+
+impl PushSettings {
+    /// Checks the settings, naming what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.contact.starts_with("mailto:") || self.contact.starts_with("https://")) {
+            return Err(format!(
+                "push.contact: {:?} is not a mailto: or https: URI",
+                self.contact
+            ));
+        }
+        if !(1..=1000).contains(&self.max_per_token) || !(1..=100_000).contains(&self.max_subscriptions) {
+            return Err("push.max_per_token must be 1..=1000 and push.max_subscriptions 1..=100000".into());
+        }
+        if !(60..=2_419_200).contains(&self.ttl_secs) {
+            return Err("push.ttl_secs must be between 60 and 2419200 (four weeks)".into());
+        }
+        Ok(())
+    }
+}
+
+/// How one subscription's deliveries have gone (for `push.list`).
+#[derive(Debug, Clone, Default)]
+struct Status {
+    delivered: u64,
+    failed: u64,
+    last_error: Option<String>,
+}
+
+/// The push subsystem's handle.
+pub struct Push {
+    node: Arc<Node>,
+    settings: PushSettings,
+    vapid: crypto::Vapid,
+    verifier: Arc<capabilities::Verifier>,
+    own_name: String,
+    queue: usize,
+    dispatch: OnceLock<Arc<dyn Dispatch>>,
+    followers: Mutex<HashMap<String, AbortHandle>>,
+    status: Mutex<HashMap<String, Status>>,
+}
+
+/// Why a follower's subscription ended.
+enum Ended {
+    /// For good: the subscription is dropped.
+    Gone(String),
+    /// Open it again after a wait.
+    Again(String),
+    /// Open it again now (the fleet changed).
+    Reopen,
+}
+
+fn invalid(message: String) -> RpcError {
+    RpcError::new(ErrorCode::InvalidParams, message)
+}
+
+impl Push {
+    /// The subsystem, with the VAPID key kept in `data_dir/vapid.key`
+    /// (PKCS#8 as hex, made on first start, 0600).
+    pub fn new(
+        node: Arc<Node>,
+        settings: PushSettings,
+        data_dir: &Path,
+        verifier: Arc<capabilities::Verifier>,
+        own_name: String,
+        queue: usize,
+    ) -> anyhow::Result<Arc<Push>> {
+        let path = data_dir.join("vapid.key");
+        let der = match std::fs::read_to_string(&path) {
+            Ok(text) => hex::decode(text.trim()).map_err(|e| anyhow::anyhow!("{}: not hex ({e})", path.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let der = crypto::Vapid::generate().map_err(anyhow::Error::msg)?;
+                node_store::util::write_private(&path, &format!("{}\n", hex::encode(&der)))
+                    .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+                der
+            }
+            Err(e) => return Err(anyhow::anyhow!("reading {}: {e}", path.display())),
+        };
+        let vapid = crypto::Vapid::from_pkcs8(&der).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        Ok(Arc::new(Push {
+            node,
+            settings,
+            vapid,
+            verifier,
+            own_name,
+            queue,
+            dispatch: OnceLock::new(),
+            followers: Mutex::new(HashMap::new()),
+            status: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    /// The VAPID public key (base64url), for `node.info`.
+    pub fn vapid_public_key(&self) -> &str {
+        self.vapid.public_key()
+    }
+
+    /// Follows every stored subscription through `dispatch`.
+    pub async fn start(self: &Arc<Self>, dispatch: Arc<dyn Dispatch>) {
+        let _ = self.dispatch.set(dispatch);
+        match self.node.store().push_list(None).await {
+            Ok(rows) => rows.into_iter().for_each(|r| self.follow(r)),
+            Err(e) => tracing::error!(error = %e, "push subscriptions could not be read"),
+        }
+    }
+
+    fn caller(conn: &Conn) -> Result<Arc<capabilities::Verified>, RpcError> {
+        match conn.caller() {
+            Caller::Token(t) => Ok(t),
+            _ => Err(invalid(
+                "push subscriptions belong to a token (deliveries are authorized by it): call over a WebSocket with one".into(),
+            )),
+        }
+    }
+
+    fn owner(token: &capabilities::Verified) -> String {
+        token.revocation_ids.last().cloned().unwrap_or_default()
+    }
+
+    /// `push.subscribe`.
+    pub async fn subscribe(self: &Arc<Self>, conn: &Conn, p: PushSubscribe) -> Result<Value, RpcError> {
+        let token = Self::caller(conn)?;
+        let allow = self.settings.allow_private;
+        let ep = endpoint::parse(&p.endpoint, allow).map_err(invalid)?;
+        endpoint::resolve(&ep, allow).await.map_err(invalid)?;
+        crypto::Keys::parse(&p.keys.p256dh, &p.keys.auth).map_err(invalid)?;
+        let kinds = p.kinds.unwrap_or_default();
+        if kinds.len() > payload::KINDS.len() {
+            return Err(invalid(format!("kinds: at most {} kinds", payload::KINDS.len())));
+        }
+        if let Some(bad) = kinds.iter().find(|k| !payload::KINDS.contains(&k.as_str())) {
+            return Err(invalid(format!(
+                "kinds: unknown kind {bad:?}; known: {}",
+                payload::KINDS.join(", ")
+            )));
+        }
+        let text = token.biscuit.to_base64().map_err(|e| invalid(format!("token: {e}")))?;
+        let row = PushRow {
+            id: new_id("push-"),
+            owner: Self::owner(&token),
+            endpoint: p.endpoint,
+            p256dh: p.keys.p256dh,
+            auth: p.keys.auth,
+            kinds: json!(kinds).to_string(),
+            token: text,
+            created_ms: now_ms(),
+        };
+        // Subscribing an endpoint again replaces its row (and its follower).
+        let replaced: Vec<String> = self
+            .node
+            .store()
+            .push_list(Some(&row.owner))
+            .await
+            .map_err(store_error)?
+            .into_iter()
+            .filter(|r| r.endpoint == row.endpoint)
+            .map(|r| r.id)
+            .collect();
+        let (per, all) = (self.settings.max_per_token, self.settings.max_subscriptions);
+        match self.node.store().push_add(&row, per, all).await.map_err(store_error)? {
+            PushAdd::Added => {}
+            PushAdd::OwnerFull => {
+                return Err(RpcError::new(
+                    ErrorCode::Conflict,
+                    format!(
+                        "this token already has {per} push subscriptions (push.max_per_token): unsubscribe one first"
+                    ),
+                ));
+            }
+            PushAdd::NodeFull => {
+                return Err(RpcError::new(
+                    ErrorCode::Conflict,
+                    format!("this node already keeps {all} push subscriptions (push.max_subscriptions)"),
+                ));
+            }
+        }
+        for old in replaced {
+            self.stop(&old);
+        }
+        let id = row.id.clone();
+        self.follow(row);
+        Ok(json!({ "subscription": id, "kinds": kinds, "vapid_public_key": self.vapid.public_key() }))
+    }
+
+    /// `push.unsubscribe`: only the caller's own.
+    pub async fn unsubscribe(&self, conn: &Conn, id: &str) -> Result<Value, RpcError> {
+        let token = Self::caller(conn)?;
+        let owner = Self::owner(&token);
+        if !self
+            .node
+            .store()
+            .push_remove(id, Some(&owner))
+            .await
+            .map_err(store_error)?
+        {
+            return Err(RpcError::new(
+                ErrorCode::NotFound,
+                format!("subscription: {id:?} is not a push subscription of this token"),
+            ));
+        }
+        self.stop(id);
+        Ok(json!({ "unsubscribed": true }))
+    }
+
+    /// `push.list`: the caller's own, each endpoint shown by its origin.
+    pub async fn list(&self, conn: &Conn) -> Result<Value, RpcError> {
+        let token = Self::caller(conn)?;
+        let rows = self
+            .node
+            .store()
+            .push_list(Some(&Self::owner(&token)))
+            .await
+            .map_err(store_error)?;
+        let status = self.status.lock().map(|s| s.clone()).unwrap_or_default();
+        let subs: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                let s = status.get(&r.id).cloned().unwrap_or_default();
+                let kinds: Value = serde_json::from_str(&r.kinds).unwrap_or(json!([]));
+                json!({
+                    "subscription": r.id,
+                    "origin": endpoint::parse(&r.endpoint, true).map(|e| e.origin).unwrap_or_default(),
+                    "kinds": kinds,
+                    "created_at": r.created_ms,
+                    "delivered": s.delivered,
+                    "failed": s.failed,
+                    "last_error": s.last_error,
+                })
+            })
+            .collect();
+        Ok(json!({ "subscriptions": subs }))
+    }
+
+    fn stop(&self, id: &str) {
+        if let Some(task) = self.followers.lock().ok().and_then(|mut f| f.remove(id)) {
+            task.abort();
+        }
+        if let Ok(mut s) = self.status.lock() {
+            s.remove(id);
+        }
+    }
+
+    fn note(&self, id: &str, f: impl FnOnce(&mut Status)) {
+        if let Ok(mut s) = self.status.lock() {
+            f(s.entry(id.to_string()).or_default());
+        }
+    }
+
+    /// Drops subscription `id` for good (its endpoint is gone, its token
+    /// no longer works).
+    async fn drop_subscription(&self, id: &str, why: &str) {
+        tracing::info!(subscription = id, why, "push subscription dropped");
+        if let Err(e) = self.node.store().push_remove(id, None).await {
+            tracing::error!(error = %e, "a push subscription could not be removed");
+        }
+        self.stop(id);
+    }
+
+    fn follow(self: &Arc<Self>, row: PushRow) {
+        let id = row.id.clone();
+        let me = self.clone();
+        let task = tokio::spawn(async move { me.run_follower(row).await }).abort_handle();
+        if let Some(old) = self.followers.lock().ok().and_then(|mut f| f.insert(id, task)) {
+            old.abort();
+        }
+    }
+
+    async fn run_follower(self: Arc<Self>, row: PushRow) {
+        let allow = self.settings.allow_private;
+        let keys = crypto::Keys::parse(&row.p256dh, &row.auth);
+        let ep = endpoint::parse(&row.endpoint, allow);
+        let (keys, ep) = match (keys, ep) {
+            (Ok(k), Ok(e)) => (k, e),
+            (Err(e), _) | (_, Err(e)) => return self.drop_subscription(&row.id, &e).await,
+        };
+        let kinds: Vec<String> = serde_json::from_str(&row.kinds).unwrap_or_default();
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let deliverer = tokio::spawn(self.clone().deliver_all(row.clone(), ep, keys, rx));
+        let _stop_with_me = AbortOnDrop(deliverer.abort_handle());
+        let mut wait = REOPEN_FIRST;
+        loop {
+            let ended = self.listen(&row, &kinds, &tx).await;
+            match ended {
+                Ended::Gone(why) => return self.drop_subscription(&row.id, &why).await,
+                Ended::Reopen => wait = REOPEN_FIRST,
+                Ended::Again(why) => {
+                    tracing::debug!(subscription = %row.id, why, "push: following again after a wait");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(Duration::from_secs(60));
+                }
+            }
+        }
+    }
+
+    /// One fleet-wide subscription with the row's token, until it ends.
+    async fn listen(&self, row: &PushRow, kinds: &[String], tx: &mpsc::Sender<Value>) -> Ended {
+        let Some(dispatch) = self.dispatch.get() else {
+            return Ended::Again("not started".into());
+        };
+        let (conn, mut notes, mut kill) = Conn::new("push", Caller::Anonymous, self.queue, 4);
+        if let Err(e) = conn.authenticate(&self.verifier, &row.token, |ids| self.node.any_revoked(ids)) {
+            return Ended::Gone(e.message);
+        }
+        let verified = match conn.caller() {
+            Caller::Token(t) => t,
+            _ => return Ended::Gone("no token".into()),
+        };
+        let ask = json!({
+            "jsonrpc": "2.0", "id": 1, "method": m::EVENTS_SUBSCRIBE,
+            "params": { "fleet": true, "kinds": [m::EVENT_SUPERVISION_NEEDS_YOU, m::EVENT_FLEET_CHANGED] },
+        })
+        .to_string();
+        match dispatch.answer(&conn, &ask).await.and_then(|r| r.error) {
+            None => {}
+            Some(e) if matches!(e.code, -32001 | -32003) => return Ended::Gone(e.message),
+            Some(e) => return Ended::Again(e.message),
+        }
+        conn.open_gates();
+        tracing::debug!(subscription = %row.id, "push: following needs-yous fleet-wide");
+        let ended = loop {
+            tokio::select! {
+                note = notes.recv() => {
+                    let Some(text) = note else { break Ended::Again("the subscription closed".into()) };
+                    let Ok(v) = serde_json::from_str::<Value>(&text) else { continue };
+                    match v["method"].as_str() {
+                        Some(m::EVENT_FLEET_CHANGED) => break Ended::Reopen,
+                        Some(m::EVENT_SUPERVISION_NEEDS_YOU) => {}
+                        _ => continue,
+                    }
+                    let p = &v["params"];
+                    let event = &p["event"];
+                    let kind = payload::kind_of(event);
+                    if !kinds.is_empty() && !kinds.iter().any(|k| k == kind) {
+                        continue;
+                    }
+                    let node = p["node"].as_str().unwrap_or(&self.own_name);
+                    let mut body = payload::build(kind, node, event, now_ms());
+                    if let Some(hold) = event.pointer("/hold/id").and_then(Value::as_str)
+                        && let Some(t) = self.answer_token(&verified, &row.token, hold)
+                    {
+                        body["answer_token"] = json!(t);
+                    }
+                    if tx.try_send(body).is_err() {
+                        tracing::warn!(subscription = %row.id, "push queue full: a needs-you was not pushed");
+                        self.note(&row.id, |s| s.failed += 1);
+                    }
+                }
+                _ = kill.changed() => {
+                    let why = kill.borrow().clone().unwrap_or_default();
+                    break Ended::Again(why);
+                }
+            }
+        };
+        conn.close_all();
+        ended
+    }
+
+    /// The token narrowed to answering `hold`, when the token may answer holds.
+    fn answer_token(&self, verified: &capabilities::Verified, token: &str, hold: &str) -> Option<String> {
+        let now = SystemTime::now();
+        let req = capabilities::Request {
+            method: m::SUPERVISION_ANSWER,
+            operation: Operation::Supervise,
+            resources: vec![Resource::Node, Resource::Hold(hold.to_string())],
+            node: self.node.node_id(),
+            now,
+        };
+        self.verifier.authorize(verified, &req).ok()?;
+        capabilities::answer_only(token, hold, now + ANSWER_TTL).ok()
+    }
+
+    async fn deliver_all(
+        self: Arc<Self>,
+        row: PushRow,
+        ep: endpoint::Endpoint,
+        keys: crypto::Keys,
+        mut rx: mpsc::Receiver<Value>,
+    ) {
+        while let Some(body) = rx.recv().await {
+            if let Err(gone) = self.deliver(&row, &ep, &keys, &body).await {
+                return self.drop_subscription(&row.id, &gone).await;
+            }
+        }
+    }
+
+    /// POSTs one push, retrying; `Err` when the subscription is gone.
+    async fn deliver(
+        &self,
+        row: &PushRow,
+        ep: &endpoint::Endpoint,
+        keys: &crypto::Keys,
+        body: &Value,
+    ) -> Result<(), String> {
+        let hold = body["kind"] == "hold";
+        let ttl = if hold {
+            self.settings.ttl_secs.min(ANSWER_TTL.as_secs() as u32)
+        } else {
+            self.settings.ttl_secs
+        };
+        let urgency = if hold { "high" } else { "normal" };
+        let plain = serde_json::to_vec(body).unwrap_or_default();
+        let mut wait = FIRST_BACKOFF;
+        let mut last = String::new();
+        for _ in 0..ATTEMPTS {
+            let posted = self.post_once(ep, keys, &plain, ttl, urgency).await;
+            tracing::debug!(subscription = %row.id, posted = ?posted.as_ref().map_err(|_| ()), "push: POSTed");
+            match posted {
+                Ok(p) if (200..300).contains(&p.status) => {
+                    self.note(&row.id, |s| s.delivered += 1);
+                    return Ok(());
+                }
+                Ok(p) if p.status == 404 || p.status == 410 => {
+                    return Err(format!(
+                        "the push service answered {}: the subscription is gone",
+                        p.status
+                    ));
+                }
+                Ok(p) if p.status == 429 || p.status >= 500 => {
+                    last = format!("HTTP {}", p.status);
+                    wait = p.retry_after.unwrap_or(wait).min(MAX_BACKOFF);
+                }
+                Ok(p) => {
+                    last = format!("HTTP {}: refused, not retried", p.status);
+                    break;
+                }
+                Err(Refusal::Address(e)) => return Err(e),
+                Err(Refusal::Failed(e)) => last = e,
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(MAX_BACKOFF);
+        }
+        tracing::warn!(subscription = %row.id, error = %last, "a push was not delivered");
+        self.note(&row.id, |s| {
+            s.failed += 1;
+            s.last_error = Some(last);
+        });
+        Ok(())
+    }
+
+    async fn post_once(
+        &self,
+        ep: &endpoint::Endpoint,
+        keys: &crypto::Keys,
+        plain: &[u8],
+        ttl: u32,
+        urgency: &str,
+    ) -> Result<post::Posted, Refusal> {
+        // Checked again at every delivery: a name may come to resolve inward.
+        let addr = endpoint::resolve(ep, self.settings.allow_private).await.map_err(|e| {
+            if e.contains("not a public") {
+                Refusal::Address(e)
+            } else {
+                Refusal::Failed(e)
+            }
+        })?;
+        let body = crypto::encrypt(plain, keys).map_err(Refusal::Failed)?;
+        let exp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0)
+            + 12 * 3600;
+        let auth = self
+            .vapid
+            .authorization(&ep.origin, &self.settings.contact, exp)
+            .map_err(Refusal::Failed)?;
+        let headers = [
+            ("ttl", ttl.to_string()),
+            ("urgency", urgency.to_string()),
+            ("content-encoding", "aes128gcm".to_string()),
+            ("content-type", "application/octet-stream".to_string()),
+            ("authorization", auth),
+        ];
+        post::post(ep, addr, &headers, body, POST_WITHIN)
+            .await
+            .map_err(Refusal::Failed)
+    }
+}
+
+enum Refusal {
+    /// The endpoint now resolves to an address it may not be sent to.
+    Address(String),
+    Failed(String),
+}
+
+struct AbortOnDrop(AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn store_error(e: node_store::store::StoreError) -> RpcError {
+    tracing::error!(error = %e, "push store");
+    RpcError::new(ErrorCode::Internal, "internal error")
+}

@@ -1,0 +1,467 @@
+//! Web Push from a real node: a held dialog is POSTed to the subscription's
+//! endpoint (a local push service stand-in, so `[push] allow_private`),
+//! encrypted for the subscriber and signed with the node's VAPID key, both
+//! checked by an independent implementation (Python's `cryptography`, from
+//! the py-libp2p tools venv: `deploy/scripts/fetch-py-libp2p.sh`); the
+//! push's `answer_token` answers that one hold and nothing else; retries on
+//! 503, drops the subscription on 410; and bad subscriptions are refused
+//! with the field named, nothing stored.
+
+mod support;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+/// One POST the stand-in push service received.
+#[derive(Debug)]
+struct Posted {
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Posted {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Statuses queued per path.
+type Answers = Arc<Mutex<HashMap<String, VecDeque<u16>>>>;
+
+/// A push service stand-in on 127.0.0.1: every request is sent on, and
+/// answered with the next status queued for its path (201 when none is).
+struct Sink {
+    port: u16,
+    posts: mpsc::Receiver<Posted>,
+    /// Received, not yet asked for.
+    early: Vec<Posted>,
+    answers: Answers,
+}
+
+impl Sink {
+    async fn start() -> Sink {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let (tx, posts) = mpsc::channel(64);
+        let answers: Answers = Arc::default();
+        let queued = answers.clone();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                let (tx, queued) = (tx.clone(), queued.clone());
+                tokio::spawn(async move {
+                    let Some(p) = read_request(&mut s).await else { return };
+                    let status = queued
+                        .lock()
+                        .expect("answers")
+                        .get_mut(&p.path)
+                        .and_then(VecDeque::pop_front)
+                        .unwrap_or(201);
+                    let _ = tx.send(p).await;
+                    let reply = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+                    let _ = s.write_all(reply.as_bytes()).await;
+                });
+            }
+        });
+        Sink {
+            port,
+            posts,
+            early: vec![],
+            answers,
+        }
+    }
+
+    /// Answers the next POSTs to `path` with `statuses`.
+    fn answer(&self, path: &str, statuses: &[u16]) {
+        let mut a = self.answers.lock().expect("answers");
+        a.entry(path.to_string()).or_default().extend(statuses);
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// The next POST to `path` within `within` (others are kept for later).
+    async fn next_to(&mut self, path: &str, within: Duration) -> Posted {
+        if let Some(i) = self.early.iter().position(|p| p.path == path) {
+            return self.early.remove(i);
+        }
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            match tokio::time::timeout_at(deadline, self.posts.recv()).await {
+                Ok(Some(p)) if p.path == path => return p,
+                Ok(Some(p)) => self.early.push(p),
+                _ => panic!("no push POSTed to {path} within {within:?}"),
+            }
+        }
+    }
+}
+
+async fn read_request(s: &mut tokio::net::TcpStream) -> Option<Posted> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        if buf.len() > 64 * 1024 {
+            return None;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let mut lines = head.split("\r\n");
+    let path = lines.next()?.split(' ').nth(1)?.to_string();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let len: usize = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = buf[head_end..].to_vec();
+    while body.len() < len {
+        let n = s.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    Some(Posted { path, headers, body })
+}
+
+/// The independent oracle's Python (the project's own py-libp2p venv).
+fn python() -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tools/py-libp2p/bin/python");
+    assert!(
+        p.exists(),
+        "{} is missing: run deploy/scripts/fetch-py-libp2p.sh (it brings Python's cryptography)",
+        p.display()
+    );
+    p
+}
+
+fn oracle(mode: &str, input: Option<&Value>) -> Value {
+    use std::io::Write;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/push/oracle.py");
+    let mut child = std::process::Command::new(python())
+        .arg(script)
+        .arg(mode)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("oracle runs");
+    if let Some(v) = input {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(v.to_string().as_bytes())
+            .expect("write");
+    }
+    let out = child.wait_with_output().expect("oracle");
+    assert!(
+        out.status.success(),
+        "oracle {mode}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("oracle json")
+}
+
+/// Decrypts and verifies `p` as the subscriber `keys` would.
+fn open(p: &Posted, keys: &Value) -> Value {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    oracle(
+        "open",
+        Some(&json!({
+            "private": keys["private"], "p256dh": keys["p256dh"], "auth": keys["auth"],
+            "body": b64.encode(&p.body),
+            "authorization": p.header("authorization").expect("an Authorization header"),
+        })),
+    )
+}
+
+fn subscription(endpoint: &str, keys: &Value) -> Value {
+    json!({ "endpoint": endpoint, "keys": { "p256dh": keys["p256dh"], "auth": keys["auth"] } })
+}
+
+fn admin_token(node: &TestNode) -> String {
+    std::fs::read_to_string(node.path().join("admin.token"))
+        .expect("admin token")
+        .trim()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_is_pushed_encrypted_and_signed_and_its_answer_token_answers_it_only() {
+    let node = TestNode::start_with_config("[supervision]\nenabled = true\n[push]\nallow_private = true\n");
+    let mut c = node.client().await;
+    create_agent(&mut c, "sup").await;
+    let (code, _, err) = warren(&["supervision", "set", "sup", "--enable"], &node.path());
+    assert_eq!(code, 0, "supervision set: {err}");
+    let id = conversation_id(&mut c, "sup").await;
+    let info = call(&mut c, "node.info", json!({})).await;
+    let vapid = info["vapid_public_key"]
+        .as_str()
+        .expect("node.info names its VAPID key")
+        .to_string();
+
+    let mut sink = Sink::start().await;
+    let keys = oracle("keys", None);
+    let sub = call(&mut c, "push.subscribe", subscription(&sink.url("/push/admin"), &keys)).await;
+    assert_eq!(sub["vapid_public_key"], vapid.as_str());
+    // A read-only token's subscription gets the hold without an answer token.
+    let reader = capabilities::attenuate(
+        &admin_token(&node),
+        &capabilities::Restriction {
+            operations: vec![capabilities::Operation::Observe],
+            ..Default::default()
+        },
+    )
+    .expect("narrow");
+    let mut ro = client_with(&node, &reader).await;
+    let ro_keys = oracle("keys", None);
+    call(
+        &mut ro,
+        "push.subscribe",
+        subscription(&sink.url("/push/reader"), &ro_keys),
+    )
+    .await;
+    let listed = call(&mut c, "push.list", json!({})).await;
+    let subs = listed["subscriptions"].as_array().expect("subscriptions");
+    assert_eq!(subs.len(), 1, "each token lists its own: {listed}");
+    assert_eq!(subs[0]["subscription"], sub["subscription"]);
+    assert_eq!(
+        subs[0]["origin"],
+        sink.url(""),
+        "the origin, not the endpoint's secret path"
+    );
+
+    // The push service is briefly down: the node retries.
+    sink.answer("/push/admin", &[503]);
+    let asked = SystemTime::now();
+    send(&mut c, &id, "/fake tool bash git push --force").await;
+    let first = sink.next_to("/push/admin", Duration::from_secs(20)).await;
+    let again = sink.next_to("/push/admin", Duration::from_secs(20)).await;
+    let hold = wait_until("the hold", Duration::from_secs(20), || {
+        let target = node.target();
+        async move {
+            let mut c = warren::client::Client::connect(&target).await.ok()?;
+            let h = call(&mut c, "supervision.holds", json!({ "agent": "sup" })).await;
+            h["holds"][0]["id"].as_str().map(str::to_string)
+        }
+    })
+    .await;
+    for p in [&first, &again] {
+        assert_eq!(p.header("content-encoding"), Some("aes128gcm"));
+        assert_eq!(p.header("urgency"), Some("high"), "a hold is urgent");
+        let ttl: u64 = p.header("ttl").expect("TTL").parse().expect("TTL number");
+        assert!(
+            (60..=900).contains(&ttl),
+            "a hold's push lives at most as long as its answer: {ttl}"
+        );
+        let opened = open(p, &keys);
+        assert_eq!(opened["header"]["alg"], "ES256");
+        assert_eq!(opened["k"], vapid.as_str(), "signed with the key node.info publishes");
+        assert_eq!(
+            opened["claims"]["aud"],
+            sink.url(""),
+            "the JWT's audience is the push service's origin"
+        );
+        let exp = opened["claims"]["exp"].as_u64().expect("exp");
+        let now = asked.duration_since(SystemTime::UNIX_EPOCH).expect("clock").as_secs();
+        assert!(exp > now && exp <= now + 24 * 3600, "exp within a day: {exp}");
+        assert!(
+            opened["claims"]["sub"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("mailto:"))
+        );
+        let pl = &opened["payload"];
+        assert_eq!(pl["kind"], "hold", "{pl}");
+        assert_eq!(
+            (pl["agent"].as_str(), pl["conversation"].as_str()),
+            (Some("sup"), Some(id.as_str()))
+        );
+        assert_eq!(pl["hold"]["id"], hold.as_str());
+        assert_eq!(pl["hold"]["summary"], "git push --force");
+        assert!(
+            pl["title"].as_str().is_some_and(|t| t.contains("git push --force")),
+            "{pl}"
+        );
+        assert!(pl["node"].is_string() && pl["at"].is_u64(), "{pl}");
+    }
+    assert_ne!(first.body, again.body, "each attempt is encrypted afresh");
+    let to_reader = sink.next_to("/push/reader", Duration::from_secs(20)).await;
+    let ro_payload = &open(&to_reader, &ro_keys)["payload"];
+    assert_eq!(ro_payload["hold"]["id"], hold.as_str());
+    assert!(
+        ro_payload.get("answer_token").is_none(),
+        "a read-only token cannot answer: {ro_payload}"
+    );
+
+    // The answer token answers that hold and nothing else.
+    let answer = open(&again, &keys)["payload"]["answer_token"]
+        .as_str()
+        .expect("an answer token for a token that may answer")
+        .to_string();
+    let mut phone = client_with(&node, &answer).await;
+    let e = call_err(&mut phone, "supervision.holds", json!({})).await;
+    assert_eq!(e.code, -32003, "{e:?}");
+    let e = call_err(&mut phone, "agent.list", json!({})).await;
+    assert_eq!(e.code, -32003, "{e:?}");
+    let e = call_err(
+        &mut phone,
+        "supervision.answer",
+        json!({ "hold": "h-another", "decision": "approve" }),
+    )
+    .await;
+    assert_eq!(e.code, -32003, "another hold: {e:?}");
+    let expired = capabilities::answer_only(&admin_token(&node), &hold, SystemTime::now() - Duration::from_secs(1))
+        .expect("narrow");
+    // An expired token is refused at the door, before any call.
+    let refused = warren::client::Client::connect(&warren::client::Target {
+        url: node.target().url,
+        token: Some(expired),
+    })
+    .await
+    .err()
+    .expect("an expired answer token is refused");
+    assert!(refused.to_string().contains("expired"), "{refused}");
+    assert!(
+        support::supervised::hold_of(&mut c, "git push --force").await.is_some(),
+        "still held"
+    );
+    call(
+        &mut phone,
+        "supervision.answer",
+        json!({ "hold": hold, "decision": "deny" }),
+    )
+    .await;
+    let e = call_err(
+        &mut phone,
+        "supervision.answer",
+        json!({ "hold": hold, "decision": "deny" }),
+    )
+    .await;
+    assert_eq!(e.code, -32004, "answered already: {e:?}");
+
+    // The push service says the subscription is gone: it is dropped.
+    wait_idle(&mut c, &id).await;
+    sink.answer("/push/admin", &[410]);
+    send(&mut c, &id, "/fake tool bash git push --force origin main").await;
+    sink.next_to("/push/admin", Duration::from_secs(20)).await;
+    wait_until("the gone subscription dropped", Duration::from_secs(10), || {
+        let target = node.target();
+        async move {
+            let mut c = warren::client::Client::connect(&target).await.ok()?;
+            let l = call(&mut c, "push.list", json!({})).await;
+            l["subscriptions"]
+                .as_array()
+                .is_some_and(|s| s.is_empty())
+                .then_some(())
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_subscriptions_are_refused_by_name_and_each_token_is_bounded() {
+    let strict = TestNode::start();
+    let mut c = strict.client().await;
+    let keys = oracle("keys", None);
+    for (endpoint, want) in [
+        ("http://127.0.0.1:9/p", "not https"),
+        ("https://127.0.0.1:9/p", "not a public address"),
+        ("https://[::1]/p", "not a public address"),
+        ("https://10.1.2.3/p", "not a public address"),
+        ("https://localhost:9/p", "localhost resolves"),
+        ("ftp://push.example.net/p", "not an https:// URL"),
+    ] {
+        let e = call_err(&mut c, "push.subscribe", subscription(endpoint, &keys)).await;
+        assert_eq!(e.code, -32602, "{endpoint}: {e:?}");
+        assert!(e.message.contains(want), "{endpoint}: {}", e.message);
+    }
+
+    let node = TestNode::start_with_config("[push]\nallow_private = true\n");
+    let mut c = node.client().await;
+    let url = "http://127.0.0.1:9/p";
+    let short_key = json!({ "endpoint": url, "keys": { "p256dh": "BAAA", "auth": keys["auth"] } });
+    let short_auth = json!({ "endpoint": url, "keys": { "p256dh": keys["p256dh"], "auth": "AAAA" } });
+    let off_curve =
+        json!({ "endpoint": url, "keys": { "p256dh": format!("B{}", "A".repeat(86)), "auth": keys["auth"] } });
+    let mut bad_kind = subscription(url, &keys);
+    bad_kind["kinds"] = json!(["hold", "lunch"]);
+    for (params, want) in [
+        (short_key, "keys.p256dh: 3 bytes"),
+        (short_auth, "keys.auth: 3 bytes"),
+        (off_curve, "keys.p256dh: not a point"),
+        (bad_kind, "kinds: unknown kind \"lunch\""),
+        (json!({ "endpoint": url }), "keys"),
+    ] {
+        let e = call_err(&mut c, "push.subscribe", params.clone()).await;
+        assert_eq!(e.code, -32602, "{params}: {e:?}");
+        assert!(e.message.contains(want), "{params}: {}", e.message);
+    }
+    assert_eq!(call(&mut c, "push.list", json!({})).await["subscriptions"], json!([]));
+
+    // 1,000 subscriptions from one token: 16 are kept, the rest refused.
+    let mut kept = vec![];
+    for i in 0..1000 {
+        match c
+            .call(
+                "push.subscribe",
+                subscription(&format!("http://127.0.0.1:9/p{i}"), &keys),
+            )
+            .await
+        {
+            Ok(v) => kept.push(v["subscription"].as_str().expect("id").to_string()),
+            Err(e) => {
+                let e = e.to_string();
+                assert!(e.contains("already has 16 push subscriptions"), "{i}: {e}");
+            }
+        }
+    }
+    assert_eq!(kept.len(), 16);
+    let listed = call(&mut c, "push.list", json!({})).await;
+    assert_eq!(listed["subscriptions"].as_array().map(Vec::len), Some(16));
+    // Subscribing an endpoint again replaces it rather than adding one.
+    call(&mut c, "push.subscribe", subscription("http://127.0.0.1:9/p0", &keys)).await;
+    let listed = call(&mut c, "push.list", json!({})).await;
+    assert_eq!(listed["subscriptions"].as_array().map(Vec::len), Some(16));
+
+    // Another token cannot end them; its owner can.
+    let reader = capabilities::attenuate(
+        &admin_token(&node),
+        &capabilities::Restriction {
+            operations: vec![capabilities::Operation::Observe],
+            ..Default::default()
+        },
+    )
+    .expect("narrow");
+    let mut other = client_with(&node, &reader).await;
+    let e = call_err(&mut other, "push.unsubscribe", json!({ "subscription": kept[1] })).await;
+    assert_eq!(e.code, -32004, "{e:?}");
+    call(&mut c, "push.unsubscribe", json!({ "subscription": kept[1] })).await;
+    let listed = call(&mut c, "push.list", json!({})).await;
+    assert_eq!(listed["subscriptions"].as_array().map(Vec::len), Some(15));
+    // The node kept serving throughout.
+    call(&mut c, "node.info", json!({})).await;
+}
