@@ -15,6 +15,7 @@
 
 mod decide;
 mod openai;
+pub mod push;
 mod responses;
 mod sse;
 

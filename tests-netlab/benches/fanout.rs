@@ -12,28 +12,10 @@ use serde_json::{Value, json};
 use tests_netlab::{Lab, wait_for};
 
 mod common;
-use common::{healthy_count, pct, time_calls};
+use common::{fleet_of, pct, time_calls};
 
 const CALLS: usize = 200;
 const AGENTS_PER_NODE: usize = 3;
-
-async fn fleet_of(size: usize) -> Lab {
-    let names: Vec<String> = (1..=size).map(|i| format!("n{i}")).collect();
-    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let mut lab = Lab::new(&refs).expect("lab (run as root)");
-    lab.make_owner(0).expect("owner key");
-    lab.start(0, None).expect("n1 up");
-    for i in 1..size {
-        let code = lab.nodes[0].invite().await.expect("invite");
-        lab.start(i, Some(&code)).expect("node up");
-    }
-    wait_for("n1 sees every member healthy", Duration::from_secs(120), || async {
-        (healthy_count(&lab.nodes[0]).await == size).then_some(())
-    })
-    .await
-    .expect("convergence");
-    lab
-}
 
 /// A few agents on every member, and on each a dialog held for a human
 /// (supervision's master switch is off by default: every dialog is held).
@@ -68,7 +50,7 @@ async fn main() {
     println!("fanout bench: fleet-wide calls on n1, {CALLS} each, {AGENTS_PER_NODE} agents and one hold per member");
     for size in sizes {
         let started = Instant::now();
-        let lab = fleet_of(size).await;
+        let lab = fleet_of(size, "").await;
         let converged = started.elapsed();
         populate(&lab).await;
         let token = lab.owner_token(0, &["node:observe"]).expect("token");

@@ -444,6 +444,21 @@ impl LabNode {
 }
 
 impl Lab {
+    /// The host's address on the lab's bridge: a service the test runs
+    /// there (a fake push service, say) is reachable from every namespace.
+    pub fn host_ip(&self) -> String {
+        format!("10.77.{}.1", self.subnet)
+    }
+
+    /// Appends `toml` to node `i`'s warren.toml (before it starts).
+    pub fn configure(&self, i: usize, toml: &str) -> anyhow::Result<()> {
+        use std::io::Write;
+        let path = self.nodes[i].dir.join("warren.toml");
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path)?;
+        f.write_all(toml.as_bytes())?;
+        Ok(())
+    }
+
     /// A token signed offline by the fleet owner key (held by node `owner`),
     /// with `--right` arguments such as `node:admin` or `agent:NAME:observe`.
     pub fn owner_token(&self, owner: usize, rights: &[&str]) -> anyhow::Result<String> {

@@ -14,6 +14,8 @@ use tests_netlab::{Lab, LabNode, wait_for};
 
 #[path = "fleet/monitors.rs"]
 mod monitors;
+#[path = "fleet/push.rs"]
+mod push;
 #[path = "fleet/routed.rs"]
 mod routed;
 #[path = "fleet/views.rs"]
@@ -62,7 +64,13 @@ async fn all_see(lab: &Lab, names: &[&str], healthy: bool, within: Duration) {
 
 /// Starts n1 (the owner), then n2 and n3 joining by invite.
 async fn three_node_fleet() -> Lab {
+    three_node_fleet_with("").await
+}
+
+/// As `three_node_fleet`, with `n1_toml` added to n1's warren.toml.
+async fn three_node_fleet_with(n1_toml: &str) -> Lab {
     let mut lab = Lab::new(&["n1", "n2", "n3"]).expect("lab");
+    lab.configure(0, n1_toml).expect("n1's config");
     lab.make_owner(0).expect("owner key");
     lab.start(0, None).expect("n1 up");
     for i in 1..3 {

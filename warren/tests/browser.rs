@@ -14,6 +14,8 @@
 mod beyond;
 #[path = "browser/chat.rs"]
 mod chat;
+#[path = "browser/push.rs"]
+mod push;
 mod support;
 #[path = "browser/tasks.rs"]
 mod tasks;

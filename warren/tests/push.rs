@@ -7,200 +7,29 @@
 //! 503, drops the subscription on 410; and bad subscriptions are refused
 //! with the field named, nothing stored.
 
+#[path = "push/oracle.rs"]
+mod oracle;
 mod support;
 
-use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use serde_json::{Value, json};
+use fake_model::push::{FakePush, Pushed};
+use oracle::{open, oracle, subscription};
+use serde_json::json;
 use support::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::mpsc;
 
-/// One POST the stand-in push service received.
-#[derive(Debug)]
-struct Posted {
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+/// A fake push service on 127.0.0.1 (what a browser's vendor runs).
+async fn push_service() -> FakePush {
+    FakePush::start("127.0.0.1:0".parse().expect("addr"))
+        .await
+        .expect("fake push service")
 }
 
-impl Posted {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Statuses queued per path.
-type Answers = Arc<Mutex<HashMap<String, VecDeque<u16>>>>;
-
-/// A push service stand-in on 127.0.0.1: every request is sent on, and
-/// answered with the next status queued for its path (201 when none is).
-struct Sink {
-    port: u16,
-    posts: mpsc::Receiver<Posted>,
-    /// Received, not yet asked for.
-    early: Vec<Posted>,
-    answers: Answers,
-}
-
-impl Sink {
-    async fn start() -> Sink {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        let (tx, posts) = mpsc::channel(64);
-        let answers: Answers = Arc::default();
-        let queued = answers.clone();
-        tokio::spawn(async move {
-            while let Ok((mut s, _)) = listener.accept().await {
-                let (tx, queued) = (tx.clone(), queued.clone());
-                tokio::spawn(async move {
-                    let Some(p) = read_request(&mut s).await else { return };
-                    let status = queued
-                        .lock()
-                        .expect("answers")
-                        .get_mut(&p.path)
-                        .and_then(VecDeque::pop_front)
-                        .unwrap_or(201);
-                    let _ = tx.send(p).await;
-                    let reply = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-                    let _ = s.write_all(reply.as_bytes()).await;
-                });
-            }
-        });
-        Sink {
-            port,
-            posts,
-            early: vec![],
-            answers,
-        }
-    }
-
-    /// Answers the next POSTs to `path` with `statuses`.
-    fn answer(&self, path: &str, statuses: &[u16]) {
-        let mut a = self.answers.lock().expect("answers");
-        a.entry(path.to_string()).or_default().extend(statuses);
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    /// The next POST to `path` within `within` (others are kept for later).
-    async fn next_to(&mut self, path: &str, within: Duration) -> Posted {
-        if let Some(i) = self.early.iter().position(|p| p.path == path) {
-            return self.early.remove(i);
-        }
-        let deadline = tokio::time::Instant::now() + within;
-        loop {
-            match tokio::time::timeout_at(deadline, self.posts.recv()).await {
-                Ok(Some(p)) if p.path == path => return p,
-                Ok(Some(p)) => self.early.push(p),
-                _ => panic!("no push POSTed to {path} within {within:?}"),
-            }
-        }
-    }
-}
-
-async fn read_request(s: &mut tokio::net::TcpStream) -> Option<Posted> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let head_end = loop {
-        let n = s.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        if buf.len() > 64 * 1024 {
-            return None;
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let mut lines = head.split("\r\n");
-    let path = lines.next()?.split(' ').nth(1)?.to_string();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(n, v)| (n.trim().to_string(), v.trim().to_string()))
-        .collect();
-    let len: usize = headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = buf[head_end..].to_vec();
-    while body.len() < len {
-        let n = s.read(&mut chunk).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        body.extend_from_slice(&chunk[..n]);
-    }
-    Some(Posted { path, headers, body })
-}
-
-/// The independent oracle's Python (the project's own py-libp2p venv).
-fn python() -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tools/py-libp2p/bin/python");
-    assert!(
-        p.exists(),
-        "{} is missing: run deploy/scripts/fetch-py-libp2p.sh (it brings Python's cryptography)",
-        p.display()
-    );
-    p
-}
-
-fn oracle(mode: &str, input: Option<&Value>) -> Value {
-    use std::io::Write;
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/push/oracle.py");
-    let mut child = std::process::Command::new(python())
-        .arg(script)
-        .arg(mode)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("oracle runs");
-    if let Some(v) = input {
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(v.to_string().as_bytes())
-            .expect("write");
-    }
-    let out = child.wait_with_output().expect("oracle");
-    assert!(
-        out.status.success(),
-        "oracle {mode}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("oracle json")
-}
-
-/// Decrypts and verifies `p` as the subscriber `keys` would.
-fn open(p: &Posted, keys: &Value) -> Value {
-    use base64::Engine;
-    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    oracle(
-        "open",
-        Some(&json!({
-            "private": keys["private"], "p256dh": keys["p256dh"], "auth": keys["auth"],
-            "body": b64.encode(&p.body),
-            "authorization": p.header("authorization").expect("an Authorization header"),
-        })),
-    )
-}
-
-fn subscription(endpoint: &str, keys: &Value) -> Value {
-    json!({ "endpoint": endpoint, "keys": { "p256dh": keys["p256dh"], "auth": keys["auth"] } })
+/// The next POST to `path`, within 20 s.
+async fn next_to(sink: &mut FakePush, path: &str) -> Pushed {
+    sink.next_to(path, Duration::from_secs(20))
+        .await
+        .unwrap_or_else(|| panic!("no push POSTed to {path} within 20 s"))
 }
 
 fn admin_token(node: &TestNode) -> String {
@@ -224,7 +53,7 @@ async fn a_hold_is_pushed_encrypted_and_signed_and_its_answer_token_answers_it_o
         .expect("node.info names its VAPID key")
         .to_string();
 
-    let mut sink = Sink::start().await;
+    let mut sink = push_service().await;
     let keys = oracle("keys", None);
     let sub = call(&mut c, "push.subscribe", subscription(&sink.url("/push/admin"), &keys)).await;
     assert_eq!(sub["vapid_public_key"], vapid.as_str());
@@ -259,8 +88,8 @@ async fn a_hold_is_pushed_encrypted_and_signed_and_its_answer_token_answers_it_o
     sink.answer("/push/admin", &[503]);
     let asked = SystemTime::now();
     send(&mut c, &id, "/fake tool bash git push --force").await;
-    let first = sink.next_to("/push/admin", Duration::from_secs(20)).await;
-    let again = sink.next_to("/push/admin", Duration::from_secs(20)).await;
+    let first = next_to(&mut sink, "/push/admin").await;
+    let again = next_to(&mut sink, "/push/admin").await;
     let hold = wait_until("the hold", Duration::from_secs(20), || {
         let target = node.target();
         async move {
@@ -309,7 +138,7 @@ async fn a_hold_is_pushed_encrypted_and_signed_and_its_answer_token_answers_it_o
         assert!(pl["node"].is_string() && pl["at"].is_u64(), "{pl}");
     }
     assert_ne!(first.body, again.body, "each attempt is encrypted afresh");
-    let to_reader = sink.next_to("/push/reader", Duration::from_secs(20)).await;
+    let to_reader = next_to(&mut sink, "/push/reader").await;
     let ro_payload = &open(&to_reader, &ro_keys)["payload"];
     assert_eq!(ro_payload["hold"]["id"], hold.as_str());
     assert!(
@@ -367,7 +196,7 @@ async fn a_hold_is_pushed_encrypted_and_signed_and_its_answer_token_answers_it_o
     wait_idle(&mut c, &id).await;
     sink.answer("/push/admin", &[410]);
     send(&mut c, &id, "/fake tool bash git push --force origin main").await;
-    sink.next_to("/push/admin", Duration::from_secs(20)).await;
+    next_to(&mut sink, "/push/admin").await;
     wait_until("the gone subscription dropped", Duration::from_secs(10), || {
         let target = node.target();
         async move {

@@ -40,6 +40,10 @@ pub const ASSETS: &[Asset] = &[
     asset!("tasks.js", JS),
     asset!("nodes.js", JS),
     asset!("chat.js", JS),
+    asset!("push.js", JS),
+    // The service worker (scope /assets/): Web Push notifications and their
+    // Approve / Deny buttons.
+    asset!("sw.js", JS),
     asset!("icon.svg", "image/svg+xml"),
 ];
 

@@ -1,9 +1,11 @@
-//! What the netlab benches share: percentiles and timed calls.
+//! What the netlab benches share: percentiles, timed calls, a fleet.
+// Each bench includes this module and uses a part of it.
+#![allow(dead_code)]
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tests_netlab::LabNode;
+use tests_netlab::{Lab, LabNode, wait_for};
 
 pub(crate) fn pct(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -37,4 +39,25 @@ pub(crate) async fn time_calls(c: &mut warren::client::Client, method: &str, par
         out.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     sorted(out)
+}
+
+/// A fleet of `size` members on one bridge (n1 the owner, with `n1_toml`
+/// added to its warren.toml), once n1 sees every member healthy.
+pub(crate) async fn fleet_of(size: usize, n1_toml: &str) -> Lab {
+    let names: Vec<String> = (1..=size).map(|i| format!("n{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut lab = Lab::new(&refs).expect("lab (run as root)");
+    lab.configure(0, n1_toml).expect("n1's config");
+    lab.make_owner(0).expect("owner key");
+    lab.start(0, None).expect("n1 up");
+    for i in 1..size {
+        let code = lab.nodes[0].invite().await.expect("invite");
+        lab.start(i, Some(&code)).expect("node up");
+    }
+    wait_for("n1 sees every member healthy", Duration::from_secs(120), || async {
+        (healthy_count(&lab.nodes[0]).await == size).then_some(())
+    })
+    .await
+    .expect("convergence");
+    lab
 }

@@ -13,6 +13,7 @@ import { conversationView } from "./conversation.js";
 import { tasksView, taskView } from "./tasks.js";
 import { nodeView } from "./nodes.js";
 import { chatsView, chatView } from "./chat.js";
+import { enablePush } from "./push.js";
 
 const TOKEN_KEY = "warren.token";
 const PROFILE_KEY = "warren.profile";
@@ -124,8 +125,8 @@ function showHeader() {
     needs,
     state,
     ctx.readOnly ? h("span", { class: "pill readonly", id: "read-only" }, "read-only") : null,
-    "Notification" in window && Notification.permission === "default"
-      ? h("button", { type: "button", class: "link", id: "notify-me", onclick: (ev) => Notification.requestPermission().then(() => ev.target.remove()) }, "Notify me")
+    "Notification" in window && Notification.permission !== "denied"
+      ? h("button", { type: "button", class: "link", id: "notify-me", onclick: notifyMe }, "Notify me")
       : null,
     h("button", { type: "button", class: "link", id: "sign-out", onclick: signOut }, "Sign out"),
   );
@@ -139,6 +140,14 @@ function showHeader() {
     needs.textContent = `${n} need${n === 1 ? "s" : ""} you`;
     needs.classList.toggle("hidden", n === 0);
   });
+}
+
+/** Turns Web Push on for this browser; the button becomes what happened. */
+async function notifyMe(ev) {
+  const button = ev.target;
+  button.disabled = true;
+  const said = await enablePush(ctx);
+  button.replaceWith(h("span", { class: "pill", id: "push-state", title: said }, said.startsWith("push on") ? "push on" : "page only"));
 }
 
 /** Holds waiting for a human: the count in the title and the header. */
