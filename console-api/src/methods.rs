@@ -164,15 +164,17 @@ methods! {
     /// `{agent, goal, acceptance, review?, decider?, max_repairs?, deadline_secs?}`: work on
     /// the agent's workspace, verified by the node (params checked by the `tasks` crate).
     TASK_START = "task.start" => on(F::Tasks, S::Agent, O::Control);
-    TASK_GET = "task.get" => on(F::Tasks, S::Task, O::Observe).companion_read().params::<TaskRef>();
+    // A task's own calls take `node?`: the member that homes it (as a
+    // fleet-wide `task.list` names it); default this node.
+    TASK_GET = "task.get" => on(F::Tasks, S::Task, O::Observe).route(Route::Node("node")).companion_read().params::<TaskRef>();
     TASK_LIST = "task.list" => on(F::Tasks, S::Narrowest, O::Observe)
         .fanout("tasks").companion_read().params::<TaskList>();
-    TASK_STOP = "task.stop" => on(F::Tasks, S::Task, O::Control).params::<TaskRef>();
+    TASK_STOP = "task.stop" => on(F::Tasks, S::Task, O::Control).route(Route::Node("node")).params::<TaskRef>();
     /// `{task, extend_secs?}`: a task that timed out goes on (or closes out at once).
-    TASK_RECOVER = "task.recover" => on(F::Tasks, S::Task, O::Control).params::<TaskRecover>();
-    TASK_DISCARD = "task.discard" => on(F::Tasks, S::Task, O::Control).params::<TaskRef>();
+    TASK_RECOVER = "task.recover" => on(F::Tasks, S::Task, O::Control).route(Route::Node("node")).params::<TaskRecover>();
+    TASK_DISCARD = "task.discard" => on(F::Tasks, S::Task, O::Control).route(Route::Node("node")).params::<TaskRef>();
     /// The task's change against its baseline (its reviewer's `warren-review diff`).
-    TASK_DIFF = "task.diff" => on(F::Tasks, S::Task, O::Observe).tool("review").params::<TaskRef>().result::<Diff>();
+    TASK_DIFF = "task.diff" => on(F::Tasks, S::Task, O::Observe).route(Route::Node("node")).tool("review").params::<TaskRef>().result::<Diff>();
     /// The reviewer's verdict (`warren-review approve|reject NOTES`): only the
     /// reviewer agent's own conversation may give it.
     TASK_REVIEW = "task.review" => on(F::Tasks, S::Task, O::Observe).tool("review").params::<TaskReview>();
@@ -181,7 +183,7 @@ methods! {
     /// give it, and an approve only inside the decider's bounds.
     TASK_DECIDE = "task.decide" => on(F::Tasks, S::Task, O::Observe).tool("decide").params::<TaskDecide>();
     /// After a human took over: automatic messages to the worker flow again.
-    TASK_RESUME_AUTO = "task.resume_auto" => on(F::Tasks, S::Task, O::Control).params::<TaskRef>();
+    TASK_RESUME_AUTO = "task.resume_auto" => on(F::Tasks, S::Task, O::Control).route(Route::Node("node")).params::<TaskRef>();
     /// `{supervision}`: the global supervision defaults, the master switch
     /// among them (local-only: standing authority).
     CONFIG_SET = "config.set" => on(F::Node, S::Node, O::Admin).local_only().params::<ConfigSet>();
@@ -282,7 +284,7 @@ mod tests {
             // A method's family is the file its name's prefix suggests.
             let prefix = n.split('.').next().unwrap_or(n);
             let family = match prefix {
-                "session" | "subscription" | "events" => F::Session,
+                "session" | "subscription" | "events" | "push" => F::Session,
                 "node" | "config" => F::Node,
                 "fleet" => F::Fleet,
                 "agent" | "egress" => F::Agent,

@@ -16,6 +16,8 @@ mod beyond;
 mod chat;
 #[path = "browser/push.rs"]
 mod push;
+#[path = "browser/scale.rs"]
+mod scale;
 mod support;
 #[path = "browser/tasks.rs"]
 mod tasks;
@@ -601,6 +603,17 @@ async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
             "return document.querySelector('#usage-chart rect.bar[data-series=\"spender\"]') && !document.querySelector('#usage-chart rect.bar[data-series^=\"claude\"]')",
         )
         .await;
+        // A series per node (one node here): every bar is this node's.
+        click(&c, "#usage-by button[data-key=node]").await;
+        let nodes = wait_js(
+            &c,
+            "the chart by node",
+            Duration::from_secs(10),
+            "const s = new Set([...document.querySelectorAll('#usage-chart rect.bar:not(.unpriced)')].map((b) => b.dataset.series));
+             return s.size === 1 && !s.has('spender') ? [...s] : null",
+        )
+        .await;
+        assert_eq!(nodes.as_array().map(Vec::len), Some(1), "{nodes}");
         click(&c, "#nav-fleet").await;
         let tiles = wait_js(
             &c,

@@ -135,6 +135,17 @@ async fn a_hold_on_n2_is_listed_and_answered_from_n1() {
         (&json!([]), &json!([])),
         "{tasks}"
     );
+    // A task's own calls go to the member `node` names (an unknown one is named).
+    let e = c
+        .call("task.get", json!({ "task": "t-nowhere", "node": "n2" }))
+        .await
+        .expect_err("no such task on n2");
+    assert!(e.to_string().contains("t-nowhere"), "{e}");
+    let e = c
+        .call("task.get", json!({ "task": "t-nowhere", "node": "n9" }))
+        .await
+        .expect_err("no member n9");
+    assert!(e.to_string().contains("n9"), "{e}");
     // A member's own account of itself, through n1 (the node page's source).
     let info = c
         .call("node.info", json!({ "node": "n3" }))

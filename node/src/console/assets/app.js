@@ -166,7 +166,7 @@ async function refreshNeeds() {
  * Tasks entry. A token that may not list tasks shows none. */
 async function refreshParked() {
   try {
-    const r = await ctx.rpc.call("task.list", { state: "parked" });
+    const r = await ctx.rpc.call("task.list", { state: "parked", fleet: true });
     const count = document.getElementById("parked-count");
     if (!count) return;
     count.textContent = String(r.tasks.length);

@@ -46,6 +46,17 @@ function needsBadge() {
   return h("span", { class: "badge needs-you task-needs" }, "needs you");
 }
 
+/** The task's address in the console: `ID@NODE` when a member says where it is. */
+function taskHref(t) {
+  return `#/task/${encodeURIComponent(t.node ? `${t.id}@${t.node}` : t.id)}`;
+}
+
+/** `ID@NODE` as the params of a task's calls (`node` routes it there). */
+function taskParams(address) {
+  const at = address.lastIndexOf("@");
+  return at > 0 ? { task: address.slice(0, at), node: address.slice(at + 1) } : { task: address };
+}
+
 /** The goal's first line (the list shows no more). */
 function firstLine(goal) {
   return String(goal ?? "").split("\n", 1)[0];
@@ -58,9 +69,10 @@ function taskRow(t) {
     { "data-task": t.id, "data-state": t.state, "data-needs": needs ? "yes" : "no", class: needs ? "needs" : "" },
     h(
       "a",
-      { href: `#/task/${encodeURIComponent(t.id)}`, class: "row big task-row" },
+      { href: taskHref(t), class: "row big task-row" },
       h("code", { class: "task-id" }, t.id),
       h("b", { class: "task-agent" }, t.agent),
+      t.node ? h("span", { class: "muted small task-node" }, `on ${t.node}`) : null,
       stateBadge(t.state),
       needs ? needsBadge() : null,
       h("span", { class: "task-goal" }, firstLine(t.goal)),
@@ -76,7 +88,8 @@ export function tasksView(main, ctx) {
     body,
     ctx,
     async () => {
-      const r = await ctx.rpc.call("task.list", {});
+      // Every member's tasks, each naming its node.
+      const r = await ctx.rpc.call("task.list", { fleet: true });
       const tasks = r.tasks.slice().sort((a, b) => b.created_at - a.created_at || a.id.localeCompare(b.id));
       if (!tasks.length) {
         return h("p", { class: "muted", id: "no-tasks" }, "No tasks yet. On the node: ", h("code", {}, "warren task start AGENT GOAL --accept CMD"));
@@ -98,7 +111,7 @@ export function parkedSection(ctx) {
     el,
     ctx,
     async () => {
-      const r = await ctx.rpc.call("task.list", { state: "parked" }).catch(() => ({ tasks: [] }));
+      const r = await ctx.rpc.call("task.list", { state: "parked", fleet: true }).catch(() => ({ tasks: [] }));
       el.classList.toggle("hidden", r.tasks.length === 0);
       if (!r.tasks.length) return [];
       return [
@@ -110,10 +123,10 @@ export function parkedSection(ctx) {
             h(
               "li",
               { class: "card parked", "data-task": t.id },
-              h("div", { class: "row" }, h("b", {}, t.agent), h("code", {}, t.id), needsBadge()),
+              h("div", { class: "row" }, h("b", {}, t.agent), h("code", {}, t.id), t.node ? h("span", { class: "muted small" }, `on ${t.node}`) : null, needsBadge()),
               h("div", { class: "task-goal-line" }, firstLine(t.goal)),
               t.reason ? h("div", { class: "muted small" }, t.reason) : null,
-              h("a", { href: `#/task/${encodeURIComponent(t.id)}`, class: "big open-task" }, "open the task"),
+              h("a", { href: taskHref(t), class: "big open-task" }, "open the task"),
             ),
           ),
         ),
@@ -195,7 +208,9 @@ function taskBody(t) {
   ];
 }
 
-export function taskView(main, ctx, id) {
+export function taskView(main, ctx, address) {
+  const params = taskParams(address);
+  const id = params.task;
   const body = h("div", { id: "task" }, h("p", { class: "muted" }, "loading..."));
   const controls = h("div", { class: "row actions", id: "task-controls" });
   const status = h("div", { class: "status-line", id: "task-action-status" });
@@ -209,7 +224,7 @@ export function taskView(main, ctx, id) {
     button.disabled = true;
     put(status, "asking the node...");
     try {
-      const r = await ctx.rpc.call(method, { task: id });
+      const r = await ctx.rpc.call(method, params);
       put(status, `the task is ${r.task.state}`);
     } catch (e) {
       put(status, errorLine(e));
@@ -250,7 +265,7 @@ export function taskView(main, ctx, id) {
     body,
     ctx,
     async () => {
-      const t = (await ctx.rpc.call("task.get", { task: id })).task;
+      const t = (await ctx.rpc.call("task.get", params)).task;
       showControls(t);
       showDiff(t);
       return taskBody(t);

@@ -1,6 +1,6 @@
-// Usage: the spend ledger (spend.history) per UTC day as a bar chart drawn
-// with SVG DOM calls (no library), stacked by model or by agent, and a table
-// of the same. A model without a price is "unpriced", never $0: its tokens
+// Usage: the fleet's spend ledgers (spend.history {fleet: true}) per UTC day
+// as a bar chart drawn with SVG DOM calls (no library), stacked by model, by
+// agent or by node (a series per member), and a table of the same. A model without a price is "unpriced", never $0: its tokens
 // are counted and its bars are drawn as a hatched mark, not as dollars.
 
 import { h, put, live } from "./dom.js";
@@ -127,7 +127,7 @@ export function usageView(main, ctx) {
   const toggle = h(
     "div",
     { class: "row toggle", id: "usage-by" },
-    ["model", "agent"].map((k) =>
+    ["model", "agent", "node"].map((k) =>
       h(
         "button",
         {
@@ -144,13 +144,14 @@ export function usageView(main, ctx) {
       ),
     ),
   );
-  put(main, h("h1", {}, "Usage"), h("p", { class: "muted small" }, `Spend per UTC day, the last ${DAYS} days, from the CLIs' own session files.`), toggle, body);
+  put(main, h("h1", {}, "Usage"), h("p", { class: "muted small" }, `Spend per UTC day across the fleet, the last ${DAYS} days, from the CLIs' own session files.`), toggle, body);
   return live(
     body,
     ctx,
     async () => {
       try {
-        answer = await ctx.rpc.call("spend.history", { since_day: days[0] });
+        answer = await ctx.rpc.call("spend.history", { since_day: days[0], fleet: true });
+        for (const r of answer.days) r.node = r.node || "this node";
       } catch (e) {
         if (e.code === -32003) return h("p", { class: "muted" }, "This token may not read spend.");
         throw e;

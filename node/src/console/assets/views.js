@@ -58,6 +58,17 @@ function badge(state) {
 
 export function fleetView(main, ctx) {
   const body = h("div", { id: "fleet" }, h("p", { class: "muted" }, "loading..."));
+  // The agents of one node only ("" every node): kept across refreshes.
+  let shownNode = "";
+  const nodeFilter = (nodes) => {
+    const names = nodes.map((n) => n.name).filter(Boolean);
+    const select = h("select", { id: "agents-node", "aria-label": "agents of" }, h("option", { value: "" }, "every node"), names.map((n) => h("option", { value: n, selected: n === shownNode ? "" : null }, n)));
+    select.addEventListener("change", () => {
+      shownNode = select.value;
+      for (const li of body.querySelectorAll("#agents li")) li.hidden = !!shownNode && li.dataset.node !== shownNode;
+    });
+    return select;
+  };
   const extra = h("section", { class: "summary", id: "fleet-extra" });
   const form = ctx.readOnly ? null : createAgentForm(ctx);
   put(main, h("h1", {}, "Fleet"), body, extra, form && form.el);
@@ -78,6 +89,7 @@ export function fleetView(main, ctx) {
         ctx.rpc.call("supervision.get", {}).catch(() => null),
       ]);
       if (form) form.setNodes(nodes.nodes);
+      const self = (nodes.nodes.find((n) => n.self) || {}).name || "";
       // This node's agents by name, another member's as NAME@NODE.
       const rows = agentRows(nodes.nodes, agents.agents, convs.conversations, holds.holds);
       const tripped = monitors.attachments.filter((m) => m.state === "tripped");
@@ -103,14 +115,15 @@ export function fleetView(main, ctx) {
           ),
         ),
         sup ? defaultsPanel(sup.defaults) : null,
-        h("h2", {}, "Agents"),
+        h("div", { class: "row" }, h("h2", {}, "Agents"), nodes.nodes.length > 1 ? nodeFilter(nodes.nodes) : null),
         rows.length
           ? h(
               "ul",
               { class: "list", id: "agents" },
-              rows.map(({ a, address: name, state }) =>
-                h("li", { "data-agent": name, "data-node": a.node || "", "data-state": state }, h("a", { href: `#/agent/${encodeURIComponent(name)}`, class: "row big" }, h("b", {}, name), h("span", { class: "muted" }, a.harness), badge(state))),
-              ),
+              rows.map(({ a, address: name, state }) => {
+                const home = a.node || self;
+                return h("li", { "data-agent": name, "data-node": home, "data-state": state, hidden: shownNode && home !== shownNode ? "" : null }, h("a", { href: `#/agent/${encodeURIComponent(name)}`, class: "row big" }, h("b", {}, name), h("span", { class: "muted" }, a.harness), badge(state)));
+              }),
             )
           : h("p", { class: "muted", id: "agents" }, "No agents yet."),
       ];

@@ -127,7 +127,8 @@ fn the_registry_routes_what_was_routed_before() {
     ];
     for m in REGISTRY {
         let want = match m.name {
-            "agent.create" | "monitor.attach" | "node.info" | "monitor.detach" | "monitor.rearm" => Route::Node("node"),
+            "agent.create" | "monitor.attach" | "node.info" | "monitor.detach" | "monitor.rearm" | "task.get"
+            | "task.stop" | "task.recover" | "task.discard" | "task.diff" | "task.resume_auto" => Route::Node("node"),
             "supervision.answer" => Route::Hold("hold"),
             "usage.get" => Route::ScopeId,
             n if ROUTED.contains(&n) => Route::AgentOrConversation,
