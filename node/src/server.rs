@@ -250,7 +250,6 @@ pub async fn run(
         &data_dir,
         verifier.clone(),
         fleet.name().to_string(),
-        cfg.limits.outbound_queue,
     )?;
     let app = Arc::new(App {
         node: node.clone(),
@@ -297,7 +296,7 @@ pub async fn run(
     }
     monitors.start_monitors().await;
     tasks.start_tasks().await;
-    push.start(Arc::new(api::ApiDispatch(app.clone()))).await;
+    push.start(Arc::new(api::PushFollow(app.clone()))).await;
     write_private(
         &endpoint_path(&data_dir),
         &serde_json::json!({

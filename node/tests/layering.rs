@@ -23,10 +23,12 @@ const FLOORS: &[(&str, u32)] = &[
     ("tools", 5),
     ("fleet", 5),
     ("mail", 5),
+    ("push", 5),
     ("service", 4),
     ("live", 3),
     ("workspace", 3),
     ("idempotent", 3),
+    ("outbound", 3),
     ("transcript", 2),
     ("console", 1),
 ];

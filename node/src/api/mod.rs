@@ -74,6 +74,55 @@ impl routing::Dispatch for ApiDispatch {
     }
 }
 
+/// The push subsystem's way to follow needs-yous: a connection of its own
+/// with the subscription's token, answered by this same dispatcher (a
+/// fleet-wide `events.subscribe`), so it is sent what that token may observe.
+pub struct PushFollow(pub Arc<App>);
+
+/// Ends a push follower's connection with it.
+struct CloseOnDrop(Arc<Conn>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close_all();
+    }
+}
+
+impl crate::push::Follow for PushFollow {
+    fn follow<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<crate::push::Following, crate::push::Refused>> {
+        use crate::push::Refused;
+        Box::pin(async move {
+            let app = &self.0;
+            let (conn, notes, cut) = Conn::new("push", conn::Caller::Anonymous, app.limits.outbound_queue, 4);
+            conn.authenticate(&app.verifier, token, |ids| app.node.any_revoked(ids))
+                .map_err(|e| Refused::Token(e.message))?;
+            let conn::Caller::Token(verified) = conn.caller() else {
+                return Err(Refused::Token("no token".into()));
+            };
+            let ask = json!({
+                "jsonrpc": "2.0", "id": 1, "method": m::EVENTS_SUBSCRIBE,
+                "params": { "fleet": true, "kinds": [m::EVENT_SUPERVISION_NEEDS_YOU, m::EVENT_FLEET_CHANGED] },
+            })
+            .to_string();
+            match handle_text(app, &conn, &ask).await.and_then(|r| r.error) {
+                None => {}
+                Some(e) if e.code == ErrorCode::Unauthenticated.code() || e.code == ErrorCode::Forbidden.code() => {
+                    return Err(Refused::Token(e.message));
+                }
+                Some(e) => return Err(Refused::Now(e.message)),
+            }
+            // Notifications may flow: the subscription's answer is in.
+            conn.open_gates();
+            Ok(crate::push::Following {
+                notes,
+                cut,
+                token: verified,
+                guard: Box::new(CloseOnDrop(conn)),
+            })
+        })
+    }
+}
+
 pub use console_api::rpc::params;
 
 impl From<NodeError> for RpcError {

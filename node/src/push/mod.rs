@@ -2,8 +2,9 @@
 //!
 //! Each subscription is followed by one task that holds a fleet-wide
 //! `events.subscribe` made with the subscription's own token, through the
-//! same dispatcher a WebSocket client uses: it is sent exactly what that
-//! token may observe, here and on every member. A hold's push carries an
+//! same dispatcher a WebSocket client uses ([`Follow`], which the API
+//! implements): it is sent exactly what that token may observe, here and on
+//! every member. A hold's push carries an
 //! `answer_token` (the token narrowed to answering that one hold, for at
 //! most 15 minutes) when the token may answer holds. Deliveries go through
 //! a bounded queue to the push service: encrypted for the browser (RFC
@@ -25,15 +26,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use capabilities::{Operation, Resource};
 use console_api::{ErrorCode, PushSubscribe, RpcError, methods as m};
+use futures_util::future::BoxFuture;
 use node_store::store::push::{PushAdd, PushRow};
 use node_store::util::{new_id, now_ms};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 
-use crate::api::conn::{Caller, Conn};
-use crate::api::routing::Dispatch;
 use crate::service::Node;
 
 /// Needs-yous waiting to be POSTed to one subscription.
@@ -100,6 +100,32 @@ impl PushSettings {
     }
 }
 
+/// How the push subsystem follows what a token may observe: the API's own
+/// fleet-wide `events.subscribe`, made with that token (the API implements
+/// it and hands it over at start: push sits below the API).
+pub trait Follow: Send + Sync {
+    /// A fleet-wide subscription of needs-yous and fleet changes with `token`.
+    fn follow<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Following, Refused>>;
+}
+
+/// An open subscription: its notifications (JSON-RPC text), why it was cut
+/// off when it is, and the verified token. Dropping it ends it.
+pub struct Following {
+    pub notes: mpsc::Receiver<String>,
+    pub cut: watch::Receiver<Option<String>>,
+    pub token: Arc<capabilities::Verified>,
+    /// Ends the subscription when dropped.
+    pub guard: Box<dyn Send + Sync>,
+}
+
+/// Why a subscription could not be opened.
+pub enum Refused {
+    /// The token is no longer good (expired, revoked, narrowed away).
+    Token(String),
+    /// Something that may pass (a member slow to answer).
+    Now(String),
+}
+
 /// How one subscription's deliveries have gone (for `push.list`).
 #[derive(Debug, Clone, Default)]
 struct Status {
@@ -115,8 +141,7 @@ pub struct Push {
     vapid: crypto::Vapid,
     verifier: Arc<capabilities::Verifier>,
     own_name: String,
-    queue: usize,
-    dispatch: OnceLock<Arc<dyn Dispatch>>,
+    follow: OnceLock<Arc<dyn Follow>>,
     followers: Mutex<HashMap<String, AbortHandle>>,
     status: Mutex<HashMap<String, Status>>,
 }
@@ -144,7 +169,6 @@ impl Push {
         data_dir: &Path,
         verifier: Arc<capabilities::Verifier>,
         own_name: String,
-        queue: usize,
     ) -> anyhow::Result<Arc<Push>> {
         let path = data_dir.join("vapid.key");
         let der = match std::fs::read_to_string(&path) {
@@ -164,8 +188,7 @@ impl Push {
             vapid,
             verifier,
             own_name,
-            queue,
-            dispatch: OnceLock::new(),
+            follow: OnceLock::new(),
             followers: Mutex::new(HashMap::new()),
             status: Mutex::new(HashMap::new()),
         }))
@@ -176,19 +199,19 @@ impl Push {
         self.vapid.public_key()
     }
 
-    /// Follows every stored subscription through `dispatch`.
-    pub async fn start(self: &Arc<Self>, dispatch: Arc<dyn Dispatch>) {
-        let _ = self.dispatch.set(dispatch);
+    /// Follows every stored subscription through `follow`.
+    pub async fn start(self: &Arc<Self>, follow: Arc<dyn Follow>) {
+        let _ = self.follow.set(follow);
         match self.node.store().push_list(None).await {
             Ok(rows) => rows.into_iter().for_each(|r| self.follow(r)),
             Err(e) => tracing::error!(error = %e, "push subscriptions could not be read"),
         }
     }
 
-    fn caller(conn: &Conn) -> Result<Arc<capabilities::Verified>, RpcError> {
-        match conn.caller() {
-            Caller::Token(t) => Ok(t),
-            _ => Err(invalid(
+    fn caller(token: Option<Arc<capabilities::Verified>>) -> Result<Arc<capabilities::Verified>, RpcError> {
+        match token {
+            Some(t) => Ok(t),
+            None => Err(invalid(
                 "push subscriptions belong to a token (deliveries are authorized by it): call over a WebSocket with one".into(),
             )),
         }
@@ -199,8 +222,13 @@ impl Push {
     }
 
     /// `push.subscribe`.
-    pub async fn subscribe(self: &Arc<Self>, conn: &Conn, p: PushSubscribe) -> Result<Value, RpcError> {
-        let token = Self::caller(conn)?;
+    /// `caller`: the caller's verified token (none on the Unix socket).
+    pub async fn subscribe(
+        self: &Arc<Self>,
+        caller: Option<Arc<capabilities::Verified>>,
+        p: PushSubscribe,
+    ) -> Result<Value, RpcError> {
+        let token = Self::caller(caller)?;
         let allow = self.settings.allow_private;
         let ep = endpoint::parse(&p.endpoint, allow).map_err(invalid)?;
         endpoint::resolve(&ep, allow).await.map_err(invalid)?;
@@ -264,8 +292,8 @@ impl Push {
     }
 
     /// `push.unsubscribe`: only the caller's own.
-    pub async fn unsubscribe(&self, conn: &Conn, id: &str) -> Result<Value, RpcError> {
-        let token = Self::caller(conn)?;
+    pub async fn unsubscribe(&self, caller: Option<Arc<capabilities::Verified>>, id: &str) -> Result<Value, RpcError> {
+        let token = Self::caller(caller)?;
         let owner = Self::owner(&token);
         if !self
             .node
@@ -284,8 +312,8 @@ impl Push {
     }
 
     /// `push.list`: the caller's own, each endpoint shown by its origin.
-    pub async fn list(&self, conn: &Conn) -> Result<Value, RpcError> {
-        let token = Self::caller(conn)?;
+    pub async fn list(&self, caller: Option<Arc<capabilities::Verified>>) -> Result<Value, RpcError> {
+        let token = Self::caller(caller)?;
         let rows = self
             .node
             .store()
@@ -375,28 +403,19 @@ impl Push {
 
     /// One fleet-wide subscription with the row's token, until it ends.
     async fn listen(&self, row: &PushRow, kinds: &[String], tx: &mpsc::Sender<Value>) -> Ended {
-        let Some(dispatch) = self.dispatch.get() else {
+        let Some(follow) = self.follow.get() else {
             return Ended::Again("not started".into());
         };
-        let (conn, mut notes, mut kill) = Conn::new("push", Caller::Anonymous, self.queue, 4);
-        if let Err(e) = conn.authenticate(&self.verifier, &row.token, |ids| self.node.any_revoked(ids)) {
-            return Ended::Gone(e.message);
-        }
-        let verified = match conn.caller() {
-            Caller::Token(t) => t,
-            _ => return Ended::Gone("no token".into()),
+        let Following {
+            mut notes,
+            mut cut,
+            token: verified,
+            guard,
+        } = match follow.follow(&row.token).await {
+            Ok(f) => f,
+            Err(Refused::Token(why)) => return Ended::Gone(why),
+            Err(Refused::Now(why)) => return Ended::Again(why),
         };
-        let ask = json!({
-            "jsonrpc": "2.0", "id": 1, "method": m::EVENTS_SUBSCRIBE,
-            "params": { "fleet": true, "kinds": [m::EVENT_SUPERVISION_NEEDS_YOU, m::EVENT_FLEET_CHANGED] },
-        })
-        .to_string();
-        match dispatch.answer(&conn, &ask).await.and_then(|r| r.error) {
-            None => {}
-            Some(e) if matches!(e.code, -32001 | -32003) => return Ended::Gone(e.message),
-            Some(e) => return Ended::Again(e.message),
-        }
-        conn.open_gates();
         tracing::debug!(subscription = %row.id, "push: following needs-yous fleet-wide");
         let ended = loop {
             tokio::select! {
@@ -426,13 +445,13 @@ impl Push {
                         self.note(&row.id, |s| s.failed += 1);
                     }
                 }
-                _ = kill.changed() => {
-                    let why = kill.borrow().clone().unwrap_or_default();
+                _ = cut.changed() => {
+                    let why = cut.borrow().clone().unwrap_or_default();
                     break Ended::Again(why);
                 }
             }
         };
-        conn.close_all();
+        drop(guard);
         ended
     }
 

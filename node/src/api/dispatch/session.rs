@@ -72,14 +72,14 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
             let e: console_api::EventsSubscribe = c.params()?;
             json!({ "subscription": conn.subscribe_events(&app.node, e.kinds, e.agent)? })
         }
-        m::PUSH_SUBSCRIBE => app.push.subscribe(conn, c.params()?).await?,
+        m::PUSH_SUBSCRIBE => app.push.subscribe(token_of(conn), c.params()?).await?,
         m::PUSH_UNSUBSCRIBE => {
             let p: console_api::PushRef = c.params()?;
-            app.push.unsubscribe(conn, &p.subscription).await?
+            app.push.unsubscribe(token_of(conn), &p.subscription).await?
         }
         m::PUSH_LIST => {
             c.no_params()?;
-            app.push.list(conn).await?
+            app.push.list(token_of(conn)).await?
         }
         m::SUBSCRIPTION_CANCEL => {
             let s: console_api::SubscriptionRef = c.params()?;
@@ -89,6 +89,14 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
         _ => return Err(not_served(c.method)),
     };
     Ok(v)
+}
+
+/// The caller's verified token (none on the Unix socket).
+fn token_of(conn: &Conn) -> Option<Arc<capabilities::Verified>> {
+    match conn.caller() {
+        crate::api::conn::Caller::Token(t) => Some(t),
+        _ => None,
+    }
 }
 
 /// `session.pair {code}`: the code's token, once (no token needed). Wrong
