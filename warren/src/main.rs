@@ -60,6 +60,11 @@ enum Command {
         #[command(subcommand)]
         verb: cmd::ConfigVerb,
     },
+    /// Web Push subscriptions of the calling token.
+    Push {
+        #[command(subcommand)]
+        verb: cmd::PushVerb,
+    },
     /// An agent's egress: its allow-list and what its guests were refused.
     Egress {
         #[command(subcommand)]
@@ -327,6 +332,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Config { verb } => cmd::config(verb, out).await,
         Command::Budget { verb } => cmd::budget(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Egress { verb } => cmd::egress(verb, cmd::Conn::new(cli.url, cli.token), out).await,
+        Command::Push { verb } => cmd::push(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Mail { verb } => cmd::mail(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Monitor { verb } => cmd::monitor(verb, cmd::Conn::new(cli.url, cli.token), out).await,
         Command::Task { verb } => cmd::task(verb, cmd::Conn::new(cli.url, cli.token), out).await,

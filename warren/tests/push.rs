@@ -291,6 +291,26 @@ async fn bad_subscriptions_are_refused_by_name_and_each_token_is_bounded() {
     call(&mut c, "push.unsubscribe", json!({ "subscription": kept[1] })).await;
     let listed = call(&mut c, "push.list", json!({})).await;
     assert_eq!(listed["subscriptions"].as_array().map(Vec::len), Some(15));
+    // The same through the CLI (the node's endpoint and admin token).
+    let (code, out, err) = warren(&["push", "list"], &node.path());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 15, "{out}");
+    let (code, _, err) = warren(&["push", "unsubscribe", &kept[2]], &node.path());
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = warren(
+        &[
+            "push",
+            "subscribe",
+            "http://127.0.0.1:9/cli",
+            "--p256dh",
+            "BAAA",
+            "--auth",
+            "AAAA",
+        ],
+        &node.path(),
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("keys.p256dh"), "{err}");
     // The node kept serving throughout.
     call(&mut c, "node.info", json!({})).await;
 }
