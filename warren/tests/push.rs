@@ -192,11 +192,25 @@ async fn a_hold_is_pushed_encrypted_and_signed_and_its_answer_token_answers_it_o
     .await;
     assert_eq!(e.code, -32004, "answered already: {e:?}");
 
+    // The reader's token is revoked: its subscription gets nothing more.
+    let ids = call(&mut c, "token.inspect", json!({ "token": reader })).await["revocation_ids"].clone();
+    let last = ids
+        .as_array()
+        .and_then(|a| a.last())
+        .and_then(|v| v.as_str())
+        .expect("an id")
+        .to_string();
+    call(&mut c, "token.revoke", json!({ "revocation_id": last })).await;
+
     // The push service says the subscription is gone: it is dropped.
     wait_idle(&mut c, &id).await;
     sink.answer("/push/admin", &[410]);
     send(&mut c, &id, "/fake tool bash git push --force origin main").await;
     next_to(&mut sink, "/push/admin").await;
+    assert!(
+        sink.next_to("/push/reader", Duration::from_secs(2)).await.is_none(),
+        "a revoked token's subscription was pushed to"
+    );
     wait_until("the gone subscription dropped", Duration::from_secs(10), || {
         let target = node.target();
         async move {

@@ -33,12 +33,13 @@ pub enum PushAdd {
 
 impl Store {
     /// Adds `row` unless its owner or the node is at its bound; an endpoint
-    /// subscribed again replaces its old row (a browser renewing its keys).
+    /// subscribed again replaces its old row, whoever made it (a browser
+    /// renewing its keys, or paired again with a new token: the endpoint is
+    /// the browser's, and only the browser knows it).
     pub async fn push_add(&self, row: &PushRow, per_owner: u32, total: u32) -> Result<PushAdd, StoreError> {
         let mut tx = self.ledger.begin().await?;
-        sqlx::query("DELETE FROM push_subscriptions WHERE endpoint = ? AND owner = ?")
+        sqlx::query("DELETE FROM push_subscriptions WHERE endpoint = ?")
             .bind(&row.endpoint)
-            .bind(&row.owner)
             .execute(&mut *tx)
             .await?;
         let count = |sql: &'static str| sqlx::query(sql);

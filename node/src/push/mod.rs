@@ -258,7 +258,7 @@ impl Push {
         let replaced: Vec<String> = self
             .node
             .store()
-            .push_list(Some(&row.owner))
+            .push_list(None)
             .await
             .map_err(store_error)?
             .into_iter()
@@ -426,6 +426,13 @@ impl Push {
                         Some(m::EVENT_FLEET_CHANGED) => break Ended::Reopen,
                         Some(m::EVENT_SUPERVISION_NEEDS_YOU) => {}
                         _ => continue,
+                    }
+                    // A token revoked or expired since: no more pushes.
+                    if self.node.any_revoked(&verified.revocation_ids) {
+                        break Ended::Gone("its token was revoked".into());
+                    }
+                    if let Err(e) = capabilities::usable_at(&verified, SystemTime::now()) {
+                        break Ended::Gone(format!("its token is no longer usable: {e}"));
                     }
                     let p = &v["params"];
                     let event = &p["event"];
