@@ -146,6 +146,16 @@ async fn a_hold_on_n2_is_listed_and_answered_from_n1() {
         .await
         .expect_err("no member n9");
     assert!(e.to_string().contains("n9"), "{e}");
+    let refused = tests_netlab::sh(&[
+        &tests_netlab::warren_exe().display().to_string(),
+        "task",
+        "get",
+        "t-nowhere@n9",
+        "--data-dir",
+        &n1.dir.display().to_string(),
+    ])
+    .expect_err("the CLI names the member");
+    assert!(refused.to_string().contains("n9"), "{refused}");
     // A member's own account of itself, through n1 (the node page's source).
     let info = c
         .call("node.info", json!({ "node": "n3" }))

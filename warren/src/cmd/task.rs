@@ -149,10 +149,19 @@ fn parse_duration_secs(text: &str) -> Result<u64, String> {
     n.checked_mul(scale).ok_or_else(|| format!("{text:?} is too long"))
 }
 
+/// A task named as `ID` or `ID@NODE` (as `task list --fleet` prints one
+/// of another member): its calls' params, `node` routing them there.
+fn task_ref(task: &str) -> Value {
+    match task.rsplit_once('@') {
+        Some((id, node)) if !id.is_empty() && !node.is_empty() => json!({ "task": id, "node": node }),
+        _ => json!({ "task": task }),
+    }
+}
+
 fn print_line(t: &Value) {
     println!(
         "{}\t{}\t{}\t{}\trepairs {}/{}\t{}",
-        s(t, "id"),
+        at_node(t, "id"),
         at_node(t, "agent"),
         s(t, "state"),
         s(t, "branch"),
@@ -235,10 +244,10 @@ pub async fn task(verb: TaskVerb, conn: Conn, out: Output) -> anyhow::Result<Exi
                 print_unreachable(v);
             });
         }
-        TaskVerb::Get { task, data_dir } => (data_dir, m::TASK_GET, json!({ "task": task })),
-        TaskVerb::Stop { task, data_dir } => (data_dir, m::TASK_STOP, json!({ "task": task })),
-        TaskVerb::Discard { task, data_dir } => (data_dir, m::TASK_DISCARD, json!({ "task": task })),
-        TaskVerb::ResumeAuto { task, data_dir } => (data_dir, m::TASK_RESUME_AUTO, json!({ "task": task })),
+        TaskVerb::Get { task, data_dir } => (data_dir, m::TASK_GET, task_ref(&task)),
+        TaskVerb::Stop { task, data_dir } => (data_dir, m::TASK_STOP, task_ref(&task)),
+        TaskVerb::Discard { task, data_dir } => (data_dir, m::TASK_DISCARD, task_ref(&task)),
+        TaskVerb::ResumeAuto { task, data_dir } => (data_dir, m::TASK_RESUME_AUTO, task_ref(&task)),
         TaskVerb::Review { verb } => return review(verb, conn, out).await,
         TaskVerb::Decide {
             decision,
@@ -253,7 +262,7 @@ pub async fn task(verb: TaskVerb, conn: Conn, out: Output) -> anyhow::Result<Exi
             });
         }
         TaskVerb::Recover { task, extend, data_dir } => {
-            let mut p = json!({ "task": task });
+            let mut p = task_ref(&task);
             put(&mut p, "extend_secs", extend);
             (data_dir, m::TASK_RECOVER, p)
         }
@@ -266,7 +275,7 @@ async fn review(verb: ReviewVerb, conn: Conn, out: Output) -> anyhow::Result<Exi
     let (task, verdict, notes, data_dir) = match verb {
         ReviewVerb::Diff { task, stat, data_dir } => {
             let mut c = conn.connect(data_dir).await?;
-            let v = c.call(m::TASK_DIFF, json!({ "task": task })).await;
+            let v = c.call(m::TASK_DIFF, task_ref(&task)).await;
             return finish(out, v, |v| super::workspace::print_diff(v, stat));
         }
         ReviewVerb::Approve { task, notes, data_dir } => (task, "approve", notes, data_dir),
