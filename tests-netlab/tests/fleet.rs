@@ -14,6 +14,8 @@ use tests_netlab::{Lab, LabNode, wait_for};
 
 #[path = "fleet/monitors.rs"]
 mod monitors;
+#[path = "fleet/placement.rs"]
+mod placement;
 #[path = "fleet/push.rs"]
 mod push;
 #[path = "fleet/routed.rs"]

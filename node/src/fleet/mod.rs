@@ -12,6 +12,7 @@
 pub mod address;
 mod members;
 mod owner;
+pub mod place;
 pub mod reach;
 pub use node_store::folds::fleet as state;
 mod tasks;
@@ -495,6 +496,24 @@ impl Fleet {
     /// `unhealthy_after_ms`.
     pub(crate) fn heard_recently(&self, ago: Duration) -> bool {
         ago < Duration::from_millis(self.fleet.settings.unhealthy_after_ms)
+    }
+
+    /// Where `agent.create {node: "auto"}` goes: the name of the healthy
+    /// member (this node among them) with the most room.
+    pub async fn roomiest(&self) -> NodeResult<String> {
+        let nodes = self.fleet_nodes().await?;
+        let rooms: Vec<place::Room> = nodes["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(place::Room::of)
+            .collect();
+        place::roomiest(&rooms)
+            .map(|r| r.name.clone())
+            .ok_or_else(|| NodeError::Unreachable {
+                node: "auto".into(),
+                message: "node: \"auto\" found no healthy member to place the agent on".into(),
+            })
     }
 
     /// `fleet.nodes`: this node and every member it knows.

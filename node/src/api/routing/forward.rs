@@ -109,17 +109,29 @@ impl Router {
         let Some(method) = method else {
             return Routed::Here(req.params.clone());
         };
-        let aim = match plan::way(method, req.params.as_ref()) {
+        // `agent.create {node: "auto"}`: named now, the member with the most
+        // room (so it is placed once, not again by the member it goes to).
+        let mut params = req.params.clone();
+        if method.name == m::AGENT_CREATE
+            && let Some(p) = params.as_mut()
+            && p.get("node").and_then(Value::as_str) == Some("auto")
+        {
+            match self.fleet.roomiest().await {
+                Ok(name) => p["node"] = Value::String(name),
+                Err(e) => return Routed::Failed(e.into()),
+            }
+        }
+        let aim = match plan::way(method, params.as_ref()) {
             Way::FanOut(list) => {
                 return Routed::FanOut {
                     list,
-                    params: plan::without_field(req.params.clone(), "fleet"),
+                    params: plan::without_field(params, "fleet"),
                 };
             }
-            Way::Here => return Routed::Here(plan::without_fleet_flag(method, req.params.clone())),
+            Way::Here => return Routed::Here(plan::without_fleet_flag(method, params)),
             Way::Aimed(aim) => aim,
         };
-        match self.place(&aim, req.params.clone()).await {
+        match self.place(&aim, params).await {
             Ok(Step::Remote { node_id, params }) => self.forward(conn, method, req, &node_id, params).await,
             // (`place` has asked the members: it answers no `Locate`.)
             Ok(Step::Local(params) | Step::Locate(_, params)) => Routed::Here(plan::without_fleet_flag(method, params)),

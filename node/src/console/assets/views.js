@@ -28,11 +28,12 @@ export function agentState(agent, conversations, holds) {
 
 /** The member a new agent goes to unless the person picks another: the
  * healthy one with the most room, that is the fewest live conversations per
- * CPU (ties: more memory, then this node). */
+ * CPU (ties: more memory, then the name), as `agent.create {node: "auto"}`
+ * chooses (node/src/fleet/place.rs). */
 export function pickNode(nodes) {
-  const load = (n) => ((n.capacity?.guests ?? n.live_conversations ?? 0) + 1) / Math.max(1, n.capacity?.cpus ?? 1);
-  const healthy = nodes.filter((n) => n.healthy);
-  healthy.sort((a, b) => load(a) - load(b) || (b.capacity?.memory_mb ?? 0) - (a.capacity?.memory_mb ?? 0) || (b.self ? 1 : 0) - (a.self ? 1 : 0));
+  const load = (n) => ((n.live_conversations ?? 0) + 1) / Math.max(1, n.capacity?.cpus ?? 1);
+  const healthy = nodes.filter((n) => n.healthy && n.name);
+  healthy.sort((a, b) => load(a) - load(b) || (b.capacity?.memory_mb ?? 0) - (a.capacity?.memory_mb ?? 0) || a.name.localeCompare(b.name));
   return healthy[0] || nodes.find((n) => n.self) || null;
 }
 
