@@ -620,3 +620,74 @@ async fn instance_tokens_of_a_crashed_run_are_revoked_on_restart() {
         "the old instance token is refused: {refused:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_tokens_event_subscription_ends_at_the_next_event() {
+    let node = TestNode::start();
+    let mut c = node.client().await;
+    create_agent(&mut c, "alice").await;
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "bob", "harness": "fake", "grants": { "peers": "all" } }),
+    )
+    .await;
+    let minted = call(
+        &mut c,
+        "token.mint",
+        json!({ "rights": [{ "resource": "node", "operation": "observe" }], "ttl_secs": 600 }),
+    )
+    .await;
+    let token = minted["token"].as_str().expect("token").to_string();
+    let mut watcher = client_with(&node, &token).await;
+    call(
+        &mut watcher,
+        "events.subscribe",
+        json!({ "kinds": ["event.mail.arrived"] }),
+    )
+    .await;
+    // A transcript follower on another connection ends the same way.
+    let conv = call(&mut c, "conversation.start", json!({ "agent": "alice" })).await["conversation"]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    wait_idle(&mut c, &conv).await;
+    let mut reader = client_with(&node, &token).await;
+    call(&mut reader, "transcript.subscribe", json!({ "conversation": conv })).await;
+    let mail = json!({ "to": "alice", "from": "bob", "body": "one" });
+    call(&mut c, "mailbox.send", mail.clone()).await;
+    let first = watcher
+        .next_notification(Duration::from_secs(10))
+        .await
+        .expect("read")
+        .expect("the first mail's event");
+    assert_eq!(first.method, "event.mail.arrived");
+
+    let id = minted["revocation_ids"][0].as_str().expect("id");
+    let (code, _, err) = warren(&["token", "revoke", id], &node.path());
+    assert_eq!(code, 0, "{err}");
+    call(&mut c, "mailbox.send", mail).await;
+    match watcher.next_notification(Duration::from_secs(5)).await {
+        Ok(Some(n)) => panic!("a revoked token was sent {}: {}", n.method, n.params),
+        Ok(None) => panic!("the revoked token's connection is still open"),
+        // Cut off (its close reason says revoked, when the close frame
+        // arrives before the reset).
+        Err(_) => {}
+    }
+    send(&mut c, &conv, "after the revocation").await;
+    loop {
+        match reader.next_notification(Duration::from_secs(5)).await {
+            Ok(Some(n))
+                if n.params["event"]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("after the revocation")) =>
+            {
+                panic!("a revoked token was sent the transcript: {}", n.params)
+            }
+            // What the subscription caught up on before the revocation.
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the revoked token's transcript follower is still open"),
+            Err(_) => break,
+        }
+    }
+}

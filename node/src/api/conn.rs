@@ -336,6 +336,10 @@ impl Conn {
                             }
                             continue;
                         }
+                        if let Some(why) = conn.lapsed(&node) {
+                            conn.cut_off(&why);
+                            return;
+                        }
                         last.insert(ev.conversation.clone(), ev.seq);
                         if !conn.notify(m::NOTIFY_TRANSCRIPT_EVENT, json!({ "subscription": sub, "event": ev })) {
                             return;
@@ -357,6 +361,20 @@ impl Conn {
         self.add_sub(task, id)
     }
 
+    /// Why this connection's token no longer holds (revoked or expired since
+    /// it signed in), if it does not.
+    pub fn lapsed(&self, node: &Node) -> Option<String> {
+        let Caller::Token(t) = self.caller() else {
+            return None;
+        };
+        if node.any_revoked(&t.revocation_ids) {
+            return Some("token refused: it has been revoked".into());
+        }
+        capabilities::usable_at(&t, std::time::SystemTime::now())
+            .err()
+            .map(|e| format!("token refused: {e}"))
+    }
+
     /// `events.subscribe`: server events of the wanted kinds, as notifications
     /// named by their kind.
     pub fn subscribe_events(
@@ -367,11 +385,11 @@ impl Conn {
     ) -> Result<String, RpcError> {
         check_kinds(kinds.as_deref())?;
         let rx = node.subscribe_events();
-        let conn = self.clone();
+        let (conn, node) = (self.clone(), node.clone());
         self.subscribe_with(move |sub, gate| {
             tokio::spawn(async move {
                 let _ = gate.await;
-                conn.relay_events(rx, kinds, agent, &sub, None).await;
+                conn.relay_events(&node, rx, kinds, agent, &sub, None).await;
             })
         })
     }
@@ -382,6 +400,7 @@ impl Conn {
     /// client is gone or too slow (cut off).
     pub async fn relay_events(
         self: &Arc<Self>,
+        node: &Node,
         mut rx: broadcast::Receiver<(&'static str, serde_json::Value)>,
         kinds: Option<Vec<String>>,
         agent: Option<String>,
@@ -393,6 +412,11 @@ impl Conn {
                 Ok((kind, payload)) => {
                     if kinds.as_ref().is_some_and(|k| !k.iter().any(|x| x == kind)) {
                         continue;
+                    }
+                    // A token revoked or expired since it signed in gets no more.
+                    if let Some(why) = self.lapsed(node) {
+                        self.cut_off(&why);
+                        return;
                     }
                     if agent.as_ref().is_some_and(|a| !about_agent(&payload, a)) {
                         continue;

@@ -33,17 +33,21 @@ async fn home_of(n1: &LabNode, agent: &str) -> String {
 
 /// Waits until n1's `fleet.nodes` reports `want` live conversations per member.
 async fn n1_sees_live(n1: &LabNode, want: &[(&str, u64)]) {
-    wait_for("n1 sees every member's live conversations", Duration::from_secs(20), || async {
-        let v = n1.call("fleet.nodes", json!({})).await.ok()?;
-        let nodes = v["nodes"].as_array()?;
-        want.iter()
-            .all(|(name, live)| {
-                nodes
-                    .iter()
-                    .any(|n| n["name"] == *name && n["live_conversations"].as_u64() == Some(*live))
-            })
-            .then_some(())
-    })
+    wait_for(
+        "n1 sees every member's live conversations",
+        Duration::from_secs(20),
+        || async {
+            let v = n1.call("fleet.nodes", json!({})).await.ok()?;
+            let nodes = v["nodes"].as_array()?;
+            want.iter()
+                .all(|(name, live)| {
+                    nodes
+                        .iter()
+                        .any(|n| n["name"] == *name && n["live_conversations"].as_u64() == Some(*live))
+                })
+                .then_some(())
+        },
+    )
     .await
     .unwrap_or_else(|e| panic!("{e}\n{}", n1.log()));
 }
@@ -58,7 +62,10 @@ async fn auto_places_on_the_least_loaded_healthy_member() {
     n1_sees_live(n1, &[("n1", 2), ("n2", 1), ("n3", 0)]).await;
 
     let made = n1
-        .call("agent.create", json!({ "name": "placed", "harness": "fake", "node": "auto" }))
+        .call(
+            "agent.create",
+            json!({ "name": "placed", "harness": "fake", "node": "auto" }),
+        )
         .await
         .expect("agent.create {node: auto}");
     assert_eq!(made["agent"]["name"], "placed", "{made}");
@@ -75,9 +82,16 @@ async fn auto_places_on_the_least_loaded_healthy_member() {
     })
     .await
     .expect("n3 unhealthy");
-    n1.call("agent.create", json!({ "name": "placed2", "harness": "fake", "node": "auto" }))
-        .await
-        .expect("agent.create {node: auto} with n3 away");
-    assert_eq!(home_of(n1, "placed2").await, "n2", "the healthy member with the most room");
+    n1.call(
+        "agent.create",
+        json!({ "name": "placed2", "harness": "fake", "node": "auto" }),
+    )
+    .await
+    .expect("agent.create {node: auto} with n3 away");
+    assert_eq!(
+        home_of(n1, "placed2").await,
+        "n2",
+        "the healthy member with the most room"
+    );
     n3.heal().expect("heal");
 }

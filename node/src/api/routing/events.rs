@@ -54,7 +54,12 @@ impl Router {
         }
         let (remotes, unreachable) = self.open_remote_subscriptions(conn, req, params).await;
         let rx = node.subscribe_events();
-        let (fleet, c, own) = (self.fleet.clone(), conn.clone(), self.fleet.name().to_string());
+        let (fleet, c, own, home) = (
+            self.fleet.clone(),
+            conn.clone(),
+            self.fleet.name().to_string(),
+            node.clone(),
+        );
         let started = remotes.clone();
         let subscribed = conn.subscribe_with(move |local, gate| {
             tokio::spawn(async move {
@@ -71,7 +76,7 @@ impl Router {
                         Some(name),
                     ));
                 }
-                c.relay_events(rx, p.kinds, None, &local, Some(&own)).await;
+                c.relay_events(&home, rx, p.kinds, None, &local, Some(&own)).await;
             })
         });
         match subscribed {
