@@ -4,8 +4,9 @@
 //! checked by an independent implementation (Python's `cryptography`, from
 //! the py-libp2p tools venv: `deploy/scripts/fetch-py-libp2p.sh`); the
 //! push's `answer_token` answers that one hold and nothing else; retries on
-//! 503, drops the subscription on 410; and bad subscriptions are refused
-//! with the field named, nothing stored.
+//! 503, drops the subscription on 410; an exhausted budget reaches the
+//! subscriptions that want that kind only; and bad subscriptions are
+//! refused with the field named, nothing stored.
 
 #[path = "push/oracle.rs"]
 mod oracle;
@@ -327,4 +328,46 @@ async fn bad_subscriptions_are_refused_by_name_and_each_token_is_bounded() {
     assert!(err.contains("keys.p256dh"), "{err}");
     // The node kept serving throughout.
     call(&mut c, "node.info", json!({})).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exhausted_budget_is_pushed_to_the_subscriptions_that_want_it() {
+    let node = TestNode::start_with_config("[push]\nallow_private = true\n");
+    let mut c = node.client().await;
+    call(
+        &mut c,
+        "agent.create",
+        json!({ "name": "spender", "harness": "fake", "budget": { "usd_per_hour": 144.0, "burst_usd": 0.2 } }),
+    )
+    .await;
+    let conv = start_idle(&mut c, "spender").await;
+    let id = conv["id"].as_str().expect("id").to_string();
+    let mut sink = push_service().await;
+    let keys = oracle("keys", None);
+    call(&mut c, "push.subscribe", subscription(&sink.url("/all"), &keys)).await;
+    let mut holds_only = subscription(&sink.url("/holds"), &keys);
+    holds_only["kinds"] = json!(["hold"]);
+    call(&mut c, "push.subscribe", holds_only).await;
+
+    // A zero rate: accrual will not do, a human must act.
+    let (code, _, err) = warren(&["budget", "set", "spender", "--usd-per-hour", "0"], &node.path());
+    assert_eq!(code, 0, "{err}");
+    let spend = "/fake spend claude-sonnet-4-5-20250929 0 10000";
+    send(&mut c, &id, &format!("{spend}\n{spend}\n/fake busy 1\n/fake say done")).await;
+    let pushed = next_to(&mut sink, "/all").await;
+    assert_eq!(pushed.header("urgency"), Some("normal"));
+    let payload = &open(&pushed, &keys)["payload"];
+    assert_eq!(payload["kind"], "budget", "{payload}");
+    assert_eq!(
+        (payload["agent"].as_str(), payload["conversation"].as_str()),
+        (Some("spender"), Some(id.as_str()))
+    );
+    assert!(
+        payload.get("answer_token").is_none() && payload.get("hold").is_none(),
+        "{payload}"
+    );
+    assert!(
+        sink.next_to("/holds", Duration::from_secs(2)).await.is_none(),
+        "a holds-only subscription was pushed a budget"
+    );
 }
