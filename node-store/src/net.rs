@@ -66,6 +66,8 @@ fn internal_v4(ip: Ipv4Addr) -> bool {
         // Shared address space (carrier-grade NAT) and benchmarking.
         || (a == 100 && (64..128).contains(&b))
         || (a == 198 && (b == 18 || b == 19))
+        // IETF protocol assignments, 192.0.0.0/24.
+        || (a == 192 && b == 0 && ip.octets()[2] == 0)
         || a >= 240
 }
 
@@ -77,6 +79,12 @@ fn internal_v6(ip: Ipv6Addr) -> bool {
         // Unique local (fc00::/7) and link-local (fe80::/10).
         || (first & 0xfe00) == 0xfc00
         || (first & 0xffc0) == 0xfe80
+        // Documentation (2001:db8::/32).
+        || (first == 0x2001 && ip.segments()[1] == 0x0db8)
+        // NAT64 (64:ff9b::/96) and IPv4-compatible forms carry an IPv4
+        // address that may be internal: refused whole.
+        || first == 0x0064
+        || ip.segments()[..6].iter().all(|s| *s == 0)
 }
 
 #[cfg(test)]

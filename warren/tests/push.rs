@@ -33,6 +33,18 @@ async fn next_to(sink: &mut FakePush, path: &str) -> Pushed {
         .unwrap_or_else(|| panic!("no push POSTed to {path} within 20 s"))
 }
 
+/// The node's admin token narrowed to observing.
+fn reader_token(node: &TestNode) -> String {
+    capabilities::attenuate(
+        &admin_token(node),
+        &capabilities::Restriction {
+            operations: vec![capabilities::Operation::Observe],
+            ..Default::default()
+        },
+    )
+    .expect("narrow")
+}
+
 fn admin_token(node: &TestNode) -> String {
     std::fs::read_to_string(node.path().join("admin.token"))
         .expect("admin token")
@@ -59,14 +71,7 @@ async fn a_hold_is_pushed_encrypted_and_signed_and_its_answer_token_answers_it_o
     let sub = call(&mut c, "push.subscribe", subscription(&sink.url("/push/admin"), &keys)).await;
     assert_eq!(sub["vapid_public_key"], vapid.as_str());
     // A read-only token's subscription gets the hold without an answer token.
-    let reader = capabilities::attenuate(
-        &admin_token(&node),
-        &capabilities::Restriction {
-            operations: vec![capabilities::Operation::Observe],
-            ..Default::default()
-        },
-    )
-    .expect("narrow");
+    let reader = reader_token(&node);
     let mut ro = client_with(&node, &reader).await;
     let ro_keys = oracle("keys", None);
     call(
@@ -292,14 +297,7 @@ async fn bad_subscriptions_are_refused_by_name_and_each_token_is_bounded() {
     assert_eq!(listed["subscriptions"].as_array().map(Vec::len), Some(16));
 
     // Another token cannot end them; its owner can.
-    let reader = capabilities::attenuate(
-        &admin_token(&node),
-        &capabilities::Restriction {
-            operations: vec![capabilities::Operation::Observe],
-            ..Default::default()
-        },
-    )
-    .expect("narrow");
+    let reader = reader_token(&node);
     let mut other = client_with(&node, &reader).await;
     let e = call_err(&mut other, "push.unsubscribe", json!({ "subscription": kept[1] })).await;
     assert_eq!(e.code, -32004, "{e:?}");

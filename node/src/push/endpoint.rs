@@ -5,7 +5,7 @@
 //! plain http and loopback or private addresses through (tests, a LAN push
 //! relay). The node connects to the address it checked, never re-resolving.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 
 /// The longest endpoint URL accepted.
 pub const MAX_URL: usize = 2048;
@@ -89,48 +89,11 @@ pub fn check(ip: IpAddr, allow_private: bool) -> Result<(), String> {
     ))
 }
 
-/// Whether `ip` is an address of the public internet.
+/// Whether `ip` is an address of the public internet (not one of the
+/// node's own kinds of network: `node_store::net::is_internal`, which the
+/// workspace's clone-URL checks use too).
 pub fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => public_v4(v4),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => public_v4(v4),
-            None => public_v6(v6),
-        },
-    }
-}
-
-fn public_v4(ip: Ipv4Addr) -> bool {
-    let [a, b, ..] = ip.octets();
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_broadcast()
-        || ip.is_multicast()
-        || ip.is_documentation()
-        || a == 0
-        // Shared address space (carrier-grade NAT), 100.64.0.0/10.
-        || (a == 100 && (64..128).contains(&b))
-        // Benchmarking, 198.18.0.0/15; IETF protocol assignments, 192.0.0.0/24.
-        || (a == 198 && (b == 18 || b == 19))
-        || (a == 192 && b == 0 && ip.octets()[2] == 0)
-        // Reserved, 240.0.0.0/4.
-        || a >= 240)
-}
-
-fn public_v6(ip: Ipv6Addr) -> bool {
-    let first = ip.segments()[0];
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || ip.is_multicast()
-        // Unique local fc00::/7, link-local fe80::/10, documentation 2001:db8::/32.
-        || (first & 0xfe00) == 0xfc00
-        || (first & 0xffc0) == 0xfe80
-        || (first == 0x2001 && ip.segments()[1] == 0x0db8)
-        // NAT64 and IPv4-compatible forms carry an IPv4 address: refused.
-        || first == 0x0064
-        || ip.segments()[..6].iter().all(|s| *s == 0))
+    !node_store::net::is_internal(ip)
 }
 
 #[cfg(test)]

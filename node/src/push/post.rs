@@ -6,9 +6,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use hyper::Request;
-use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::endpoint::Endpoint;
@@ -71,25 +70,17 @@ async fn send<S>(io: S, request: Request<Full<Bytes>>) -> Result<Posted, String>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
-        .await
-        .map_err(|e| format!("http: {e}"))?;
-    let driver = tokio::spawn(conn);
-    let result = async {
-        let response = sender.send_request(request).await.map_err(|e| format!("http: {e}"))?;
-        let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(hyper::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(|s| Duration::from_secs(s.min(3600)));
-        // The answer's body says nothing we use; read a little of it so the
-        // connection closes cleanly.
-        let _ = Limited::new(response.into_body(), 16 * 1024).collect().await;
-        Ok(Posted { status, retry_after })
-    }
-    .await;
-    driver.abort();
-    result
+    // The answer's body says nothing we use; a little of it is read so the
+    // connection closes cleanly.
+    let answer = crate::outbound::exchange(io, request, 16 * 1024).await?;
+    let retry_after = answer
+        .headers
+        .get(hyper::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(|s| Duration::from_secs(s.min(3600)));
+    Ok(Posted {
+        status: answer.status.as_u16(),
+        retry_after,
+    })
 }

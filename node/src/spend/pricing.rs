@@ -16,9 +16,8 @@ use std::time::Duration;
 
 use ::spend::{CachedTable, LiveAnswer, MAX_LIVE_BYTES, PriceTable, PricingChain, Source, bundled};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty, Limited};
+use http_body_util::Empty;
 use hyper::Request;
-use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -217,24 +216,11 @@ async fn get<S>(io: S, request: Request<Empty<Bytes>>) -> Result<Vec<u8>, String
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
-        .await
-        .map_err(|e| format!("http: {e}"))?;
-    let driver = tokio::spawn(conn);
-    let result = async {
-        let response = sender.send_request(request).await.map_err(|e| format!("http: {e}"))?;
-        if response.status() != hyper::StatusCode::OK {
-            return Err(format!("HTTP {}", response.status()));
-        }
-        let body = Limited::new(response.into_body(), MAX_LIVE_BYTES)
-            .collect()
-            .await
-            .map_err(|e| format!("reading the answer: {e}"))?;
-        Ok(body.to_bytes().to_vec())
+    let answer = crate::outbound::exchange(io, request, MAX_LIVE_BYTES).await?;
+    if answer.status != hyper::StatusCode::OK {
+        return Err(format!("HTTP {}", answer.status));
     }
-    .await;
-    driver.abort();
-    result
+    Ok(answer.body.to_vec())
 }
 
 impl super::Spend {
