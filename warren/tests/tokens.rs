@@ -635,7 +635,7 @@ async fn a_revoked_tokens_event_subscription_ends_at_the_next_event() {
     let minted = call(
         &mut c,
         "token.mint",
-        json!({ "rights": [{ "resource": "node", "operation": "observe" }], "ttl_secs": 600 }),
+        json!({ "rights": [{ "resource": "node", "operation": "observe" }, { "resource": "node", "operation": "terminal" }], "ttl_secs": 600 }),
     )
     .await;
     let token = minted["token"].as_str().expect("token").to_string();
@@ -654,6 +654,9 @@ async fn a_revoked_tokens_event_subscription_ends_at_the_next_event() {
     wait_idle(&mut c, &conv).await;
     let mut reader = client_with(&node, &token).await;
     call(&mut reader, "transcript.subscribe", json!({ "conversation": conv })).await;
+    // And a terminal follower.
+    let mut screen = client_with(&node, &token).await;
+    call(&mut screen, "terminal.subscribe", json!({ "conversation": conv })).await;
     let mail = json!({ "to": "alice", "from": "bob", "body": "one" });
     call(&mut c, "mailbox.send", mail.clone()).await;
     let first = watcher
@@ -687,6 +690,21 @@ async fn a_revoked_tokens_event_subscription_ends_at_the_next_event() {
             // What the subscription caught up on before the revocation.
             Ok(Some(_)) => continue,
             Ok(None) => panic!("the revoked token's transcript follower is still open"),
+            Err(_) => break,
+        }
+    }
+    loop {
+        match screen.next_notification(Duration::from_secs(5)).await {
+            Ok(Some(n)) => {
+                let data = n.params["data"].as_str().unwrap_or_default();
+                let bytes =
+                    base64::Engine::decode(&base64::engine::general_purpose::STANDARD, data).unwrap_or_default();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains("after the revocation"),
+                    "a revoked token was sent the terminal"
+                );
+            }
+            Ok(None) => panic!("the revoked token's terminal follower is still open"),
             Err(_) => break,
         }
     }

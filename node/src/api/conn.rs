@@ -443,9 +443,11 @@ impl Conn {
     /// back goes out with the next chunk or after `TERMINAL_FLUSH`).
     pub fn subscribe_terminal(
         self: &Arc<Self>,
+        node: &Arc<Node>,
         session: Arc<dyn Session>,
-        redaction: Arc<node_store::redact::Redaction>,
     ) -> Result<String, RpcError> {
+        let redaction = node.store().redaction().clone();
+        let node = node.clone();
         let id = self.reserve_sub()?;
         let mut rx = session.subscribe();
         let conn = self.clone();
@@ -467,6 +469,10 @@ impl Conn {
                 tokio::select! {
                     got = rx.recv() => match got {
                         Ok(chunk) => {
+                            if let Some(why) = conn.lapsed(&node) {
+                                conn.cut_off(&why);
+                                return;
+                            }
                             if !send(stream.push(&redaction.matcher(), &chunk)) {
                                 return;
                             }

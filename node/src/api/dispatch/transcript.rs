@@ -19,7 +19,7 @@ pub(super) async fn call(c: &mut Call<'_>) -> Result<Value, RpcError> {
         m::TERMINAL_SUBSCRIBE => {
             let id = c.conversation()?;
             let session = node.live_session(&id).await?;
-            json!({ "subscription": conn.subscribe_terminal(session, node.store().redaction().clone())? })
+            json!({ "subscription": conn.subscribe_terminal(node, session)? })
         }
         _ => return Err(not_served(c.method)),
     };
