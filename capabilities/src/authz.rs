@@ -223,6 +223,17 @@ impl Verifier {
         }
     }
 
+    /// Stops trusting tokens signed by `root` (this node left that fleet);
+    /// tokens already verified under it are forgotten.
+    pub fn distrust(&self, root: PublicKey) {
+        if let Ok(mut r) = self.roots.write() {
+            r.retain(|k| *k != root);
+        }
+        if let Ok(mut c) = self.cache.lock() {
+            c.clear();
+        }
+    }
+
     /// How many authorizations hit the Datalog run limits (each a denial).
     pub fn limit_hits(&self) -> u64 {
         self.limit_hits.load(Ordering::Relaxed)

@@ -60,6 +60,9 @@ pub enum Request {
     Cancel { stream: u64 },
     /// Does the asked node home this agent, conversation or hold?
     Locate(Locate),
+    /// The fleet's owner tells a member it was removed (signed by the
+    /// fleet root), before it is blocked.
+    Removed(crate::Removal),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -92,6 +95,8 @@ pub enum Response {
         ended: Option<String>,
     },
     Located(bool),
+    /// A removal was heard.
+    Told,
     /// Refused, with the reason (the connection is then closed).
     Refused {
         reason: String,

@@ -294,6 +294,11 @@ pub async fn run(
     if let Err(e) = fleet.start_fleet().await {
         eprintln!("warning: the fabric did not start: {e}");
     }
+    if let Some((fleet_id, at)) = node.catalog.lock().await.fleet.left.clone() {
+        eprintln!(
+            "note: the owner of fleet {fleet_id} removed this node (at {at} ms): it is in no fleet; its agents are kept; `warren fleet join CODE` joins another"
+        );
+    }
     monitors.start_monitors().await;
     tasks.start_tasks().await;
     push.start(Arc::new(api::PushFollow(app.clone()))).await;

@@ -73,9 +73,16 @@ async fn three_node_fleet() -> Lab {
 async fn three_node_fleet_with(n1_toml: &str) -> Lab {
     let mut lab = Lab::new(&["n1", "n2", "n3"]).expect("lab");
     lab.configure(0, n1_toml).expect("n1's config");
+    found(&mut lab, 3).await;
+    lab
+}
+
+/// Starts the lab's first node as the owner of a fleet and its next
+/// `size - 1` nodes joining it by invite.
+async fn found(lab: &mut Lab, size: usize) {
     lab.make_owner(0).expect("owner key");
     lab.start(0, None).expect("n1 up");
-    for i in 1..3 {
+    for i in 1..size {
         let code = lab.nodes[0].invite().await.expect("invite");
         lab.start(i, Some(&code)).expect("node up");
         let node = &lab.nodes[i];
@@ -86,7 +93,6 @@ async fn three_node_fleet_with(n1_toml: &str) -> Lab {
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", node.log()));
     }
-    lab
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -296,9 +302,15 @@ async fn a_node_killed_and_restarted_rejoins_and_its_gossip_reaches_the_others()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_removed_member_is_dropped_everywhere_and_refused_from_then_on() {
-    let mut lab = three_node_fleet().await;
+async fn a_removed_member_is_dropped_everywhere_told_and_free_to_join_another_fleet() {
+    // n1..n3 are fleet A; n4 founds fleet B on the same bridge.
+    let mut lab = Lab::new(&["n1", "n2", "n3", "n4"]).expect("lab");
+    found(&mut lab, 3).await;
     all_see(&lab, &["n1", "n2", "n3"], true, Duration::from_secs(20)).await;
+    lab.node("n3")
+        .call("agent.create", json!({ "name": "keeper", "harness": "fake" }))
+        .await
+        .expect("an agent on n3");
     let e = lab
         .node("n2")
         .call("fleet.remove", json!({ "node": "n3" }))
@@ -320,6 +332,34 @@ async fn a_removed_member_is_dropped_everywhere_and_refused_from_then_on() {
         .await
         .unwrap_or_else(|e| panic!("{e}\n{}", node.log()));
     }
+    // n3 was told: it is in no fleet, says which it left, keeps its agents.
+    let fleet_a = lab.node("n1").call("node.info", json!({})).await.expect("info")["fleet"].clone();
+    let n3 = lab.node("n3");
+    let told = wait_for("n3 hears it was removed", Duration::from_secs(10), || async {
+        let v = n3.call("fleet.nodes", json!({})).await.ok()?;
+        (v["fleet_id"].is_null() && v["removed_from"]["fleet_id"] == fleet_a).then_some(v)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", n3.log()));
+    assert_eq!(told["nodes"].as_array().map(Vec::len), Some(1), "only itself: {told}");
+    assert!(
+        n3.call("agent.get", json!({ "agent": "keeper" })).await.is_ok(),
+        "its agent stays"
+    );
+    // Fleet A's tokens hold there no more.
+    let a_token = lab.owner_token(0, &["node:observe"]).expect("a fleet A token");
+    let refused = n3.ws(&a_token).await.err().expect("n3 refuses fleet A's tokens");
+    assert!(refused.to_string().contains("401"), "{refused}");
+    // Fleet B, on n4; n3's old fabric cannot join it before a restart.
+    lab.make_owner(3).expect("fleet B's owner key");
+    lab.start(3, None).expect("n4 up");
+    let code = lab.node("n4").invite().await.expect("fleet B's invite");
+    let n3 = lab.node("n3");
+    let e = n3
+        .call("fleet.join", json!({ "invite": code }))
+        .await
+        .expect_err("a removed node's old fabric cannot join another fleet");
+    assert!(e.to_string().contains("restart"), "{e}");
     // Restarted, n3 is refused by both: it stays cut off.
     lab.node_mut("n3").kill9();
     let i = lab.index("n3");
@@ -340,4 +380,21 @@ async fn a_removed_member_is_dropped_everywhere_and_refused_from_then_on() {
         "{}",
         lab.node("n2").log()
     );
+    assert!(
+        lab.node("n3").log().contains("removed this node"),
+        "n3 says so when it starts: {}",
+        lab.node("n3").log()
+    );
+
+    // With the same data dir, n3 joins fleet B; its agent comes along.
+    let code = lab.node("n4").invite().await.expect("fleet B's invite");
+    lab.node("n3")
+        .call("fleet.join", json!({ "invite": code }))
+        .await
+        .unwrap_or_else(|e| panic!("n3 joins fleet B: {e}\n{}", lab.node("n3").log()));
+    all_see(&lab, &["n3", "n4"], true, Duration::from_secs(20)).await;
+    let n3 = lab.node("n3");
+    let info = n3.call("node.info", json!({})).await.expect("info");
+    assert_ne!(info["fleet"], fleet_a, "{info}");
+    assert!(n3.call("agent.get", json!({ "agent": "keeper" })).await.is_ok());
 }

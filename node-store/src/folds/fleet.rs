@@ -21,6 +21,9 @@ pub struct FleetState {
     pub removed: BTreeMap<String, fabric::Removal>,
     /// Printed join codes: secret hash -> (expires_at, used).
     pub invites: BTreeMap<String, (u64, bool)>,
+    /// The owner removed this node: the fleet it was removed from and when
+    /// (ms). It is in no fleet since (its agents stay); a join clears it.
+    pub left: Option<(String, u64)>,
 }
 
 /// At most this many join codes are remembered (the oldest go first).
@@ -33,6 +36,16 @@ impl FleetState {
                 self.root = Some(root.clone());
                 self.me = Some(cert.clone());
                 self.members.remove(&cert.node_id);
+                self.left = None;
+            }
+            // This node itself removed: it leaves the fleet, whole.
+            Event::FleetRemoved { removal } if self.me.as_ref().is_some_and(|m| m.node_id == removal.node_id) => {
+                self.left = Some((removal.fleet_id.clone(), removal.removed_at));
+                self.root = None;
+                self.me = None;
+                self.members.clear();
+                self.removed.clear();
+                self.invites.clear();
             }
             Event::FleetMember { cert }
                 if self.me.as_ref().is_none_or(|me| me.node_id != cert.node_id)
@@ -116,5 +129,20 @@ mod tests {
         assert!(s.is_removed("n-2", "x") && s.is_removed("x", "peer-n-2"));
         s.apply(&Event::FleetMember { cert: cert("n-2") });
         assert!(s.members.is_empty(), "a removed node is not learned again");
+
+        // This node removed: it is in no fleet, and says which it left.
+        s.apply(&Event::FleetMember { cert: cert("n-3") });
+        let me = cert("n-1");
+        s.apply(&Event::FleetRemoved {
+            removal: fabric::Removal::issue(&owner, &me, 7),
+        });
+        assert_eq!((s.me.as_ref(), s.root.as_ref(), s.fleet_id()), (None, None, None));
+        assert!(s.members.is_empty() && s.removed.is_empty() && s.invites.is_empty());
+        assert_eq!(s.left, Some((me.fleet_id.clone(), 7)));
+        s.apply(&Event::FleetJoined {
+            root: "cd".into(),
+            cert: cert("n-1"),
+        });
+        assert_eq!(s.left, None, "a join clears it");
     }
 }

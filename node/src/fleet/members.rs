@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 /// How long `fleet.invite` waits for a fabric started just now to report
 /// where it listens.
 const INVITE_ADDR_WAIT: Duration = Duration::from_secs(5);
+/// How long the owner waits for a removed member to hear its removal.
+const TELL_REMOVED_WITHIN: Duration = Duration::from_secs(2);
 
 impl super::Fleet {
     /// A peer's certificate is good: it is a member from now on.
@@ -45,8 +47,11 @@ impl super::Fleet {
     /// it once, drop and block the removed peer.
     pub(super) async fn apply_removal(&self, removal: fabric::Removal) {
         let Some(root) = self.fleet_root().await else { return };
-        if removal.verify(&root).is_err() || removal.node_id == self.cfg.node_id {
+        if removal.verify(&root).is_err() {
             return;
+        }
+        if removal.node_id == self.cfg.node_id {
+            return self.removed_myself(removal, &root).await;
         }
         {
             let mut cat = self.catalog.lock().await;
@@ -67,6 +72,53 @@ impl super::Fleet {
         if let Ok(peer) = removal.peer_id.parse::<PeerId>() {
             self.block_for_good(peer, "the owner removed it from the fleet").await;
         }
+    }
+
+    /// The owner removed this node: it leaves the fleet (its agents stay),
+    /// stops trusting the fleet's tokens, drops its members and says so.
+    /// Joining another fleet takes a restart (the fabric is the old
+    /// fleet's) and a new join code.
+    async fn removed_myself(&self, removal: fabric::Removal, root: &ed25519_dalek::VerifyingKey) {
+        let members: Vec<Certificate> = {
+            let mut cat = self.catalog.lock().await;
+            if cat.fleet.me.is_none() {
+                return;
+            }
+            let members = cat.fleet.members.values().cloned().collect();
+            let e = Event::FleetRemoved {
+                removal: removal.clone(),
+            };
+            if let Err(e) = self.commit(&mut cat, vec![e]).await {
+                tracing::error!(error = %e, "could not record this node's removal");
+                return;
+            }
+            members
+        };
+        tracing::warn!(
+            fleet = %removal.fleet_id,
+            "the fleet's owner removed this node: it is in no fleet now (its agents stay); restart it to join another"
+        );
+        if let (Ok(key), Some(v)) = (
+            capabilities::public_key_from_hex(&hex::encode(root.as_bytes())),
+            self.verifier.get(),
+        ) {
+            v.distrust(key);
+        }
+        if let Ok(mut t) = self.fleet.table.lock() {
+            t.clear();
+        }
+        let _ = std::fs::remove_file(&self.fleet.peers_file);
+        if let Ok(f) = self.fleet.fabric() {
+            for cert in members {
+                if let Ok(peer) = cert.peer_id.parse::<PeerId>() {
+                    f.expel(peer).await;
+                }
+            }
+        }
+        self.publish(
+            console_api::methods::EVENT_FLEET_CHANGED,
+            json!({ "change": "removed", "node_id": self.cfg.node_id, "name": self.fleet.name, "healthy": false }),
+        );
     }
 
     /// A revocation on this node holds fleet-wide: every member hears it as
@@ -119,10 +171,17 @@ impl super::Fleet {
             )));
         };
         let removal = fabric::Removal::issue(&owner, &cert, now_ms());
-        self.apply_removal(removal.clone()).await;
+        // Told first (the removed node hears it while still connected), then
+        // recorded and blocked here.
         if let Ok(f) = self.fleet.fabric() {
-            let _ = f.publish(&Gossip::Removed(removal)).await;
+            let _ = f.publish(&Gossip::Removed(removal.clone())).await;
+            if let Ok(peer) = cert.peer_id.parse::<PeerId>() {
+                let _ = f
+                    .request_within(peer, Request::Removed(removal.clone()), TELL_REMOVED_WITHIN)
+                    .await;
+            }
         }
+        self.apply_removal(removal).await;
         Ok(json!({ "removed": true, "node_id": id }))
     }
 
@@ -248,6 +307,10 @@ impl super::Fleet {
                 self.merge_view(view).await;
                 Response::Synced(mine)
             }
+            Request::Removed(removal) => {
+                self.apply_removal(removal).await;
+                Response::Told
+            }
             // The home side of routing answers these (`api/routing/serve.rs`).
             request @ (Request::Api { .. } | Request::Pull { .. } | Request::Cancel { .. } | Request::Locate(_)) => {
                 self.fleet.ask_home(peer, request).await
@@ -352,6 +415,11 @@ impl super::Fleet {
         let invite = Invite::decode(code).map_err(|e| NodeError::Invalid(format!("invite: {e}")))?;
         if self.catalog.lock().await.fleet.me.is_some() {
             return Err(NodeError::Conflict("this node is in a fleet already".into()));
+        }
+        if self.catalog.lock().await.fleet.left.is_some() && self.fleet.fabric.get().is_some() {
+            return Err(NodeError::Conflict(
+                "this node was removed from its fleet and its fabric still runs for that fleet: restart the node (`warren up`), then join with the new code".into(),
+            ));
         }
         let root_bytes: [u8; 32] = hex::decode(&invite.root)
             .ok()

@@ -526,7 +526,10 @@ impl Fleet {
         let record = self.fleet_record().await;
         nodes.push(node_json(&record, true, Some(now_ms()), true));
         if me.is_none() {
-            return Ok(json!({ "fleet_id": null, "nodes": nodes }));
+            // Removed by its fleet's owner: it says which fleet, and when.
+            let left = self.catalog.lock().await.fleet.left.clone();
+            let left = left.map(|(fleet_id, at)| json!({ "fleet_id": fleet_id, "removed_at": at }));
+            return Ok(json!({ "fleet_id": null, "nodes": nodes, "removed_from": left }));
         }
         let table = self.fleet.table.lock().map(|t| {
             t.iter()

@@ -96,6 +96,10 @@ pub(super) async fn run_ticks(node: Weak<super::Fleet>) {
         let Ok(fabric) = node.fleet.fabric().cloned() else {
             continue;
         };
+        // A node the owner removed says nothing more to its old fleet.
+        if node.catalog.lock().await.fleet.left.is_some() {
+            continue;
+        }
         let record = node.fleet_record().await;
         if let Err(e) = fabric.publish(&Gossip::Heartbeat(record)).await {
             tracing::debug!(error = %e, "heartbeat not published");
