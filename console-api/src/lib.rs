@@ -7,12 +7,14 @@
 pub mod error;
 pub mod methods;
 pub mod objects;
+pub mod push;
 pub mod registry;
 pub mod rpc;
 pub mod tasks;
 
 pub use error::{ErrorCode, RpcError};
 pub use objects::*;
+pub use push::*;
 pub use rpc::{Id, Notification, Request, Response};
 pub use tasks::*;
 

@@ -9,6 +9,7 @@
 //! that arm calls; `docs/API.md` gets its row (a test checks that).
 
 use crate::objects::*;
+use crate::push::*;
 use crate::registry::{Family as F, Method, Operation as O, Route, Scope as S, Select, count, names, on};
 use crate::tasks::*;
 
