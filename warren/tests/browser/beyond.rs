@@ -169,7 +169,7 @@ async fn two_node_fleet() -> (tempfile::TempDir, TestNode, TestNode) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_phone_sees_a_second_node_and_rearms_a_tripped_breaker() {
     let (_one, driver) = start_driver().await;
-    let (_keys, a, _b) = two_node_fleet().await;
+    let (_keys, a, b) = two_node_fleet().await;
     let mut api = a.client().await;
 
     // A ping-pong: the coder answers every piece of advice with the keyword.
@@ -375,6 +375,30 @@ async fn the_phone_sees_a_second_node_and_rearms_a_tripped_breaker() {
         &c,
         "phone-9-node-b",
         "phone: node-b's page read through node-a, with its wrong Codex program named",
+    )
+    .await;
+
+    // The owner removes node-b: node-b's own console says so.
+    let (code, _, err) = warren(&["fleet", "remove", "node-b"], &a.path());
+    assert_eq!(code, 0, "fleet remove: {err}");
+    let (link_b, _) = pairing_link(&b, &[]);
+    c.goto(&link_b).await.expect("node-b's console");
+    let said = wait_js(
+        &c,
+        "node-b says it was removed",
+        Duration::from_secs(20),
+        "return document.querySelector('#removed-from')?.textContent",
+    )
+    .await;
+    assert!(
+        said.as_str()
+            .is_some_and(|t| t.contains("removed this node") && t.contains("agents are kept")),
+        "{said}"
+    );
+    shot(
+        &c,
+        "phone-10-removed",
+        "phone: node-b's own fleet view after the owner removed it",
     )
     .await;
     c.close().await.expect("close");

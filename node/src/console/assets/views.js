@@ -94,7 +94,11 @@ export function fleetView(main, ctx) {
       // This node's agents by name, another member's as NAME@NODE.
       const rows = agentRows(nodes.nodes, agents.agents, convs.conversations, holds.holds);
       const tripped = monitors.attachments.filter((m) => m.state === "tripped");
+      const removed = nodes.removed_from;
       return [
+        removed
+          ? h("p", { class: "warn", id: "removed-from", role: "status" }, `The owner of fleet ${removed.fleet_id.slice(0, 12)} removed this node (${new Date(removed.removed_at).toLocaleString()}): it is in no fleet now and its agents are kept. To join another fleet, restart it and join with a new code.`)
+          : null,
         h(
           "section",
           { class: "summary" },
