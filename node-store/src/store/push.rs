@@ -24,7 +24,8 @@ pub struct PushRow {
 /// Why a subscription was not added.
 #[derive(Debug, PartialEq, Eq)]
 pub enum PushAdd {
-    Added,
+    /// Added; `replaced`: the ids of the endpoint's earlier subscriptions.
+    Added { replaced: Vec<String> },
     /// The owner has `per_owner` already.
     OwnerFull,
     /// The node has `total` already.
@@ -38,10 +39,13 @@ impl Store {
     /// the browser's, and only the browser knows it).
     pub async fn push_add(&self, row: &PushRow, per_owner: u32, total: u32) -> Result<PushAdd, StoreError> {
         let mut tx = self.ledger.begin().await?;
-        sqlx::query("DELETE FROM push_subscriptions WHERE endpoint = ?")
+        let replaced: Vec<String> = sqlx::query("DELETE FROM push_subscriptions WHERE endpoint = ? RETURNING id")
             .bind(&row.endpoint)
-            .execute(&mut *tx)
-            .await?;
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
         let count = |sql: &'static str| sqlx::query(sql);
         let mine: i64 = count("SELECT count(*) FROM push_subscriptions WHERE owner = ?")
             .bind(&row.owner)
@@ -73,7 +77,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(PushAdd::Added)
+        Ok(PushAdd::Added { replaced })
     }
 
     /// Removes subscription `id` (of `owner`, when given); whether it was there.

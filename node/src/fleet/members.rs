@@ -51,7 +51,7 @@ impl super::Fleet {
             return;
         }
         if removal.node_id == self.cfg.node_id {
-            return self.removed_myself(removal, &root).await;
+            return self.removed_myself(removal).await;
         }
         {
             let mut cat = self.catalog.lock().await;
@@ -78,13 +78,14 @@ impl super::Fleet {
     /// stops trusting the fleet's tokens, drops its members and says so.
     /// Joining another fleet takes a restart (the fabric is the old
     /// fleet's) and a new join code.
-    async fn removed_myself(&self, removal: fabric::Removal, root: &ed25519_dalek::VerifyingKey) {
-        let members: Vec<Certificate> = {
+    async fn removed_myself(&self, removal: fabric::Removal) {
+        let (members, root) = {
             let mut cat = self.catalog.lock().await;
             if cat.fleet.me.is_none() {
                 return;
             }
-            let members = cat.fleet.members.values().cloned().collect();
+            let members: Vec<Certificate> = cat.fleet.members.values().cloned().collect();
+            let root = cat.fleet.root.clone();
             let e = Event::FleetRemoved {
                 removal: removal.clone(),
             };
@@ -92,17 +93,14 @@ impl super::Fleet {
                 tracing::error!(error = %e, "could not record this node's removal");
                 return;
             }
-            members
+            (members, root)
         };
         tracing::warn!(
             fleet = %removal.fleet_id,
             "the fleet's owner removed this node: it is in no fleet now (its agents stay); restart it to join another"
         );
-        if let (Ok(key), Some(v)) = (
-            capabilities::public_key_from_hex(&hex::encode(root.as_bytes())),
-            self.verifier.get(),
-        ) {
-            v.distrust(key);
+        if let Some(root) = root {
+            self.distrust_fleet_root(&root);
         }
         if let Ok(mut t) = self.fleet.table.lock() {
             t.clear();
@@ -413,10 +411,14 @@ impl super::Fleet {
     /// `fleet.join` (local-only): joins the fleet of a join code.
     pub async fn fleet_join(&self, code: &str) -> NodeResult<Value> {
         let invite = Invite::decode(code).map_err(|e| NodeError::Invalid(format!("invite: {e}")))?;
-        if self.catalog.lock().await.fleet.me.is_some() {
+        let (member, left) = {
+            let cat = self.catalog.lock().await;
+            (cat.fleet.me.is_some(), cat.fleet.left.is_some())
+        };
+        if member {
             return Err(NodeError::Conflict("this node is in a fleet already".into()));
         }
-        if self.catalog.lock().await.fleet.left.is_some() && self.fleet.fabric.get().is_some() {
+        if left && self.fleet.fabric.get().is_some() {
             return Err(NodeError::Conflict(
                 "this node was removed from its fleet and its fabric still runs for that fleet: restart the node (`warren up`), then join with the new code".into(),
             ));

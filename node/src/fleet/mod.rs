@@ -280,6 +280,13 @@ impl Fleet {
         }
     }
 
+    /// Stops trusting the fleet root (hex): this node left that fleet.
+    fn distrust_fleet_root(&self, root_hex: &str) {
+        if let (Ok(key), Some(v)) = (capabilities::public_key_from_hex(root_hex), self.verifier.get()) {
+            v.distrust(key);
+        }
+    }
+
     fn me_arc(&self) -> Option<Arc<Fleet>> {
         self.me.upgrade()
     }

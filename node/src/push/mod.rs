@@ -254,20 +254,10 @@ impl Push {
             token: text,
             created_ms: now_ms(),
         };
-        // Subscribing an endpoint again replaces its row (and its follower).
-        let replaced: Vec<String> = self
-            .node
-            .store()
-            .push_list(None)
-            .await
-            .map_err(store_error)?
-            .into_iter()
-            .filter(|r| r.endpoint == row.endpoint)
-            .map(|r| r.id)
-            .collect();
         let (per, all) = (self.settings.max_per_token, self.settings.max_subscriptions);
         match self.node.store().push_add(&row, per, all).await.map_err(store_error)? {
-            PushAdd::Added => {}
+            // Subscribing an endpoint again replaced its row: its follower goes.
+            PushAdd::Added { replaced } => replaced.iter().for_each(|old| self.stop(old)),
             PushAdd::OwnerFull => {
                 return Err(RpcError::new(
                     ErrorCode::Conflict,
@@ -282,9 +272,6 @@ impl Push {
                     format!("this node already keeps {all} push subscriptions (push.max_subscriptions)"),
                 ));
             }
-        }
-        for old in replaced {
-            self.stop(&old);
         }
         let id = row.id.clone();
         self.follow(row);
@@ -426,13 +413,6 @@ impl Push {
                         Some(m::EVENT_FLEET_CHANGED) => break Ended::Reopen,
                         Some(m::EVENT_SUPERVISION_NEEDS_YOU) => {}
                         _ => continue,
-                    }
-                    // A token revoked or expired since: no more pushes.
-                    if self.node.any_revoked(&verified.revocation_ids) {
-                        break Ended::Gone("its token was revoked".into());
-                    }
-                    if let Err(e) = capabilities::usable_at(&verified, SystemTime::now()) {
-                        break Ended::Gone(format!("its token is no longer usable: {e}"));
                     }
                     let p = &v["params"];
                     let event = &p["event"];
