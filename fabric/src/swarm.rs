@@ -1,5 +1,6 @@
 //! The libp2p swarm as one task behind a bounded handle (the shape of
-//! libp2p's file-sharing example): TCP + noise + yamux; identify and ping
+//! libp2p's file-sharing example): TCP, and WebSocket over TCP (for a path
+//! that passes only WebSocket upgrades), each with noise + yamux; identify and ping
 //! answer anyone; gossip and calls are for admitted members only. A peer is
 //! unadmitted until the node says otherwise (`Fabric::admit`): until then
 //! its gossipsub score is below the graylist, so nothing is published to it,
@@ -13,6 +14,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use libp2p::core::{Transport, upgrade};
 use libp2p::gossipsub::{self, IdentTopic, MessageAuthenticity};
 use libp2p::request_response::{self, OutboundRequestId, ProtocolSupport, ResponseChannel};
 use libp2p::swarm::{NetworkBehaviour, SwarmEvent};
@@ -33,6 +35,11 @@ pub const AGENT_VERSION: &str = concat!("warren/", env!("CARGO_PKG_VERSION"));
 const COMMAND_QUEUE: usize = 256;
 /// Events queued to the node before the swarm task waits for it.
 const EVENT_QUEUE: usize = 1024;
+/// The largest WebSocket message accepted (each carries one noise frame,
+/// at most 64 KiB; the transport's own default is 256 MiB).
+const MAX_WS_MESSAGE: usize = 128 * 1024;
+/// How long a WebSocket connection may take to be upgraded (noise, yamux).
+const WS_UPGRADE_TIMEOUT: Duration = Duration::from_secs(10);
 /// The app score of a peer that has not proven membership (below graylist).
 const UNADMITTED_SCORE: f64 = -1_000_000.0;
 
@@ -246,6 +253,19 @@ fn build(cfg: &FabricConfig) -> Result<Swarm<Behaviour>, FabricError> {
             noise::Config::new,
             yamux::Config::default,
         )
+        .map_err(|e| setup(&e))?
+        .with_other_transport(|key| -> Result<_, Box<dyn std::error::Error + Send + Sync>> {
+            // `/ws` addresses (and `/tls/ws`, `/wss` to dial): the same
+            // security and multiplexing inside WebSocket frames.
+            let mut ws =
+                libp2p_websocket::Config::new(tcp::tokio::Transport::new(tcp::Config::default().nodelay(true)));
+            ws.set_max_data_size(MAX_WS_MESSAGE);
+            Ok(ws
+                .upgrade(upgrade::Version::V1Lazy)
+                .authenticate(noise::Config::new(key)?)
+                .multiplex(yamux::Config::default())
+                .timeout(WS_UPGRADE_TIMEOUT))
+        })
         .map_err(|e| setup(&e))?
         .with_behaviour(|key| -> Result<Behaviour, Box<dyn std::error::Error + Send + Sync>> {
             let mut gossip = gossipsub::Behaviour::new(MessageAuthenticity::Signed(key.clone()), gossip_cfg)?;

@@ -451,6 +451,27 @@ impl Lab {
     }
 
     /// Appends `toml` to node `i`'s warren.toml (before it starts).
+    /// Sets node `i`'s `[fleet] listen` (multiaddrs, comma separated); `{ip}`
+    /// stands for the node's address.
+    pub fn set_listen(&self, i: usize, listen: &str) -> anyhow::Result<()> {
+        let node = &self.nodes[i];
+        let path = node.dir.join("warren.toml");
+        let was = std::fs::read_to_string(&path)?;
+        let line = format!("listen = {:?}", listen.replace("{ip}", &node.ip));
+        let now: Vec<String> = was
+            .lines()
+            .map(|l| {
+                if l.starts_with("listen = \"/") {
+                    line.clone()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        std::fs::write(&path, now.join("\n") + "\n")?;
+        Ok(())
+    }
+
     pub fn configure(&self, i: usize, toml: &str) -> anyhow::Result<()> {
         use std::io::Write;
         let path = self.nodes[i].dir.join("warren.toml");

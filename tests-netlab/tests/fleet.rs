@@ -4,7 +4,8 @@
 //! node turns unhealthy on the others and healthy again once healed, with no
 //! restart; a node killed with `kill -9` and restarted rejoins, and its own
 //! gossip (a changed record) reaches the others. Calls routed across members
-//! are `fleet/routed.rs`; monitors across members `fleet/monitors.rs`.
+//! are `fleet/routed.rs`; monitors across members `fleet/monitors.rs`; the
+//! fabric over WebSocket alone `fleet/websocket.rs`.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -22,6 +23,8 @@ mod push;
 mod routed;
 #[path = "fleet/views.rs"]
 mod views;
+#[path = "fleet/websocket.rs"]
+mod websocket;
 #[path = "fleet/workspaces.rs"]
 mod workspaces;
 

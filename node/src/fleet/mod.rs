@@ -35,7 +35,8 @@ use node_store::util::now_ms;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FleetSettings {
-    /// Where the fabric listens (a multiaddr).
+    /// Where the fabric listens: multiaddrs, comma separated (TCP, and
+    /// WebSocket for a path that passes only its upgrades: `/tcp/PORT/ws`).
     pub listen: String,
     /// The fleet owner's key file (`warren fleet init`), on a node that
     /// founds the fleet and prints join codes. Default: `<data_dir>/owner.key`
@@ -56,7 +57,7 @@ pub struct FleetSettings {
 impl Default for FleetSettings {
     fn default() -> FleetSettings {
         FleetSettings {
-            listen: "/ip4/0.0.0.0/tcp/7768".into(),
+            listen: "/ip4/0.0.0.0/tcp/7768,/ip4/0.0.0.0/tcp/7769/ws".into(),
             owner_key: None,
             endpoint: None,
             heartbeat_ms: 1000,
@@ -337,15 +338,10 @@ impl Fleet {
     }
 
     fn start_fabric(&self, fleet_id: &str) -> NodeResult<()> {
-        let listen: Multiaddr = self.fleet.settings.listen.parse().map_err(|e| {
-            NodeError::Invalid(format!(
-                "[fleet] listen: {:?} is not a multiaddr: {e}",
-                self.fleet.settings.listen
-            ))
-        })?;
+        let listen = listen_addrs(&self.fleet.settings.listen).map_err(NodeError::Invalid)?;
         let mut cfg = FabricConfig::new(
             self.fleet.keypair.clone(),
-            vec![listen],
+            listen,
             format!("warren/fleet/{fleet_id}/v1"),
         );
         cfg.request_timeout = FABRIC_REQUEST_TIMEOUT;
@@ -569,8 +565,44 @@ fn node_json(r: &NodeRecord, healthy: bool, last_seen: Option<u64>, me: bool) ->
         "version": r.version, "healthy": healthy, "last_seen": last_seen, "agents": r.agents,
         "live_conversations": r.live_conversations,
         "capacity": { "cpus": r.capacity.cpus, "memory_mb": r.capacity.memory_mb, "guests": r.capacity.guests },
-        "self": me,
+        "addrs": r.addrs, "self": me,
     })
+}
+
+/// Most addresses `[fleet] listen` may name.
+const MAX_LISTEN: usize = 8;
+
+/// `[fleet] listen`: multiaddrs, comma separated, each TCP (`/tcp/PORT`) or
+/// WebSocket over TCP (`/tcp/PORT/ws`); `Err` names the one that is not.
+fn listen_addrs(spec: &str) -> Result<Vec<Multiaddr>, String> {
+    use fabric::swarm_protocol::Protocol;
+    let parts: Vec<&str> = spec.split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
+    if parts.is_empty() || parts.len() > MAX_LISTEN {
+        return Err(format!(
+            "[fleet] listen: {spec:?} must name 1 to {MAX_LISTEN} multiaddrs, comma separated"
+        ));
+    }
+    parts
+        .into_iter()
+        .map(|p| {
+            let addr: Multiaddr = p
+                .parse()
+                .map_err(|e| format!("[fleet] listen: {p:?} is not a multiaddr: {e}"))?;
+            let shape: Vec<Protocol> = addr.iter().collect();
+            let ok = matches!(
+                shape.as_slice(),
+                [Protocol::Ip4(_) | Protocol::Ip6(_), Protocol::Tcp(_)]
+                    | [Protocol::Ip4(_) | Protocol::Ip6(_), Protocol::Tcp(_), Protocol::Ws(_)]
+            );
+            if ok {
+                Ok(addr)
+            } else {
+                Err(format!(
+                    "[fleet] listen: {p:?} is neither /ip4|ip6/ADDR/tcp/PORT nor /ip4|ip6/ADDR/tcp/PORT/ws"
+                ))
+            }
+        })
+        .collect()
 }
 
 fn memory_mb() -> u64 {
@@ -584,4 +616,34 @@ fn memory_mb() -> u64 {
         })
         .map(|kb| kb / 1024)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_takes_tcp_and_websocket_addresses_and_names_a_bad_one() {
+        let got = listen_addrs(&FleetSettings::default().listen).expect("the default");
+        let got: Vec<String> = got.iter().map(ToString::to_string).collect();
+        assert_eq!(got, ["/ip4/0.0.0.0/tcp/7768", "/ip4/0.0.0.0/tcp/7769/ws"]);
+        assert_eq!(listen_addrs(" /ip6/::1/tcp/0/ws ,").expect("one").len(), 1);
+        for (bad, names) in [
+            ("", "1 to 8"),
+            (" , ", "1 to 8"),
+            (
+                "/ip4/1.2.3.4/tcp/1,/ip4/1.2.3.4/tcp/x",
+                "\"/ip4/1.2.3.4/tcp/x\" is not a multiaddr",
+            ),
+            ("/ip4/1.2.3.4/udp/1/quic-v1", "neither"),
+            ("/ip4/1.2.3.4/tcp/1/wss", "neither"),
+            ("/dns/example.org/tcp/1/ws", "neither"),
+            ("/ip4/1.2.3.4/tcp/1/ws/p2p-circuit", "neither"),
+        ] {
+            let e = listen_addrs(bad).expect_err(bad);
+            assert!(e.contains(names), "{bad}: {e}");
+        }
+        let many = ["/ip4/127.0.0.1/tcp/0"; 9].join(",");
+        assert!(listen_addrs(&many).expect_err("nine").contains("1 to 8"));
+    }
 }
