@@ -50,7 +50,7 @@ pub async fn start(spec: &str) -> anyhow::Result<()> {
 async fn serve(listener: TcpListener, path: Arc<PathBuf>) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let Ok((mut tcp, _)) = listener.accept().await else {
+        let Ok((tcp, _)) = listener.accept().await else {
             continue;
         };
         let Ok(permit) = slots.clone().try_acquire_owned() else {
@@ -60,8 +60,8 @@ async fn serve(listener: TcpListener, path: Arc<PathBuf>) {
         tokio::spawn(async move {
             let _ = tcp.set_nodelay(true);
             match UnixStream::connect(&*path).await {
-                Ok(mut out) => {
-                    let _ = tokio::io::copy_bidirectional_with_sizes(&mut tcp, &mut out, 64 * 1024, 64 * 1024).await;
+                Ok(out) => {
+                    let _ = crate::relay::relay(&tcp, &out).await;
                 }
                 Err(e) => tracing::warn!("cannot reach {}: {e}", path.display()),
             }

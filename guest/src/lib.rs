@@ -10,6 +10,7 @@ pub mod forward;
 mod link;
 pub mod proto;
 mod pty;
+pub mod relay;
 mod term;
 
 use std::sync::Arc;

@@ -26,8 +26,6 @@ pub const MAX_CONNECTIONS: usize = 256;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long resolving and connecting to a destination may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The copy buffer each way (a large download keeps its throughput).
-const COPY_BUFFER: usize = 64 * 1024;
 
 /// What the proxy needs of the node: the agent's grants as they are now (a
 /// change applies to the next connection) and a place for its decisions.
@@ -60,7 +58,7 @@ pub struct Route {
 /// Serves one proxy connection from a guest to its end.
 pub async fn handle<S>(mut guest: S, route: &Route, gate: &dyn EgressGate)
 where
-    S: AsyncRead + AsyncWrite + Unpin,
+    S: AsyncRead + AsyncWrite + Unpin + guest::relay::Socket,
 {
     let (head, rest) = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut guest)).await {
         Ok(Ok(h)) => h,
@@ -136,7 +134,7 @@ where
     if upstream.write_all(&first).await.is_err() {
         return;
     }
-    let _ = tokio::io::copy_bidirectional_with_sizes(&mut guest, &mut upstream, COPY_BUFFER, COPY_BUFFER).await;
+    let _ = guest::relay::relay(&guest, &upstream).await;
 }
 
 /// Answers the guest's resolver: the addresses of a name something allows

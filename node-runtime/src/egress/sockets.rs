@@ -75,10 +75,9 @@ impl Sockets {
         let gate = self.gate.clone();
         let tasks = vec![
             tokio::spawn(serve(node, move |guest| async move {
-                if let Ok(mut up) = TcpStream::connect(to).await {
+                if let Ok(up) = TcpStream::connect(to).await {
                     let _ = up.set_nodelay(true);
-                    let mut guest = guest;
-                    let _ = tokio::io::copy_bidirectional(&mut guest, &mut up).await;
+                    let _ = guest::relay::relay(&guest, &up).await;
                 }
             })),
             tokio::spawn(serve(egress, move |guest| {

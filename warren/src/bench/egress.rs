@@ -5,8 +5,9 @@
 //! connecting directly. Reported: a fresh connection's time to its first
 //! answer (p50/p99, and what the proxy adds at p99) and a 100 MB download's
 //! throughput (and its share of direct): as fast as loopback goes (the
-//! relay's own ceiling: every byte is copied twice more) and paced at a fast
-//! internet link's rate (1 Gbit/s), which is what a guest downloads over.
+//! relays' own ceiling: two more hops, each spliced socket -> pipe -> socket
+//! by `guest::relay`) and paced at a fast internet link's rate (1 Gbit/s),
+//! which is what a guest downloads over.
 
 use std::sync::Arc;
 
