@@ -24,36 +24,28 @@ pub const PIPE_BYTES: usize = 256 * 1024;
 
 /// A socket the relay can wait on and splice to or from.
 pub trait Socket: AsRawFd + Sync {
-    fn ready_to_read(&self) -> impl Future<Output = io::Result<()>> + Send;
-    fn ready_to_write(&self) -> impl Future<Output = io::Result<()>> + Send;
+    /// Waits until the socket may be ready for `interest`.
+    fn wait(&self, interest: Interest) -> impl Future<Output = io::Result<()>> + Send;
     /// Runs `op` (a non-blocking call on this socket's fd) and clears the
     /// readiness of `interest` if it would block.
     fn attempt<R>(&self, interest: Interest, op: impl FnOnce() -> io::Result<R>) -> io::Result<R>;
 }
 
-impl Socket for TcpStream {
-    fn ready_to_read(&self) -> impl Future<Output = io::Result<()>> + Send {
-        self.readable()
-    }
-    fn ready_to_write(&self) -> impl Future<Output = io::Result<()>> + Send {
-        self.writable()
-    }
-    fn attempt<R>(&self, interest: Interest, op: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
-        self.try_io(interest, op)
-    }
+/// Tokio's sockets wait and attempt alike.
+macro_rules! tokio_socket {
+    ($($stream:ty),*) => {$(
+        impl Socket for $stream {
+            fn wait(&self, interest: Interest) -> impl Future<Output = io::Result<()>> + Send {
+                async move { self.ready(interest).await.map(drop) }
+            }
+            fn attempt<R>(&self, interest: Interest, op: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
+                self.try_io(interest, op)
+            }
+        }
+    )*};
 }
 
-impl Socket for UnixStream {
-    fn ready_to_read(&self) -> impl Future<Output = io::Result<()>> + Send {
-        self.readable()
-    }
-    fn ready_to_write(&self) -> impl Future<Output = io::Result<()>> + Send {
-        self.writable()
-    }
-    fn attempt<R>(&self, interest: Interest, op: impl FnOnce() -> io::Result<R>) -> io::Result<R> {
-        self.try_io(interest, op)
-    }
-}
+tokio_socket!(TcpStream, UnixStream);
 
 /// Relays between `a` and `b` until both directions have ended; the bytes
 /// carried a -> b and b -> a. An error in either direction ends both.
@@ -68,7 +60,7 @@ async fn pump<F: Socket, T: Socket>(from: &F, to: &T) -> io::Result<u64> {
     loop {
         // The pipe is empty here: a splice that would block is waiting on `from`.
         let got = loop {
-            from.ready_to_read().await?;
+            from.wait(Interest::READABLE).await?;
             match from.attempt(Interest::READABLE, || splice(from.as_raw_fd(), pipe.write(), pipe.size)) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
@@ -81,7 +73,7 @@ async fn pump<F: Socket, T: Socket>(from: &F, to: &T) -> io::Result<u64> {
         }
         let mut left = got;
         while left > 0 {
-            to.ready_to_write().await?;
+            to.wait(Interest::WRITABLE).await?;
             match to.attempt(Interest::WRITABLE, || splice(pipe.read(), to.as_raw_fd(), left)) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(n) => left -= n,
