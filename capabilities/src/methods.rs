@@ -179,6 +179,7 @@ mod tests {
             ("push.list", Caller, Observe),
             ("mailbox.send", Agent, Message),
             ("mailbox.inbox", Agent, Observe),
+            ("mailbox.outbox", Agent, Observe),
             ("mailbox.unread", Narrowest, Observe),
             ("mailbox.ack", Agent, Control),
             ("supervision.get", Narrowest, Observe),
@@ -295,7 +296,10 @@ mod tests {
             ])
         );
         let tools: &[(&str, &[&str])] = &[
-            ("mail", &["mailbox.send", "mailbox.inbox", "mailbox.ack"]),
+            (
+                "mail",
+                &["mailbox.send", "mailbox.inbox", "mailbox.outbox", "mailbox.ack"],
+            ),
             ("recall", &["recall.search", "recall.stash", "recall.forget"]),
             (
                 "supervision",

@@ -127,6 +127,9 @@ methods! {
     MAILBOX_SEND = "mailbox.send" => on(F::Mail, S::Agent, O::Message)
         .agent_param("to").acts_as("from", &[O::Message, O::Invoke]).tool("mail").params::<MailSend>();
     MAILBOX_INBOX = "mailbox.inbox" => on(F::Mail, S::Agent, O::Observe).routed().tool("mail").params::<MailInbox>();
+    /// `{agent, before?, limit?}` -> `{messages, next_before}`: the agent's mail
+    /// to agents on other members, newest first, each delivered, pending or refused.
+    MAILBOX_OUTBOX = "mailbox.outbox" => on(F::Mail, S::Agent, O::Observe).routed().tool("mail").params::<MailOutbox>();
     /// `{agent?, fleet?}`: how many messages each agent has not acknowledged
     /// (a count, not the messages: the console's one call for every agent).
     MAILBOX_UNREAD = "mailbox.unread" => on(F::Mail, S::Narrowest, O::Observe)
@@ -250,7 +253,7 @@ mod tests {
         let served: Vec<&str> = REGISTRY.iter().filter(|m| m.served).map(|m| m.name).collect();
         assert_eq!(ALL, served.as_slice());
         assert!(ALL.contains(&CONFIG_SET) && ALL.contains(&AGENT_GET));
-        assert_eq!(ALL.len(), 81);
+        assert_eq!(ALL.len(), 82);
     }
 
     #[test]

@@ -607,6 +607,18 @@ pub struct MailSend {
     pub context: Option<String>,
 }
 
+/// `mailbox.outbox`: an agent's mail to agents homed on other members.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MailOutbox {
+    pub agent: String,
+    /// Messages older than this seq (the previous page's `next_before`).
+    #[serde(default)]
+    pub before: Option<u64>,
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MailInbox {

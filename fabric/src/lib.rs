@@ -17,7 +17,7 @@ pub use invite::Invite;
 pub use libp2p::multiaddr as swarm_protocol;
 pub use libp2p::{Multiaddr, PeerId, identity};
 pub use swarm::{Fabric, FabricConfig, FabricEvent};
-pub use wire::{Capacity, Gossip, Locate, NodeRecord, Request, Response, View};
+pub use wire::{Capacity, Gossip, Locate, MailAnswer, MailItem, NodeRecord, Request, Response, View};
 
 #[derive(Debug, thiserror::Error)]
 pub enum FabricError {

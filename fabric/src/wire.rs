@@ -63,6 +63,39 @@ pub enum Request {
     /// The fleet's owner tells a member it was removed (signed by the
     /// fleet root), before it is blocked.
     Removed(crate::Removal),
+    /// A message from an agent homed on the asking member to one homed on
+    /// the asked node (the sender's grant was checked at the sender's node).
+    Mail(MailItem),
+}
+
+/// One message crossing nodes. Its id is the sender's node's, so a retried
+/// delivery is recognised and stored once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MailItem {
+    pub id: String,
+    /// The sending agent's name on its node.
+    pub from: String,
+    /// The sending node's name (the receiver checks it is the member that
+    /// asks).
+    pub node: String,
+    /// The recipient's name on the asked node.
+    pub to: String,
+    pub body: String,
+    pub context: Option<String>,
+}
+
+/// How the asked node took a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MailAnswer {
+    /// Stored in the recipient's inbox at `seq` (`again`: it had been
+    /// stored before, by an earlier attempt of the same delivery).
+    Stored { seq: u64, again: bool },
+    /// Never to be stored (an unknown or archived recipient, a body over
+    /// the limit): the reason, for the sender's outbox.
+    /// `not_found`: the recipient is no agent there.
+    Refused { reason: String, not_found: bool },
+    /// Not now (the sender is over its rate at the receiver): try again.
+    Later { reason: String, retry_after_ms: u64 },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,6 +130,7 @@ pub enum Response {
     Located(bool),
     /// A removal was heard.
     Told,
+    Mail(MailAnswer),
     /// Refused, with the reason (the connection is then closed).
     Refused {
         reason: String,

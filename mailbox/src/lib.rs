@@ -26,9 +26,11 @@
 
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
+pub mod address;
 mod inbox;
 mod limits;
 
+pub use address::Address;
 pub use inbox::{Inbox, Message};
 pub use limits::{RateLimit, RateLimiter};
 
@@ -62,9 +64,11 @@ pub enum Peers {
     /// No one (no `grants.peers`).
     #[default]
     None,
-    /// Every agent of the owner on this node (`"all"`).
+    /// Every agent of the owner on this node (`"all"`); not agents homed
+    /// on other members.
     All,
-    /// Exactly these agents.
+    /// Exactly these agents (`NAME`, or `NAME@NODE` for one homed on
+    /// another member).
     List(Vec<String>),
 }
 
@@ -72,7 +76,7 @@ impl Peers {
     pub fn allows(&self, to: &str) -> bool {
         match self {
             Peers::None => false,
-            Peers::All => true,
+            Peers::All => !to.contains('@'),
             Peers::List(names) => names.iter().any(|n| n == to),
         }
     }
@@ -98,7 +102,11 @@ pub fn decide_send(c: &SendCheck<'_>) -> Result<(), MailError> {
     if !c.peers.allows(c.to) {
         let reason = match c.peers {
             Peers::None => "it has no grants.peers".to_string(),
-            _ => "not in its grants.peers".to_string(),
+            Peers::All => format!(
+                "grants.peers \"all\" covers this node's agents only; name {:?} in it to reach an agent on another node",
+                c.to
+            ),
+            Peers::List(_) => "not in its grants.peers".to_string(),
         };
         return Err(MailError::Forbidden {
             from: c.from.into(),
@@ -115,6 +123,30 @@ pub fn decide_send(c: &SendCheck<'_>) -> Result<(), MailError> {
     }
     text("body", c.body, MAX_BODY_BYTES, false)?;
     if let Some(ctx) = c.context {
+        text("context", ctx, MAX_CONTEXT_BYTES, true)?;
+    }
+    Ok(())
+}
+
+/// What the recipient's home decides about a message another member hands
+/// over: the sender's grant was checked at the sender's node; here the
+/// recipient must take mail and the message must be acceptable on its own.
+pub fn decide_receipt(
+    id: &str,
+    recipient_archived: bool,
+    to: &str,
+    body: &str,
+    context: Option<&str>,
+) -> Result<(), MailError> {
+    address::check_id(id)?;
+    if recipient_archived {
+        return Err(MailError::Invalid {
+            field: "to",
+            reason: format!("agent {to:?} is archived"),
+        });
+    }
+    text("body", body, MAX_BODY_BYTES, false)?;
+    if let Some(ctx) = context {
         text("context", ctx, MAX_CONTEXT_BYTES, true)?;
     }
     Ok(())
@@ -182,6 +214,32 @@ mod tests {
         let back = decide_send(&check("b", "a", &b, "hi")).expect_err("b was granted nothing");
         assert!(back.to_string().contains("no grants.peers"), "{back}");
         assert_eq!(decide_send(&check("c", "zz", &all, "hi")), Ok(()));
+        // Another node's agent is reached only by naming it.
+        let far = decide_send(&check("c", "zz@n3", &all, "hi")).expect_err("all is this node");
+        assert!(far.to_string().contains("this node's agents only"), "{far}");
+        let named = Peers::List(vec!["zz@n3".into()]);
+        assert_eq!(decide_send(&check("c", "zz@n3", &named, "hi")), Ok(()));
+        assert!(decide_send(&check("c", "zz@n4", &named, "hi")).is_err());
+    }
+
+    #[test]
+    fn a_handed_over_message_is_checked_again_on_its_own() {
+        assert_eq!(decide_receipt("mail-1", false, "b", "hi", None), Ok(()));
+        assert!(decide_receipt("x", false, "b", "hi", None).is_err());
+        assert!(
+            decide_receipt("mail-1", true, "b", "hi", None)
+                .expect_err("archived")
+                .to_string()
+                .contains("archived")
+        );
+        let big = "x".repeat(MAX_BODY_BYTES + 1);
+        assert!(
+            decide_receipt("mail-1", false, "b", &big, None)
+                .expect_err("big")
+                .to_string()
+                .contains("over the limit")
+        );
+        assert!(decide_receipt("mail-1", false, "b", "esc \u{1b}[2J", None).is_err());
     }
 
     #[test]

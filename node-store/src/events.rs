@@ -121,6 +121,16 @@ pub enum Event {
         context: Option<String>,
         body: String,
     },
+    /// Mail to agents homed on member `node` was handed over up to `upto`
+    /// (the seq of message `id`, a `MailSent` to `NAME@node`): the member
+    /// stored it, or `refused` it for good (the reason).
+    MailForwarded {
+        node: String,
+        upto: u64,
+        id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refused: Option<String>,
+    },
     /// `agent` has read its inbox up to `cursor` (a mail event's seq).
     MailAcked {
         agent: String,
@@ -420,6 +430,7 @@ impl Event {
             Event::ConversationArchived { .. } => "conversation_archived",
             Event::WorkspaceLeased { .. } => "workspace_leased",
             Event::MailSent { .. } => "mail_sent",
+            Event::MailForwarded { .. } => "mail_forwarded",
             Event::MailAcked { .. } => "mail_acked",
             Event::MailDelivered { .. } => "mail_delivered",
             Event::SupervisionSet { .. } => "supervision_set",

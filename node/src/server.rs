@@ -238,7 +238,8 @@ pub async fn run(
     fleet.set_verifier(verifier.clone()).await;
     let spend = crate::spend::Spend::new(node.clone(), cfg.pricing.clone());
     spend.start().await;
-    let mail = crate::mail::Mail::new(node.clone());
+    let mail = crate::mail::Mail::new(node.clone(), fleet.clone());
+    mail.start().await;
     let supervisor = crate::supervise::Supervisor::new(node.clone(), mail.clone(), spend.clone());
     let conversations = crate::conversations::Conversations::new(node.clone(), supervisor.clone(), spend.clone());
     conversations.start(startup);
@@ -287,6 +288,7 @@ pub async fn run(
         Arc::new(api::ApiDispatch(app.clone())),
         node.clone(),
         supervisor.clone(),
+        app.mail.clone(),
         verifier.clone(),
         cfg.limits.clone(),
     );

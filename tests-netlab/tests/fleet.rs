@@ -5,7 +5,8 @@
 //! restart; a node killed with `kill -9` and restarted rejoins, and its own
 //! gossip (a changed record) reaches the others. Calls routed across members
 //! are `fleet/routed.rs`; monitors across members `fleet/monitors.rs`; the
-//! fabric over WebSocket alone `fleet/websocket.rs`.
+//! fabric over WebSocket alone `fleet/websocket.rs`; mail between agents on
+//! different members `fleet/mail.rs`.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -13,6 +14,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tests_netlab::{Lab, LabNode, wait_for};
 
+#[path = "fleet/mail.rs"]
+mod mail;
 #[path = "fleet/monitors.rs"]
 mod monitors;
 #[path = "fleet/placement.rs"]

@@ -10,6 +10,9 @@ use crate::events::{AgentRecord, CliExit, Event, FreshStart, GrantsRecord, RuleR
 use crate::lifecycle::{self, Transition};
 use crate::validate::{self, Invalid};
 
+mod mail;
+pub use mail::{MAX_MAIL_REFUSALS, peers_of};
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CatalogError {
     #[error("{0}")]
@@ -86,6 +89,12 @@ pub struct Catalog {
     pub mail_cursors: BTreeMap<String, u64>,
     /// How far the node has delivered each agent's mail into its CLI.
     pub mail_delivered: BTreeMap<String, MailDelivery>,
+    /// Mail to other members' agents: per node name, the seq of the last
+    /// message handed over (or refused) there; later ones are pending.
+    pub mail_forwarded: BTreeMap<String, u64>,
+    /// The newest refusals of mail handed to other members (id, reason), at
+    /// most `MAX_MAIL_REFUSALS`.
+    pub mail_refused: std::collections::VecDeque<(String, String)>,
     /// Learned approval rules: workspace directory -> confirmed patterns.
     pub approval_rules: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// Revocation ids of revoked tokens (hex).
@@ -223,6 +232,22 @@ impl Catalog {
                 d.woken = d.woken.max(upto);
                 if *full_body {
                     d.full_body = d.full_body.max(upto);
+                }
+            }
+            Event::MailForwarded {
+                node,
+                upto,
+                id,
+                refused,
+            } => {
+                // Only mail committed before it can have been handed over.
+                let f = self.mail_forwarded.entry(node.clone()).or_default();
+                *f = (*f).max((*upto).min(e.seq));
+                if let Some(reason) = refused {
+                    if self.mail_refused.len() >= MAX_MAIL_REFUSALS {
+                        self.mail_refused.pop_front();
+                    }
+                    self.mail_refused.push_back((id.clone(), reason.clone()));
                 }
             }
             Event::MailSent { .. }
@@ -496,58 +521,6 @@ impl Catalog {
 }
 
 impl Catalog {
-    /// A message from `from` to `to`: both must be agents here, and the
-    /// mailbox decides the rest (`mailbox::decide_send`) from `from`'s
-    /// current grants.
-    pub fn decide_mail_send(&self, p: console_api::MailSend, id: String) -> Result<Event, CatalogError> {
-        let sender = self.agent(&p.from)?;
-        let recipient = self.agent(&p.to)?;
-        let peers = peers_of(&sender.record.grants.peers);
-        mailbox::decide_send(&mailbox::SendCheck {
-            from: &p.from,
-            to: &p.to,
-            peers: &peers,
-            recipient_archived: recipient.archived,
-            body: &p.body,
-            context: p.context.as_deref(),
-        })
-        .map_err(|e| match e {
-            mailbox::MailError::Forbidden { .. } => CatalogError::Forbidden(e.to_string()),
-            other => CatalogError::Invalid(Invalid {
-                field: match &other {
-                    mailbox::MailError::Invalid { field, .. } => field,
-                    _ => "body",
-                },
-                problem: match &other {
-                    mailbox::MailError::Invalid { reason, .. } => reason.clone(),
-                    o => o.to_string(),
-                },
-            }),
-        })?;
-        Ok(Event::MailSent {
-            id,
-            from: p.from,
-            to: p.to,
-            context: p.context,
-            body: p.body,
-        })
-    }
-
-    /// Moves `agent`'s inbox cursor forward, at most to `last` (the seq of
-    /// its newest message): never back, `None` if it would not move.
-    pub fn decide_mail_ack(&self, agent: &str, cursor: u64, last: u64) -> Result<Option<Event>, CatalogError> {
-        self.agent(agent)?;
-        let current = self.mail_cursors.get(agent).copied().unwrap_or(0);
-        Ok(
-            mailbox::decide_ack(current, cursor, last).map(|cursor| Event::MailAcked {
-                agent: agent.to_string(),
-                cursor,
-            }),
-        )
-    }
-}
-
-impl Catalog {
     /// The learned approval rules of a workspace, sorted.
     pub fn approval_rules_of(&self, workspace: &str) -> Vec<String> {
         self.approval_rules
@@ -604,17 +577,6 @@ impl Catalog {
 /// The reason recorded for a pause that a client asked for.
 pub const PLANNED_PAUSE: &str = "paused on request";
 
-/// `grants.peers` as the mailbox reads it.
-pub fn peers_of(v: &Option<serde_json::Value>) -> mailbox::Peers {
-    match v {
-        Some(serde_json::Value::String(s)) if s == "all" => mailbox::Peers::All,
-        Some(serde_json::Value::Array(items)) => {
-            mailbox::Peers::List(items.iter().filter_map(|i| i.as_str().map(str::to_string)).collect())
-        }
-        _ => mailbox::Peers::None,
-    }
-}
-
 fn check_record(a: &AgentRecord) -> Result<(), Invalid> {
     if let Some(p) = &a.persona {
         validate::persona(p)?;
@@ -636,9 +598,13 @@ fn check_record(a: &AgentRecord) -> Result<(), Invalid> {
         Some(serde_json::Value::Array(items)) => {
             for item in items {
                 match item.as_str() {
-                    Some(name) => validate::agent_name(name).map_err(|e| Invalid {
+                    // `NAME`, or `NAME@NODE` for an agent homed on another member.
+                    Some(name) => mailbox::address::parse(name).map(|_| ()).map_err(|e| Invalid {
                         field: "grants.peers",
-                        problem: e.problem,
+                        problem: match e {
+                            mailbox::MailError::Invalid { reason, .. } => reason,
+                            other => other.to_string(),
+                        },
                     })?,
                     None => {
                         return Err(Invalid {

@@ -397,6 +397,58 @@ mod mail_tests {
         );
         assert!(!c.mail_delivered.contains_key("b"));
     }
+
+    #[test]
+    fn remote_mail_needs_its_address_named_and_hands_over_forward_only() {
+        let c = with_agents();
+        let send = |from: &str, to: &str| console_api::MailSend {
+            from: from.into(),
+            to: to.into(),
+            body: "hi".into(),
+            context: None,
+        };
+        // "all" is this node's agents; "b" names no remote agent.
+        assert!(matches!(
+            c.decide_mail_send(send("b", "x@n3"), "mail-1".into()),
+            Err(CatalogError::Forbidden(_))
+        ));
+        assert!(c.decide_mail_send(send("a", "b@n3"), "mail-1".into()).is_err());
+        assert!(c.decide_mail_send(send("nobody", "b@n3"), "mail-1".into()).is_err());
+
+        let mut c = c;
+        let fwd = |upto: u64, id: &str, refused: Option<&str>| Event::MailForwarded {
+            node: "n3".into(),
+            upto,
+            id: id.into(),
+            refused: refused.map(str::to_string),
+        };
+        for (seq, event) in [
+            (10, fwd(5, "mail-5", None)),
+            (11, fwd(3, "mail-3", None)),
+            (12, fwd(8, "mail-8", Some("no agent"))),
+            (13, fwd(u64::MAX, "mail-x", None)),
+        ] {
+            c.apply(&StoredEvent { seq, ts: 0, event });
+        }
+        assert_eq!(
+            c.mail_forwarded.get("n3"),
+            Some(&13),
+            "never back; clamped to its own seq"
+        );
+        assert_eq!(
+            c.mail_refused.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
+            ["mail-8"]
+        );
+        for i in 0..(MAX_MAIL_REFUSALS + 5) as u64 {
+            c.apply(&StoredEvent {
+                seq: 100 + i,
+                ts: 0,
+                event: fwd(100 + i, &format!("mail-r{i}"), Some("gone")),
+            });
+        }
+        assert_eq!(c.mail_refused.len(), MAX_MAIL_REFUSALS, "refusals are bounded");
+        assert_eq!(c.mail_refused.front().map(|(id, _)| id.as_str()), Some("mail-r5"));
+    }
 }
 
 #[test]

@@ -150,6 +150,8 @@ pub fn carries_outside_text(e: &Event) -> bool {
         | Event::WorkspaceLeased { .. }
         | Event::MailAcked { .. }
         | Event::MailDelivered { .. }
+        // A refusal's reason is the member's words about a name and a size.
+        | Event::MailForwarded { .. }
         | Event::SupervisionSet { .. }
         | Event::SupervisionDefaults { .. }
         | Event::ApprovalRule { .. }

@@ -2,6 +2,7 @@
 //! log and the transcript projection. All writes go through one writer task
 //! (`writer.rs`) with group commit; reads use a small pool of read connections.
 
+mod mail;
 pub mod push;
 pub mod recall;
 pub mod spend;
@@ -265,56 +266,6 @@ impl Store {
             .fetch_all(&self.reads)
             .await?;
         rows.iter().map(decode_row).collect()
-    }
-
-    /// The newest message to `agent` with seq > `after`, if any.
-    pub async fn newest_mail(&self, agent: &str, after: u64) -> Result<Option<u64>, StoreError> {
-        let row = sqlx::query("SELECT MAX(event_seq) FROM mail WHERE recipient = ? AND event_seq > ?")
-            .bind(agent)
-            .bind(seq_param(after))
-            .fetch_one(&self.reads)
-            .await?;
-        Ok(row.get::<Option<i64>, _>(0).map(|s| s as u64))
-    }
-
-    /// Messages to `agent` with seq > `after`, oldest first, at most `limit`.
-    /// How many of `agent`'s messages come after `after` (unacknowledged).
-    pub async fn unread_count(&self, agent: &str, after: u64) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM mail WHERE recipient = ? AND event_seq > ?")
-            .bind(agent)
-            .bind(seq_param(after))
-            .fetch_one(&self.reads)
-            .await?;
-        Ok(n as u64)
-    }
-
-    pub async fn inbox(
-        &self,
-        agent: &str,
-        after: u64,
-        limit: u32,
-    ) -> Result<Vec<console_api::MailMessage>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT event_seq, id, ts, sender, recipient, context, body FROM mail \
-             WHERE recipient = ? AND event_seq > ? ORDER BY event_seq LIMIT ?",
-        )
-        .bind(agent)
-        .bind(seq_param(after))
-        .bind(limit as i64)
-        .fetch_all(&self.reads)
-        .await?;
-        Ok(rows
-            .iter()
-            .map(|r| console_api::MailMessage {
-                seq: r.get::<i64, _>(0) as u64,
-                id: r.get(1),
-                ts: r.get::<i64, _>(2) as u64,
-                from: r.get(3),
-                to: r.get(4),
-                context: r.get(5),
-                body: r.get(6),
-            })
-            .collect())
     }
 
     /// How far into the CLI's session file this conversation's transcript has

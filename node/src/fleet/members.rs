@@ -309,6 +309,26 @@ impl super::Fleet {
                 self.apply_removal(removal).await;
                 Response::Told
             }
+            // A message from one of its agents: the member must name itself
+            // as the sender's node (no member speaks for another).
+            Request::Mail(item) => {
+                let name = self
+                    .fleet
+                    .member_of(&peer)
+                    .map(|id| self.member_name(&id))
+                    .unwrap_or_default();
+                if item.node != name {
+                    tracing::warn!(%peer, member = %name, claimed = %item.node, "a member handed over mail as another node: refused");
+                    return Response::Mail(fabric::MailAnswer::Refused {
+                        reason: format!(
+                            "the message names node {:?} as its sender, but member {name} sent it",
+                            item.node
+                        ),
+                        not_found: false,
+                    });
+                }
+                self.fleet.ask_home(peer, Request::Mail(item)).await
+            }
             // The home side of routing answers these (`api/routing/serve.rs`).
             request @ (Request::Api { .. } | Request::Pull { .. } | Request::Cancel { .. } | Request::Locate(_)) => {
                 self.fleet.ask_home(peer, request).await

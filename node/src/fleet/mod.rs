@@ -95,13 +95,13 @@ pub struct FleetRuntime {
     announced: Mutex<BTreeMap<String, bool>>,
     /// A token the owner key signed for the local admin's forwarded calls.
     owner_token: Mutex<Option<(String, Instant)>>,
-    /// The home side of routing: members' `Api`, `Pull`, `Cancel` and
-    /// `Locate` requests go there.
+    /// The home side of routing: members' `Api`, `Pull`, `Cancel`,
+    /// `Locate` and `Mail` requests go there.
     home: mpsc::Sender<Asked>,
 }
 
-/// A member's request for the home side of routing (`Api`, `Pull`, `Cancel`
-/// or `Locate`), and where its answer goes.
+/// A member's request for the home side of routing (`Api`, `Pull`, `Cancel`,
+/// `Locate` or `Mail`), and where its answer goes.
 pub struct Asked {
     pub peer: PeerId,
     pub request: fabric::Request,

@@ -173,6 +173,42 @@ impl super::Fleet {
         }
     }
 
+    /// Hands one message to member `node_id` within `within`: how it took
+    /// it, or why it could not be asked (then its outcome is unknown and the
+    /// same message is handed again later; the member stores it once).
+    pub(crate) async fn hand_mail(
+        &self,
+        node_id: &str,
+        item: fabric::MailItem,
+        within: Duration,
+    ) -> Result<fabric::MailAnswer, String> {
+        let peer = self.home_peer(node_id).map_err(|e| e.to_string())?;
+        let fabric = self.fleet.fabric().map_err(|e| e.to_string())?.clone();
+        match fabric.request_within(peer, Request::Mail(item), within).await {
+            Ok(Response::Mail(answer)) => Ok(answer),
+            Ok(Response::Refused { reason }) => Err(format!(
+                "node {} refused the request: {reason}",
+                self.member_name(node_id)
+            )),
+            Ok(other) => Err(format!(
+                "node {} answered mail with {other:?}",
+                self.member_name(node_id)
+            )),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Whether the owner removed member `name` (by name or node id).
+    pub(crate) async fn was_removed(&self, name: &str) -> bool {
+        self.catalog
+            .lock()
+            .await
+            .fleet
+            .removed
+            .values()
+            .any(|r| r.node_id == name || self.member_name(&r.node_id) == name)
+    }
+
     /// The next notifications of a forwarded subscription.
     pub async fn pull(&self, node_id: &str, stream: u64) -> NodeResult<(Vec<String>, Option<String>)> {
         let peer = self.home_peer(node_id)?;

@@ -2,9 +2,13 @@
 //! `mailbox` crate's (through the catalog's `decide_mail_send`, which reads
 //! the sender's current grants, and the per-sender rate limiter); messages
 //! live in the event log and the `mail` projection. A committed send is
-//! published as `event.mail.arrived` (no body).
+//! published as `event.mail.arrived` (no body). Mail to an agent homed on
+//! another member goes through the outbox (`remote.rs`).
 
-use std::sync::{Arc, Mutex};
+mod remote;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::Value;
 
@@ -21,11 +25,18 @@ pub(crate) struct MailStanding {
 }
 
 /// The mailbox: a subsystem over the core, owning each sender's rate bucket
-/// (the messages themselves are the log's and the store's `mail` projection).
+/// and the outbox's lanes (the messages themselves are the log's and the
+/// store's `mail` projection). It reaches other members through the fleet.
 pub struct Mail {
     node: Arc<Node>,
+    fleet: Arc<crate::fleet::Fleet>,
     /// Per-sender mail rate limits, read on the core's clock.
     limits: Mutex<mailbox::RateLimiter>,
+    /// One lane per member mail is addressed to.
+    lanes: Mutex<HashMap<String, Arc<remote::Lane>>>,
+    /// Messages members hand over are taken one at a time.
+    receipts: tokio::sync::Mutex<()>,
+    me: Weak<Mail>,
 }
 
 impl std::ops::Deref for Mail {
@@ -37,14 +48,22 @@ impl std::ops::Deref for Mail {
 }
 
 impl Mail {
-    pub fn new(node: Arc<Node>) -> Arc<Mail> {
+    pub fn new(node: Arc<Node>, fleet: Arc<crate::fleet::Fleet>) -> Arc<Mail> {
         let limits = Mutex::new(mailbox::RateLimiter::new(node.cfg.mail_rate));
-        Arc::new(Mail { node, limits })
+        Arc::new_cyclic(|me| Mail {
+            node,
+            fleet,
+            limits,
+            lanes: Mutex::new(HashMap::new()),
+            receipts: tokio::sync::Mutex::new(()),
+            me: me.clone(),
+        })
     }
 
     /// `mailbox.send`. `speaker` is the agent an instance token speaks for: it
-    /// may only send as itself.
-    pub async fn send(&self, p: console_api::MailSend, speaker: Option<&str>) -> NodeResult<Value> {
+    /// may only send as itself. `to` is an agent here, or `NAME@NODE` for one
+    /// homed on another member.
+    pub async fn send(&self, mut p: console_api::MailSend, speaker: Option<&str>) -> NodeResult<Value> {
         if let Some(me) = speaker
             && me != p.from
         {
@@ -52,6 +71,15 @@ impl Mail {
                 "this token speaks for agent {me:?} and cannot send as {:?}",
                 p.from
             )));
+        }
+        let to = p.to.clone();
+        match mailbox::address::parse(&to).map_err(|e| NodeError::Invalid(e.to_string()))? {
+            mailbox::Address::Remote { agent, node } if self.fleet.member_named(node).await?.is_some() => {
+                return self.send_remote(p, agent, node).await;
+            }
+            // `NAME@THIS-NODE` is a local agent.
+            mailbox::Address::Remote { agent, .. } => p.to = agent.to_string(),
+            mailbox::Address::Local(_) => {}
         }
         let id = new_id("mail-");
         let (from, to) = (p.from.clone(), p.to.clone());
@@ -67,7 +95,7 @@ impl Mail {
             console_api::methods::EVENT_MAIL_ARRIVED,
             serde_json::json!({ "agent": to, "from": from, "message_id": id, "seq": seq }),
         );
-        Ok(serde_json::json!({ "message_id": id, "seq": seq }))
+        Ok(serde_json::json!({ "message_id": id, "seq": seq, "state": "delivered" }))
     }
 
     /// One send from `from`'s rate bucket, or -32029 with when to retry.

@@ -13,7 +13,8 @@ use super::{Conn, Output, at_node, finish, items, print_unreachable, put, put_fl
 #[derive(Subcommand)]
 pub enum MailVerb {
     /// Send mail from one agent to another (needs `message` on the recipient,
-    /// and the sender's grants.peers must allow it).
+    /// and the sender's grants.peers must allow it). TO is an agent on the
+    /// sender's node, or NAME@NODE for one homed on another member.
     Send {
         from: String,
         to: String,
@@ -29,6 +30,17 @@ pub enum MailVerb {
         agent: String,
         #[arg(long)]
         after: Option<u64>,
+        #[arg(long)]
+        limit: Option<u32>,
+        #[arg(long, env = "WARREN_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// AGENT's mail to agents on other members, newest first: delivered,
+    /// pending (kept until the member takes it) or refused.
+    Outbox {
+        agent: String,
+        #[arg(long)]
+        before: Option<u64>,
         #[arg(long)]
         limit: Option<u32>,
         #[arg(long, env = "WARREN_DATA_DIR")]
@@ -73,10 +85,35 @@ pub async fn mail(verb: MailVerb, conn: Conn, out: Output) -> anyhow::Result<Exi
             let mut c = conn.connect(data_dir).await?;
             finish(out, c.call(m::MAILBOX_SEND, p).await, |v| {
                 println!(
-                    "sent {} (seq {})",
+                    "sent {} (seq {}, {})",
                     s(v, "message_id"),
-                    v.get("seq").unwrap_or(&Value::Null)
+                    v.get("seq").unwrap_or(&Value::Null),
+                    s(v, "state")
                 )
+            })
+        }
+        MailVerb::Outbox {
+            agent,
+            before,
+            limit,
+            data_dir,
+        } => {
+            let mut p = json!({ "agent": agent });
+            put(&mut p, "before", before);
+            put(&mut p, "limit", limit);
+            let mut c = conn.connect(data_dir).await?;
+            finish(out, c.call(m::MAILBOX_OUTBOX, p).await, |v| {
+                for msg in items(v, "messages") {
+                    let reason = msg.get("reason").and_then(Value::as_str).map(|r| format!(": {r}"));
+                    println!(
+                        "{:>5} {} -> {} {}{}",
+                        msg["seq"],
+                        s(msg, "message_id"),
+                        s(msg, "to"),
+                        s(msg, "state"),
+                        reason.unwrap_or_default()
+                    );
+                }
             })
         }
         MailVerb::Unread { agent, fleet, data_dir } => {

@@ -124,7 +124,8 @@ pub enum AgentVerb {
         persona: Option<String>,
         #[arg(long)]
         model: Option<String>,
-        /// Peers it may message: `all` or comma-separated names.
+        /// Peers it may message: `all` (this node's agents) or comma-separated
+        /// names, `NAME@NODE` for an agent homed on another member.
         #[arg(long)]
         peers: Option<String>,
         /// Tools granted, comma-separated.

@@ -6,7 +6,8 @@
 //! connection: its notifications wait in the connection's bounded queue (a
 //! full queue cuts it off, as for a slow local client) until the caller
 //! pulls them. The home also tells members whether it homes an agent,
-//! conversation or held dialog. It is an actor: the fleet hands it members'
+//! conversation or held dialog, and takes the mail members' agents send to its
+//! own. It is an actor: the fleet hands it members'
 //! requests through a bounded queue, each answered in a task of its own.
 
 use std::collections::HashMap;
@@ -48,6 +49,7 @@ pub struct Home {
     dispatch: Arc<dyn Dispatch>,
     node: Arc<Node>,
     supervisor: Arc<Supervisor>,
+    mail: Arc<crate::mail::Mail>,
     verifier: Arc<capabilities::Verifier>,
     limits: crate::config::Limits,
     open: Mutex<HashMap<u64, Arc<Stream>>>,
@@ -78,6 +80,7 @@ impl Home {
         dispatch: Arc<dyn Dispatch>,
         node: Arc<Node>,
         supervisor: Arc<Supervisor>,
+        mail: Arc<crate::mail::Mail>,
         verifier: Arc<capabilities::Verifier>,
         limits: crate::config::Limits,
     ) -> Arc<Home> {
@@ -85,6 +88,7 @@ impl Home {
             dispatch,
             node,
             supervisor,
+            mail,
             verifier,
             limits,
             open: Mutex::new(HashMap::new()),
@@ -117,6 +121,9 @@ impl Home {
             Request::Pull { stream } => self.pull(peer, stream).await,
             Request::Cancel { stream } => self.cancel(peer, stream),
             Request::Locate(what) => Response::Located(super::homes(&self.node, &self.supervisor, &what).await),
+            // A member's agent wrote to one of ours (the member was checked
+            // to be who the message says it is from).
+            Request::Mail(item) => Response::Mail(self.mail.receive(item).await),
             _ => Response::Refused {
                 reason: "not a request for the home side of routing".into(),
             },

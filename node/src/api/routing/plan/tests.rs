@@ -119,6 +119,7 @@ fn the_registry_routes_what_was_routed_before() {
         "supervision.audit",
         "supervision.nudge",
         "mailbox.inbox",
+        "mailbox.outbox",
         "mailbox.unread",
         "mailbox.ack",
         "budget.get",
