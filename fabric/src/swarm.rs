@@ -113,6 +113,11 @@ pub enum FabricEvent {
         from: PeerId,
         error: String,
     },
+    /// A dial to this peer failed (refused, timed out, or another peer
+    /// answered).
+    Unreachable {
+        peer: PeerId,
+    },
     /// A ping answered: the peer is alive.
     Pong {
         peer: PeerId,
@@ -427,6 +432,7 @@ async fn run(
                     SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event { peer, result: Ok(rtt), .. })) => {
                         Some(FabricEvent::Pong { peer, rtt })
                     }
+                    SwarmEvent::OutgoingConnectionError { peer_id: Some(peer), .. } => Some(FabricEvent::Unreachable { peer }),
                     _ => None,
                 };
                 if let Some(ev) = out

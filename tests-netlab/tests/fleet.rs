@@ -6,7 +6,8 @@
 //! gossip (a changed record) reaches the others. Calls routed across members
 //! are `fleet/routed.rs`; monitors across members `fleet/monitors.rs`; the
 //! fabric over WebSocket alone `fleet/websocket.rs`; mail between agents on
-//! different members `fleet/mail.rs`.
+//! different members `fleet/mail.rs`; health among 10 members while one is
+//! killed and restarted `fleet/churn.rs`.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -14,6 +15,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tests_netlab::{Lab, LabNode, wait_for};
 
+#[path = "fleet/churn.rs"]
+mod churn;
 #[path = "fleet/mail.rs"]
 mod mail;
 #[path = "fleet/monitors.rs"]

@@ -117,6 +117,10 @@ struct Seen {
     last_seen: Instant,
     /// How long its last heartbeat took to arrive (by the two nodes' clocks).
     delay_ms: Option<u64>,
+    /// Its connection closed and a dial since failed (a crashed process
+    /// refuses at once): unhealthy now, not `unhealthy_after_ms` later,
+    /// until it is heard from again.
+    lost: bool,
 }
 
 struct PeerInfo {
@@ -445,6 +449,7 @@ impl Fleet {
                         record: r,
                         last_seen,
                         delay_ms,
+                        lost: false,
                     },
                 );
             } else if newer && let Some(s) = t.get_mut(&r.node_id) {
@@ -464,7 +469,7 @@ impl Fleet {
                 .into_iter()
                 .map(|id| {
                     let seen = t.get(&id);
-                    let healthy = seen.is_some_and(|s| self.heard_recently(s.last_seen.elapsed()));
+                    let healthy = seen.is_some_and(|s| self.healthy(s));
                     (id, (seen.map(|s| s.record.name.clone()), healthy))
                 })
                 .collect()
@@ -496,9 +501,10 @@ impl Fleet {
     }
 
     /// The health rule: a member heard from (heartbeat or ping) within
-    /// `unhealthy_after_ms`.
-    pub(crate) fn heard_recently(&self, ago: Duration) -> bool {
-        ago < Duration::from_millis(self.fleet.settings.unhealthy_after_ms)
+    /// `unhealthy_after_ms`, and not lost since (its connection closed and
+    /// it refused a dial).
+    fn healthy(&self, s: &Seen) -> bool {
+        !s.lost && s.last_seen.elapsed() < Duration::from_millis(self.fleet.settings.unhealthy_after_ms)
     }
 
     /// Where `agent.create {node: "auto"}` goes: the name of the healthy
@@ -536,15 +542,20 @@ impl Fleet {
         }
         let table = self.fleet.table.lock().map(|t| {
             t.iter()
-                .map(|(id, s)| (id.clone(), (s.record.clone(), s.last_seen.elapsed(), s.delay_ms)))
+                .map(|(id, s)| {
+                    (
+                        id.clone(),
+                        (s.record.clone(), s.last_seen.elapsed(), s.delay_ms, self.healthy(s)),
+                    )
+                })
                 .collect::<BTreeMap<_, _>>()
         });
         let table = table.unwrap_or_default();
         for (id, cert) in &members {
             match table.get(id) {
-                Some((r, ago, delay)) => {
+                Some((r, ago, delay, healthy)) => {
                     let last_seen = now_ms().saturating_sub(ago.as_millis() as u64);
-                    let mut n = node_json(r, self.heard_recently(*ago), Some(last_seen), false);
+                    let mut n = node_json(r, *healthy, Some(last_seen), false);
                     n["gossip_delay_ms"] = json!(delay);
                     nodes.push(n);
                 }

@@ -67,7 +67,7 @@ impl super::Fleet {
 
     /// The member's peer, if it is connected and healthy now.
     pub(crate) fn home_peer(&self, node_id: &str) -> NodeResult<PeerId> {
-        let (name, peer, ago) = {
+        let (name, peer, ago, healthy) = {
             let t = self
                 .fleet
                 .table
@@ -78,12 +78,17 @@ impl super::Fleet {
                     "node: {node_id:?} is not a member of this fleet"
                 )));
             };
-            (s.record.name.clone(), s.record.peer_id.clone(), s.last_seen.elapsed())
+            (
+                s.record.name.clone(),
+                s.record.peer_id.clone(),
+                s.last_seen.elapsed(),
+                self.healthy(s),
+            )
         };
         let peer: Option<PeerId> = peer.parse().ok();
         let connected = peer.is_some_and(|p| self.fleet.member_of(&p).as_deref() == Some(node_id));
         match peer {
-            Some(p) if connected && self.heard_recently(ago) => Ok(p),
+            Some(p) if connected && healthy => Ok(p),
             _ => Err(NodeError::Unreachable {
                 node: name.clone(),
                 message: format!(

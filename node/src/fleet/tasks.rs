@@ -34,10 +34,15 @@ pub(super) async fn run_events(node: Weak<super::Fleet>, mut events: tokio::sync
                 tokio::spawn(async move { node.greet(peer).await });
             }
             FabricEvent::Disconnected { peer } => {
-                if let Ok(mut p) = node.fleet.peers.lock() {
-                    p.remove(&peer);
+                let gone = node.fleet.peers.lock().ok().and_then(|mut p| p.remove(&peer));
+                // A member's last connection closed: dial it again now. A
+                // crashed member refuses at once (`Unreachable`); one that
+                // only let an idle connection go answers.
+                if let Some(id) = gone.and_then(|i| i.member) {
+                    tokio::spawn(async move { node.redial_now(&id).await });
                 }
             }
+            FabricEvent::Unreachable { peer } => node.lost(peer),
             FabricEvent::Request { peer, request, reply } => {
                 tokio::spawn(async move {
                     let judged = !matches!(request, Request::Sync(_));
@@ -76,6 +81,7 @@ pub(super) async fn run_events(node: Weak<super::Fleet>, mut events: tokio::sync
                     && let Some(s) = t.get_mut(&id)
                 {
                     s.last_seen = Instant::now();
+                    s.lost = false;
                 }
             }
         }
@@ -173,6 +179,45 @@ pub(super) async fn run_ticks(node: Weak<super::Fleet>) {
 }
 
 impl super::Fleet {
+    /// Dials every address of member `node_id` now (and marks them dialed,
+    /// so the tick does not dial them again at once).
+    async fn redial_now(&self, node_id: &str) {
+        let Ok(fabric) = self.fleet.fabric().cloned() else {
+            return;
+        };
+        let Some((peer_id, addrs)) = self.fleet.table.lock().ok().and_then(|t| {
+            t.get(node_id)
+                .map(|s| (s.record.peer_id.clone(), s.record.addrs.clone()))
+        }) else {
+            return;
+        };
+        for a in addrs {
+            if let Ok(mut d) = self.fleet.dialed.lock() {
+                d.insert(a.clone(), Instant::now());
+            }
+            if let Ok(addr) = format!("{a}/p2p/{peer_id}").parse::<Multiaddr>() {
+                let _ = fabric.dial(addr).await;
+            }
+        }
+    }
+
+    /// A dial to `peer` failed: a member it is not connected to is lost
+    /// (unhealthy until heard from again).
+    fn lost(&self, peer: PeerId) {
+        let connected = self.fleet.peers.lock().map(|p| p.contains_key(&peer)).unwrap_or(true);
+        if connected {
+            return;
+        }
+        let peer = peer.to_string();
+        if let Ok(mut t) = self.fleet.table.lock()
+            && let Some(s) = t.values_mut().find(|s| s.record.peer_id == peer)
+            && !s.lost
+        {
+            tracing::info!(node = %s.record.name, "a member's connection closed and it refuses dials: down");
+            s.lost = true;
+        }
+    }
+
     /// Where members are goes to `fleet-peers.json` (when it changed), so a
     /// restarted node knows whom to dial (its peers may not dial it first).
     pub(super) async fn save_known_peers(&self) {
