@@ -3,7 +3,8 @@
 //! and later killed with `kill -9` and restarted arrive exactly once and in
 //! order; the sender's outbox says delivered or pending throughout. Mail to
 //! an unknown member or agent, without the grant, or over the body limit is
-//! refused with nothing stored on either side.
+//! refused with nothing stored on either side. A conversation's own CLI on
+//! n1 writes with `warren-mail send NAME@NODE` (its instance token).
 
 use super::*;
 
@@ -179,4 +180,30 @@ async fn mail_crosses_nodes_exactly_once_in_order_through_a_partition_and_a_kill
     let mut sent: Vec<&str> = states.iter().map(|(id, _)| id.as_str()).collect();
     sent.reverse();
     assert_eq!(ids, sent, "n3 stored n1's message ids, in n1's order");
+
+    // The CLI of a conversation on n1 writes with its own instance token.
+    n1.call(
+        "agent.create",
+        json!({ "name": "dave", "harness": "fake", "grants": { "peers": ["bob@n3"], "tools": ["mail"] },
+                "rules": [{ "match": "^write bob$", "actions": [
+                    { "shell": "warren-mail send bob@n3 'from the CLI on n1' > sent.out 2>&1; warren-mail outbox >> sent.out 2>&1" } ] }] }),
+    )
+    .await
+    .expect("dave on n1");
+    let conv = n1.idle_conversation("dave").await.expect("dave's conversation");
+    n1.call(
+        "conversation.sendMessage",
+        json!({ "conversation": conv, "text": "write bob" }),
+    )
+    .await
+    .expect("sendMessage");
+    let from_cli = wait_for("the CLI's mail on n3", Duration::from_secs(20), || async {
+        inbox(n3, "bob")
+            .await
+            .into_iter()
+            .find(|m| m["body"] == "from the CLI on n1")
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", n1.log()));
+    assert_eq!(from_cli["from"], "dave@n1", "{from_cli}");
 }
