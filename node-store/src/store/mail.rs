@@ -91,6 +91,19 @@ impl Store {
         Ok(rows.iter().map(message).collect())
     }
 
+    /// How many messages to agents on member `node` have seq > `after`.
+    pub async fn outbox_pending_count(&self, node: &str, after: u64) -> Result<u64, StoreError> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM mail WHERE instr(recipient, '@') > 0 AND event_seq > ? \
+             AND substr(recipient, instr(recipient, '@') + 1) = ?",
+        )
+        .bind(seq_param(after))
+        .bind(node)
+        .fetch_one(&self.reads)
+        .await?;
+        Ok(n as u64)
+    }
+
     /// The members mail was ever addressed to (node names).
     pub async fn outbox_nodes(&self) -> Result<Vec<String>, StoreError> {
         let rows = sqlx::query(

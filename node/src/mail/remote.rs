@@ -32,6 +32,9 @@ const HAND_WITHIN: Duration = Duration::from_secs(10);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// Messages a lane reads from its outbox at once.
 const BATCH: u32 = 64;
+/// Most messages kept for one member at once: past it a send is refused
+/// (-32029) until the member takes some.
+const MAX_PENDING_PER_NODE: u64 = 10_000;
 /// How often an idle lane looks at its outbox unprompted.
 const IDLE_LOOK: Duration = Duration::from_secs(30);
 
@@ -87,6 +90,17 @@ impl super::Mail {
                     tracing::info!(node, message = %id, %reason, "mail kept in the outbox for later");
                 }
             }
+        }
+        let after = self.catalog.lock().await.mail_forwarded.get(node).copied().unwrap_or(0);
+        let waiting = self.store.outbox_pending_count(node, after).await?;
+        if waiting >= MAX_PENDING_PER_NODE {
+            lane.wake.notify_one();
+            return Err(NodeError::Busy {
+                message: format!(
+                    "the outbox to node {node} holds {waiting} messages it has not taken yet (the limit is {MAX_PENDING_PER_NODE}); nothing was kept"
+                ),
+                retry_after_ms: 10_000,
+            });
         }
         let seq = self.keep(e).await?;
         lane.wake.notify_one();
