@@ -46,11 +46,15 @@ pub(super) struct Lane {
 }
 
 impl super::Mail {
-    /// A send to `agent` on member `node` (`p.to` is `agent@node`).
-    pub(super) async fn send_remote(&self, p: console_api::MailSend, agent: &str, node: &str) -> NodeResult<Value> {
+    /// A send to `agent` on member `node` (by name or node id); the
+    /// message is addressed, granted and kept as `agent@NAME`.
+    pub(super) async fn send_remote(&self, mut p: console_api::MailSend, agent: &str, node: &str) -> NodeResult<Value> {
         let Some(node_id) = self.fleet.member_named(node).await? else {
             return Err(NodeError::Internal("a remote send named this node".into()));
         };
+        let name = self.fleet.member_name(&node_id);
+        let node = name.as_str();
+        p.to = format!("{agent}@{node}");
         let id = node_store::util::new_id("mail-");
         let item = MailItem {
             id: id.clone(),
