@@ -1,59 +1,104 @@
-//! The fleet's figures on real network namespaces (`cargo bench -p
-//! tests-netlab --bench fabric`, as root): five `warren up` processes on one
-//! bridge. Reports the time from the first start to "all see all healthy",
-//! a routed call's overhead over a direct one (p50/p99), gossip (heartbeat)
-//! delivery delay, how long a revocation takes to be enforced on every other
-//! member, and the node's resident memory per connected peer. It reports;
-//! it asserts nothing about the numbers.
+//! The fleet's figures on real network namespaces as it grows (`cargo bench
+//! -p tests-netlab --bench fabric [-- SIZES...]`, as root; default 10 25 50
+//! members): for each size, the time from the last member's start until
+//! every member sees every other healthy, idle CPU per node, a routed
+//! `agent.get` (p50/p99, with the direct call beside it), a fleet-wide
+//! `agent.list` (p99), gossip (heartbeat) delay p99, how long a revocation
+//! takes to be enforced on every other member (p99), and resident memory per
+//! node. It reports; it asserts nothing about the numbers. A size whose
+//! members do not all see each other within `CONVERGE_WITHIN` is reported
+//! as such and the larger sizes are not tried.
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tests_netlab::{Lab, wait_for};
+use tests_netlab::{Lab, LabNode};
 
 mod common;
 use common::{healthy_count, pct, sorted, time_calls};
 
-const NODES: [&str; 5] = ["n1", "n2", "n3", "n4", "n5"];
-const CALLS: usize = 1000;
-const REVOCATIONS: usize = 20;
+const CONVERGE_WITHIN: Duration = Duration::from_secs(120);
+const IDLE_WINDOW: Duration = Duration::from_secs(10);
+const CALLS: usize = 500;
+const LISTS: usize = 100;
+const REVOCATIONS: usize = 10;
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
-    let mut lab = Lab::new(&NODES).expect("lab (run as root)");
+/// User + system CPU ticks the node process has used.
+fn cpu_ticks(n: &LabNode) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", n.pid()?)).ok()?;
+    // Fields after the command (which may hold spaces) start past ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+/// Each node's share of one core over `IDLE_WINDOW` (percent), sorted.
+async fn idle_cpu(lab: &Lab) -> Vec<f64> {
+    let before: Vec<Option<u64>> = lab.nodes.iter().map(cpu_ticks).collect();
+    let at = Instant::now();
+    tokio::time::sleep(IDLE_WINDOW).await;
+    let secs = at.elapsed().as_secs_f64();
+    let ticks_per_sec = 100.0; // USER_HZ on Linux
+    let used: Vec<f64> = lab
+        .nodes
+        .iter()
+        .zip(before)
+        .filter_map(|(n, b)| Some((cpu_ticks(n)? - b?) as f64 / ticks_per_sec / secs * 100.0))
+        .collect();
+    sorted(used)
+}
+
+/// Until every member sees `size` healthy members; `None` past the limit.
+async fn converge(lab: &Lab, size: usize, since: Instant) -> Option<Duration> {
+    let mut waiting: Vec<&LabNode> = lab.nodes.iter().collect();
+    while !waiting.is_empty() {
+        if since.elapsed() > CONVERGE_WITHIN {
+            return None;
+        }
+        let mut still = vec![];
+        for n in waiting {
+            if healthy_count(n).await != size {
+                still.push(n);
+            }
+        }
+        waiting = still;
+        if !waiting.is_empty() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    Some(since.elapsed())
+}
+
+/// One size's run; `false` when the members never all saw each other.
+async fn run(size: usize) -> bool {
+    let names: Vec<String> = (1..=size).map(|i| format!("n{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut lab = Lab::new(&refs).expect("lab (run as root)");
     lab.make_owner(0).expect("owner key");
-
-    // Convergence: from the first start until every node sees all five healthy.
-    let started = Instant::now();
     lab.start(0, None).expect("n1 up");
-    wait_for("n1 founds the fleet", Duration::from_secs(20), || async {
-        let info = lab.nodes[0].call("node.info", json!({})).await.ok()?;
-        info["fleet"].as_str().map(str::to_string)
-    })
-    .await
-    .expect("fleet");
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let alone_kib = lab.nodes[0].rss_kib().unwrap_or(0);
-    let alone_at = started.elapsed();
-    for i in 1..NODES.len() {
+    for i in 1..size {
         let code = lab.nodes[0].invite().await.expect("invite");
         lab.start(i, Some(&code)).expect("node up");
     }
-    for n in &lab.nodes {
-        wait_for("all see all healthy", Duration::from_secs(60), || async {
-            (healthy_count(n).await == NODES.len()).then_some(())
-        })
-        .await
-        .expect("convergence");
-    }
-    let converged = started.elapsed();
-
-    // Memory per connected peer, after things settle.
+    let last_start = Instant::now();
+    let Some(converged) = converge(&lab, size, last_start).await else {
+        println!(
+            "fabric bench, {size} nodes: the members did not all see each other healthy within {} s of the last start",
+            CONVERGE_WITHIN.as_secs()
+        );
+        return false;
+    };
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let joined_kib = lab.nodes[0].rss_kib().unwrap_or(0);
-    let per_peer_kib = (joined_kib as f64 - alone_kib as f64) / (NODES.len() - 1) as f64;
+    let cpu = idle_cpu(&lab).await;
+    let rss: Vec<f64> = sorted(
+        lab.nodes
+            .iter()
+            .filter_map(|n| n.rss_kib())
+            .map(|k| k as f64 / 1024.0)
+            .collect(),
+    );
 
-    // A routed call's overhead: the same call on n3 directly, and through n1.
+    // A routed call: the same agent.get on n3 directly, and through n1.
     let token = lab.owner_token(0, &["node:admin"]).expect("owner token");
     lab.nodes[2]
         .call("agent.create", json!({ "name": "b", "harness": "fake" }))
@@ -61,23 +106,24 @@ async fn main() {
         .expect("agent on n3");
     let mut direct = lab.nodes[2].ws(&token).await.expect("ws n3");
     let mut routed = lab.nodes[0].ws(&token).await.expect("ws n1");
-    time_calls(&mut direct, "agent.get", json!({ "agent": "b" }), 50).await;
     time_calls(&mut routed, "agent.get", json!({ "agent": "b@n3" }), 50).await;
     let d = time_calls(&mut direct, "agent.get", json!({ "agent": "b" }), CALLS).await;
     let r = time_calls(&mut routed, "agent.get", json!({ "agent": "b@n3" }), CALLS).await;
-    let local = time_calls(&mut routed, "node.info", json!({}), CALLS).await;
+    let list = time_calls(&mut routed, "agent.list", json!({ "fleet": true }), LISTS).await;
 
-    // Gossip delivery: each member's last heartbeat delay, sampled on every node.
+    // Gossip delivery: the members' last heartbeat delays, as five nodes see them.
     let mut delays = vec![];
-    let sample_until = Instant::now() + Duration::from_secs(10);
+    let sample_until = Instant::now() + Duration::from_secs(5);
     while Instant::now() < sample_until {
-        for n in &lab.nodes {
+        for n in lab.nodes.iter().take(5) {
             if let Ok(v) = n.call("fleet.nodes", json!({})).await {
-                for m in v["nodes"].as_array().into_iter().flatten() {
-                    if let Some(ms) = m["gossip_delay_ms"].as_f64() {
-                        delays.push(ms);
-                    }
-                }
+                delays.extend(
+                    v["nodes"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|m| m["gossip_delay_ms"].as_f64()),
+                );
             }
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -93,15 +139,11 @@ async fn main() {
             .await
             .expect("inspect");
         let id = inspected["revocation_ids"][0].as_str().expect("id").to_string();
-        for n in &lab.nodes[1..] {
-            n.ws(&t).await.expect("the token works before");
-        }
         let at = Instant::now();
         lab.nodes[0]
             .call("token.revoke", json!({ "revocation_id": id }))
             .await
             .expect("revoke");
-        // Polled every 5 ms (each poll is one WebSocket upgrade per node).
         for n in &lab.nodes[1..] {
             let deadline = Instant::now() + Duration::from_secs(30);
             while n.ws(&t).await.is_ok() {
@@ -113,47 +155,56 @@ async fn main() {
     }
     let enforced = sorted(enforced);
 
-    println!("fabric bench: {} nodes on one netlab bridge", NODES.len());
+    println!("fabric bench, {size} nodes on one netlab bridge:");
     println!(
-        "  convergence: all see all healthy {:.2} s after the first start (n1 alone at {:.2} s)",
-        converged.as_secs_f64(),
-        alone_at.as_secs_f64()
+        "  all see all healthy:   {:.2} s after the last start",
+        converged.as_secs_f64()
     );
     println!(
-        "  agent.get direct to n3:      p50 {:.3} ms  p99 {:.3} ms  ({CALLS} calls)",
+        "  idle CPU per node:     mean {:.2}%  max {:.2}% of a core ({} s)",
+        cpu.iter().sum::<f64>() / cpu.len().max(1) as f64,
+        cpu.last().copied().unwrap_or(f64::NAN),
+        IDLE_WINDOW.as_secs()
+    );
+    println!(
+        "  agent.get routed:      p50 {:.3} ms  p99 {:.3} ms  (direct p50 {:.3} ms  p99 {:.3} ms; {CALLS} calls)",
+        pct(&r, 0.5),
+        pct(&r, 0.99),
         pct(&d, 0.5),
         pct(&d, 0.99)
     );
     println!(
-        "  agent.get b@n3 through n1:   p50 {:.3} ms  p99 {:.3} ms",
-        pct(&r, 0.5),
-        pct(&r, 0.99)
+        "  agent.list fleet-wide: p50 {:.1} ms  p99 {:.1} ms  ({LISTS} calls)",
+        pct(&list, 0.5),
+        pct(&list, 0.99)
     );
     println!(
-        "  routed overhead:             p50 {:.3} ms  p99 {:.3} ms",
-        pct(&r, 0.5) - pct(&d, 0.5),
-        pct(&r, 0.99) - pct(&d, 0.99)
-    );
-    println!(
-        "  node.info on n1 (local):     p50 {:.3} ms  p99 {:.3} ms",
-        pct(&local, 0.5),
-        pct(&local, 0.99)
-    );
-    println!(
-        "  gossip (heartbeat) delay:    p50 {:.0} ms  p99 {:.0} ms  max {:.0} ms  ({} samples)",
+        "  gossip delay:          p50 {:.0} ms  p99 {:.0} ms  ({} samples)",
         pct(&delays, 0.5),
         pct(&delays, 0.99),
-        delays.last().copied().unwrap_or(f64::NAN),
         delays.len()
     );
     println!(
-        "  revocation enforced on all 4 others: p50 {:.0} ms  p99 {:.0} ms  max {:.0} ms  ({REVOCATIONS} tokens)",
+        "  revocation everywhere: p50 {:.0} ms  p99 {:.0} ms  ({REVOCATIONS} tokens, {} others each)",
         pct(&enforced, 0.5),
         pct(&enforced, 0.99),
-        enforced.last().copied().unwrap_or(f64::NAN)
+        size - 1
     );
     println!(
-        "  RSS of n1: {alone_kib} KiB alone, {joined_kib} KiB with {} peers: {per_peer_kib:.0} KiB per peer",
-        NODES.len() - 1
+        "  RSS per node:          mean {:.1} MiB  max {:.1} MiB",
+        rss.iter().sum::<f64>() / rss.len().max(1) as f64,
+        rss.last().copied().unwrap_or(f64::NAN)
     );
+    true
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let sizes: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let sizes = if sizes.is_empty() { vec![10, 25, 50] } else { sizes };
+    for size in sizes {
+        if !run(size).await {
+            break;
+        }
+    }
 }
