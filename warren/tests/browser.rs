@@ -14,6 +14,8 @@
 mod beyond;
 #[path = "browser/chat.rs"]
 mod chat;
+#[path = "browser/outbox.rs"]
+mod outbox;
 #[path = "browser/push.rs"]
 mod push;
 #[path = "browser/scale.rs"]

@@ -238,9 +238,11 @@ export function agentView(main, ctx, name) {
   const body = h("div", { id: "agent" }, h("p", { class: "muted" }, "loading..."));
   const activity = h("ol", { class: "log", id: "activity" });
   const mail = h("ol", { class: "log", id: "mail" });
+  const outbox = h("ol", { class: "log", id: "outbox" });
+  const outboxCount = h("span", { class: "muted small", id: "outbox-count" });
   const egress = h("ol", { class: "log", id: "egress" });
   let nudged = "";
-  put(main, h("p", {}, h("a", { href: "#/fleet" }, "← Fleet")), h("h1", {}, name), body, h("h2", {}, "Supervision activity"), activity, h("h2", {}, "Mail waiting ", h("span", { class: "muted small", id: "mail-count" })), mail, h("h2", {}, "Egress refused ", h("span", { class: "muted small", id: "egress-allow" })), egress);
+  put(main, h("p", {}, h("a", { href: "#/fleet" }, "← Fleet")), h("h1", {}, name), body, h("h2", {}, "Supervision activity"), activity, h("h2", {}, "Mail waiting ", h("span", { class: "muted small", id: "mail-count" })), mail, h("h2", {}, "Mail to other nodes ", outboxCount), outbox, h("h2", {}, "Egress refused ", h("span", { class: "muted small", id: "egress-allow" })), egress);
   const stop = live(body, ctx, async () => {
     const [agent, convs, sup, budget] = await Promise.all([
       ctx.rpc.call("agent.get", { agent: name }),
@@ -320,6 +322,24 @@ export function agentView(main, ctx, name) {
       if (e.code !== "offline") put(mail, h("li", { class: "muted" }, e.code === -32003 ? "This token may not read this agent's mail." : e.message));
     }
   };
+  // Mail this agent sent to agents on other members, newest first: delivered,
+  // pending (kept until the member takes it) or refused with the reason.
+  // Its states change with no event, so this polls with the egress list.
+  const loadOutbox = async () => {
+    try {
+      const r = await ctx.rpc.call("mailbox.outbox", { agent: name, limit: 20 });
+      const pending = r.messages.filter((m) => m.state === "pending").length;
+      outboxCount.textContent = pending ? `(${pending} pending)` : "";
+      put(
+        outbox,
+        r.messages.length
+          ? r.messages.map((m) => h("li", { class: `outbox-${m.state}` }, h("span", { class: "muted small" }, ago(m.ts)), " to ", h("b", {}, m.to), " ", h("span", { class: `badge ${m.state}` }, m.state), m.reason ? h("span", { class: "muted small" }, `: ${m.reason}`) : null))
+          : h("li", { class: "muted" }, "None sent to other nodes."),
+      );
+    } catch (e) {
+      if (e.code !== "offline") put(outbox, errorLine(e));
+    }
+  };
   // The guests' refused connections and lookups, newest first (refusals are
   // recorded as they happen; there is no event for them, so this polls).
   const loadEgress = async () => {
@@ -335,12 +355,17 @@ export function agentView(main, ctx, name) {
   };
   loadActivity();
   loadMail();
+  loadOutbox();
   loadEgress();
-  const poll = setInterval(loadEgress, 10000);
+  const poll = setInterval(() => {
+    loadEgress();
+    loadOutbox();
+  }, 10000);
   const undo = [
     () => clearInterval(poll),
     ctx.onUp(loadActivity),
     ctx.onUp(loadMail),
+    ctx.onUp(loadOutbox),
     ctx.onUp(loadEgress),
     ctx.onEvents((kind, ev) => kind === "event.supervision.acted" && (!ev || !ev.agent || ev.agent === name) && loadActivity()),
     ctx.onEvents((kind, ev) => kind === "event.mail.arrived" && (!ev || !ev.to || ev.to === name) && loadMail()),
