@@ -143,11 +143,7 @@ async fn answer_hold(
 async fn the_console_in_a_browser_at_desktop_and_phone_sizes() {
     let (_one, driver) = start_driver().await;
     let node = TestNode::start_logging_debug("local", "");
-    let base = node
-        .target()
-        .url
-        .replace("ws://", "http://")
-        .replace(console_api::WS_PATH, "/");
+    let base = console_base(&node);
     let mut api = node.client().await;
     let mut tokens_seen = vec![
         std::fs::read_to_string(node.path().join("admin.token"))

@@ -8,6 +8,10 @@ use sqlx::sqlite::SqliteRow;
 use super::{Store, StoreError, seq_param};
 
 const COLUMNS: &str = "event_seq, id, ts, sender, recipient, context, body";
+/// The outbox rows for one member past a seq (binds: the seq, the member's
+/// name); `mail_remote` indexes them.
+const PENDING_FOR: &str =
+    "instr(recipient, '@') > 0 AND event_seq > ? AND substr(recipient, instr(recipient, '@') + 1) = ?";
 
 fn message(r: &SqliteRow) -> console_api::MailMessage {
     console_api::MailMessage {
@@ -78,10 +82,7 @@ impl Store {
         after: u64,
         limit: u32,
     ) -> Result<Vec<console_api::MailMessage>, StoreError> {
-        let sql = format!(
-            "SELECT {COLUMNS} FROM mail WHERE instr(recipient, '@') > 0 AND event_seq > ? \
-             AND substr(recipient, instr(recipient, '@') + 1) = ? ORDER BY event_seq LIMIT ?"
-        );
+        let sql = format!("SELECT {COLUMNS} FROM mail WHERE {PENDING_FOR} ORDER BY event_seq LIMIT ?");
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(seq_param(after))
             .bind(node)
@@ -93,14 +94,12 @@ impl Store {
 
     /// How many messages to agents on member `node` have seq > `after`.
     pub async fn outbox_pending_count(&self, node: &str, after: u64) -> Result<u64, StoreError> {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM mail WHERE instr(recipient, '@') > 0 AND event_seq > ? \
-             AND substr(recipient, instr(recipient, '@') + 1) = ?",
-        )
-        .bind(seq_param(after))
-        .bind(node)
-        .fetch_one(&self.reads)
-        .await?;
+        let sql = format!("SELECT COUNT(*) FROM mail WHERE {PENDING_FOR}");
+        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .bind(seq_param(after))
+            .bind(node)
+            .fetch_one(&self.reads)
+            .await?;
         Ok(n as u64)
     }
 

@@ -74,11 +74,11 @@ impl Mail {
         }
         let to = p.to.clone();
         match mailbox::address::parse(&to).map_err(|e| NodeError::Invalid(e.to_string()))? {
-            mailbox::Address::Remote { agent, node } if self.fleet.member_named(node).await?.is_some() => {
-                return self.send_remote(p, agent, node).await;
-            }
-            // `NAME@THIS-NODE` is a local agent.
-            mailbox::Address::Remote { agent, .. } => p.to = agent.to_string(),
+            mailbox::Address::Remote { agent, node } => match self.fleet.member_named(node).await? {
+                Some(node_id) => return self.send_remote(p, agent, &node_id).await,
+                // `NAME@THIS-NODE` is a local agent.
+                None => p.to = agent.to_string(),
+            },
             mailbox::Address::Local(_) => {}
         }
         let id = new_id("mail-");

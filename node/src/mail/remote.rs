@@ -46,23 +46,20 @@ pub(super) struct Lane {
 }
 
 impl super::Mail {
-    /// A send to `agent` on member `node` (by name or node id); the
-    /// message is addressed, granted and kept as `agent@NAME`.
-    pub(super) async fn send_remote(&self, mut p: console_api::MailSend, agent: &str, node: &str) -> NodeResult<Value> {
-        let Some(node_id) = self.fleet.member_named(node).await? else {
-            return Err(NodeError::Internal("a remote send named this node".into()));
-        };
-        let name = self.fleet.member_name(&node_id);
+    /// A send to `agent` on member `node_id`; the message is addressed,
+    /// granted and kept as `agent@NAME` (the member's name).
+    pub(super) async fn send_remote(
+        &self,
+        mut p: console_api::MailSend,
+        agent: &str,
+        node_id: &str,
+    ) -> NodeResult<Value> {
+        let name = self.fleet.member_name(node_id);
         let node = name.as_str();
         p.to = format!("{agent}@{node}");
         let id = node_store::util::new_id("mail-");
-        let item = MailItem {
-            id: id.clone(),
-            from: p.from.clone(),
-            node: self.fleet.name().to_string(),
-            to: agent.to_string(),
-            body: p.body.clone(),
-            context: p.context.clone(),
+        let Some(item) = self.item(&id, &p.from, &p.to, &p.body, &p.context) else {
+            return Err(NodeError::Internal(format!("{:?} names no agent", p.to)));
         };
         let to = p.to.clone();
         let e = self
@@ -74,8 +71,10 @@ impl super::Mail {
         self.take_allowance(&item.from)?;
         let lane = self.lane(node);
         let _turn = lane.turn.lock().await;
-        if self.pending(node, 1).await?.is_empty() {
-            match self.fleet.hand_mail(&node_id, item, HAND_NOW_WITHIN).await {
+        let after = self.catalog.lock().await.mail_forwarded.get(node).copied().unwrap_or(0);
+        let waiting = self.store.outbox_pending_count(node, after).await?;
+        if waiting == 0 {
+            match self.fleet.hand_mail(node_id, item, HAND_NOW_WITHIN).await {
                 Ok(MailAnswer::Stored { seq: remote, .. }) => {
                     let seq = self.keep(e).await?;
                     self.forwarded(node, seq, &id, None).await?;
@@ -95,8 +94,6 @@ impl super::Mail {
                 }
             }
         }
-        let after = self.catalog.lock().await.mail_forwarded.get(node).copied().unwrap_or(0);
-        let waiting = self.store.outbox_pending_count(node, after).await?;
         if waiting >= MAX_PENDING_PER_NODE {
             lane.wake.notify_one();
             return Err(NodeError::Busy {
@@ -109,6 +106,20 @@ impl super::Mail {
         let seq = self.keep(e).await?;
         lane.wake.notify_one();
         Ok(json!({ "message_id": id, "seq": seq, "state": "pending" }))
+    }
+
+    /// What a member is handed for a message to `to` (`NAME@NODE`) from this
+    /// node's agent `from`; `None` when `to` names no agent.
+    fn item(&self, id: &str, from: &str, to: &str, body: &str, context: &Option<String>) -> Option<MailItem> {
+        let (agent, _) = to.split_once('@')?;
+        Some(MailItem {
+            id: id.to_string(),
+            from: from.to_string(),
+            node: self.fleet.name().to_string(),
+            to: agent.to_string(),
+            body: body.to_string(),
+            context: context.clone(),
+        })
     }
 
     /// Commits a message to the log (the outbox is its rows); its seq.
@@ -199,17 +210,9 @@ impl super::Mail {
                 }
                 _ => return Some(Duration::ZERO),
             };
-            let Some((agent, _)) = m.to.split_once('@') else {
+            let Some(item) = self.item(&m.id, &m.from, &m.to, &m.body, &m.context) else {
                 self.settle(node, &m, Some(format!("{:?} names no agent", m.to))).await;
                 continue;
-            };
-            let item = MailItem {
-                id: m.id.clone(),
-                from: m.from.clone(),
-                node: self.fleet.name().to_string(),
-                to: agent.to_string(),
-                body: m.body.clone(),
-                context: m.context.clone(),
             };
             match self.fleet.hand_mail(&node_id, item, HAND_WITHIN).await {
                 Ok(MailAnswer::Stored { .. }) => self.settle(node, &m, None).await,
@@ -247,9 +250,6 @@ impl super::Mail {
         };
         if let Err(e) = mailbox::address::parse(&from) {
             return refuse(format!("the sender: {e}"), false);
-        }
-        if let Err(e) = mailbox::address::check_id(&item.id) {
-            return refuse(e.to_string(), false);
         }
         // One receipt at a time: the id check and the append are one step.
         let _one = self.receipts.lock().await;

@@ -54,11 +54,7 @@ const done = arguments[arguments.length - 1];
 async fn an_agents_page_shows_its_mail_to_other_nodes() {
     let (_one, driver) = start_driver().await;
     let node = TestNode::start();
-    let base = node
-        .target()
-        .url
-        .replace("ws://", "http://")
-        .replace(console_api::WS_PATH, "/");
+    let base = console_base(&node);
     let mut api = node.client().await;
     call(
         &mut api,
@@ -66,17 +62,7 @@ async fn an_agents_page_shows_its_mail_to_other_nodes() {
         json!({ "name": "ann", "harness": "fake", "grants": { "peers": ["cleo@n3"], "tools": ["mail"] } }),
     )
     .await;
-    let profile = tempfile::tempdir().expect("profile dir");
-    let c = browser(&driver, 1280, 800, profile.path()).await;
-    let (link, _) = pairing_link(&node, &[]);
-    c.goto(&link).await.expect("pair");
-    wait_js(
-        &c,
-        "the console",
-        Duration::from_secs(20),
-        "return document.querySelector('#nodes')",
-    )
-    .await;
+    let (c, _profile) = paired_console(&driver, &node).await;
     c.goto(&format!("{base}#/agent/ann")).await.expect("ann's page");
     wait_js(
         &c,

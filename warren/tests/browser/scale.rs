@@ -77,17 +77,7 @@ const done = arguments[arguments.length - 1];
 async fn the_fleet_view_of_20_nodes_and_500_agents_measured_in_the_page() {
     let (_one, driver) = start_driver().await;
     let node = TestNode::start();
-    let profile = tempfile::tempdir().expect("profile dir");
-    let c = browser(&driver, 1280, 800, profile.path()).await;
-    let (link, _) = pairing_link(&node, &[]);
-    c.goto(&link).await.expect("pair");
-    wait_js(
-        &c,
-        "the console",
-        Duration::from_secs(20),
-        "return document.querySelector('#nodes')",
-    )
-    .await;
+    let (c, _profile) = paired_console(&driver, &node).await;
     let figures = c.execute_async(MEASURE, vec![]).await.expect("measure");
     assert!(figures.get("error").is_none(), "{figures}");
     for n in ["1", "5", "20", "40"] {

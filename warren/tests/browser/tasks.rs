@@ -112,11 +112,7 @@ async fn the_console_lists_tasks_and_shows_one_with_its_checks_phases_and_diff()
     let (_one, driver) = start_driver().await;
     let repo = repo();
     let node = TestNode::start();
-    let base = node
-        .target()
-        .url
-        .replace("ws://", "http://")
-        .replace(console_api::WS_PATH, "/");
+    let base = console_base(&node);
     let mut api = node.client().await;
     let shell = |cmd: &str| json!([{ "shell": cmd }]);
     worker(

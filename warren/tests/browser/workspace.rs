@@ -80,11 +80,7 @@ async fn the_conversation_view_shows_its_workspace_diff() {
     let (_one, driver) = start_driver().await;
     let repo = repo();
     let node = TestNode::start();
-    let base = node
-        .target()
-        .url
-        .replace("ws://", "http://")
-        .replace(console_api::WS_PATH, "/");
+    let base = console_base(&node);
     let mut api = node.client().await;
     call(
         &mut api,

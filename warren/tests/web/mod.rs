@@ -245,6 +245,31 @@ pub fn pairing_link(node: &TestNode, args: &[&str]) -> (String, String) {
     (format!("{}#pair={code}", v["url"].as_str().expect("url")), code)
 }
 
+/// Where `node` serves its console (http, ending in `/`).
+pub fn console_base(node: &TestNode) -> String {
+    node.target()
+        .url
+        .replace("ws://", "http://")
+        .replace(console_api::WS_PATH, "/")
+}
+
+/// A 1280x800 browser paired with `node`, once the console shows its fleet
+/// view (keep the profile dir as long as the browser).
+pub async fn paired_console(driver: &Driver, node: &TestNode) -> (Client, tempfile::TempDir) {
+    let profile = tempfile::tempdir().expect("profile dir");
+    let c = browser(driver, 1280, 800, profile.path()).await;
+    let (link, _) = pairing_link(node, &[]);
+    c.goto(&link).await.expect("pair");
+    wait_js(
+        &c,
+        "the console",
+        Duration::from_secs(20),
+        "return document.querySelector('#nodes')",
+    )
+    .await;
+    (c, profile)
+}
+
 /// No URL the browser saw may carry a token.
 pub async fn assert_no_token_in_urls(c: &Client, tokens: &[String]) {
     let urls = c
