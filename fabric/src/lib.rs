@@ -9,6 +9,7 @@ pub mod cert;
 pub mod codec;
 pub mod invite;
 pub mod swarm;
+pub mod swim;
 pub mod wire;
 
 pub use cert::{Certificate, Removal, fleet_id};

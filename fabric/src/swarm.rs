@@ -40,6 +40,10 @@ const EVENT_QUEUE: usize = 1024;
 const MAX_WS_MESSAGE: usize = 128 * 1024;
 /// How long a WebSocket connection may take to be upgraded (noise, yamux).
 const WS_UPGRADE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection with nothing open on it is kept. Members keep one
+/// to each other (routed calls go straight over it); liveness probes touch
+/// each only now and then, so the bound is long.
+const IDLE_CONNECTION: Duration = Duration::from_secs(600);
 /// The app score of a peer that has not proven membership (below graylist).
 const UNADMITTED_SCORE: f64 = -1_000_000.0;
 
@@ -52,7 +56,8 @@ pub struct FabricConfig {
     pub topic: String,
     /// How long a request may take before it fails (its outcome unknown).
     pub request_timeout: Duration,
-    /// How often ping runs on each connection (liveness).
+    /// How often ping runs on each connection (a connection check only:
+    /// the fleet's liveness is `swim`, one probe a period in all).
     pub ping_interval: Duration,
     /// At most this many connections in all, and per peer.
     pub max_connections: u32,
@@ -66,7 +71,7 @@ impl FabricConfig {
             listen,
             topic,
             request_timeout: Duration::from_secs(5),
-            ping_interval: Duration::from_secs(1),
+            ping_interval: Duration::from_secs(30),
             max_connections: 128,
             max_per_peer: 2,
         }
@@ -303,7 +308,7 @@ fn build(cfg: &FabricConfig) -> Result<Swarm<Behaviour>, FabricError> {
         .map_err(|e| setup(&e))?
         // Members keep their connections: ping traffic alone is not enough
         // to keep an idle connection, so idle ones live a minute.
-        .with_swarm_config(|c| c.with_idle_connection_timeout(Duration::from_secs(60)))
+        .with_swarm_config(|c| c.with_idle_connection_timeout(IDLE_CONNECTION))
         .build();
     for addr in &cfg.listen {
         swarm

@@ -31,6 +31,10 @@ pub struct NodeRecord {
     pub addrs: Vec<String>,
     /// When it was sent (unix ms, the sender's clock).
     pub sent_at: u64,
+    /// Its liveness incarnation (`swim`): a record is the member speaking
+    /// for itself, so a higher one refutes a suspicion of it.
+    #[serde(default)]
+    pub incarnation: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,6 +70,10 @@ pub enum Request {
     /// A message from an agent homed on the asking member to one homed on
     /// the asked node (the sender's grant was checked at the sender's node).
     Mail(MailItem),
+    /// Liveness: are you there? (with the asker's incarnation and deltas)
+    Probe(crate::swim::Probe),
+    /// Liveness: probe `target` for me (the asker could not reach it).
+    ProbeFor { target: String, probe: crate::swim::Probe },
 }
 
 /// One message crossing nodes. Its id is the sender's node's, so a retried
@@ -131,6 +139,8 @@ pub enum Response {
     /// A removal was heard.
     Told,
     Mail(MailAnswer),
+    /// A probe answered (for `ProbeFor`: the target answered the helper).
+    Ack(crate::swim::Probe),
     /// Refused, with the reason (the connection is then closed).
     Refused {
         reason: String,
@@ -174,6 +184,9 @@ pub enum Gossip {
     /// Token revocation ids (at most `MAX_REVOKED`): every member refuses
     /// tokens carrying one from then on.
     Revoked(Vec<String>),
+    /// The sender suspects a member (`swim`): told to everyone at once, so
+    /// the suspect hears of it and refutes well within the suspicion time.
+    Suspect(crate::swim::Update),
 }
 
 impl Gossip {

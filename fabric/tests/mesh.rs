@@ -59,6 +59,7 @@ fn record(id: &str) -> NodeRecord {
         capacity: Capacity::default(),
         addrs: vec![],
         sent_at: 0,
+        incarnation: 0,
     }
 }
 

@@ -176,7 +176,7 @@ pub async fn run(
     // Members' routed requests wait here for the home side (built below,
     // once the dispatcher it answers them through exists).
     let (home_link, asked) = tokio::sync::mpsc::channel(crate::fleet::ASKED_QUEUE);
-    let fleet_runtime = crate::fleet::FleetRuntime::open(&data_dir, cfg.fleet.clone(), name, home_link)
+    let fleet_runtime = crate::fleet::FleetRuntime::open(&data_dir, cfg.fleet.clone(), &node_id, name, home_link)
         .context("setting up the node's fleet identity")?;
     let (node, startup) = Node::open(
         CoreConfig {

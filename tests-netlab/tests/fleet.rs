@@ -17,6 +17,8 @@ use tests_netlab::{Lab, LabNode, wait_for};
 
 #[path = "fleet/churn.rs"]
 mod churn;
+#[path = "fleet/liveness.rs"]
+mod liveness;
 #[path = "fleet/mail.rs"]
 mod mail;
 #[path = "fleet/monitors.rs"]

@@ -66,6 +66,9 @@ impl super::Fleet {
                 return;
             }
         }
+        if let Ok(mut m) = self.fleet.swim.lock() {
+            m.remove(&removal.node_id);
+        }
         if let Ok(mut t) = self.fleet.table.lock() {
             t.remove(&removal.node_id);
         }
@@ -217,7 +220,18 @@ impl super::Fleet {
         };
         let view = self.fleet_view().await;
         if let Ok(Response::Synced(theirs)) = fabric.request_within(peer, Request::Sync(view), HANDSHAKE_WITHIN).await {
+            self.own_record_heard(&peer, &theirs);
             self.merge_view(theirs).await;
+        }
+    }
+
+    /// A view's first record is its sender's own: heard from it directly.
+    fn own_record_heard(&self, peer: &PeerId, view: &View) {
+        if let Some(r) = view.records.first()
+            && r.peer_id == peer.to_string()
+            && self.fleet.member_of(peer).as_ref() == Some(&r.node_id)
+        {
+            self.saw_record(r.clone(), true);
         }
     }
 
@@ -302,9 +316,12 @@ impl super::Fleet {
             _ if self.fleet.member_of(&peer).is_none() => refused("prove membership first".into()),
             Request::Sync(view) => {
                 let mine = self.fleet_view().await;
+                self.own_record_heard(&peer, &view);
                 self.merge_view(view).await;
                 Response::Synced(mine)
             }
+            Request::Probe(probe) => self.answer_probe(&peer, &probe),
+            Request::ProbeFor { target, probe } => self.answer_probe_for(&peer, &target, &probe).await,
             Request::Removed(removal) => {
                 self.apply_removal(removal).await;
                 Response::Told

@@ -10,6 +10,7 @@
 //! (`api/routing/serve.rs`) through the bounded queue it was built with.
 
 pub mod address;
+mod liveness;
 mod members;
 mod owner;
 pub mod place;
@@ -45,9 +46,11 @@ pub struct FleetSettings {
     /// The client endpoint published to the fleet (for NAT or a proxy);
     /// default: this node's own WebSocket URL.
     pub endpoint: Option<String>,
-    /// How often the node publishes its record.
+    /// The liveness period: each period the node probes one member (and
+    /// publishes its record when it changed, or every `RECORD_REFRESH`).
     pub heartbeat_ms: u64,
-    /// A member not heard from for this long is unhealthy.
+    /// How long a suspected member has to refute the suspicion before it
+    /// is down (unhealthy).
     pub unhealthy_after_ms: u64,
     /// How long a connected peer has to prove membership before it is
     /// dropped and blocked.
@@ -84,6 +87,14 @@ pub struct FleetRuntime {
     listening: Mutex<Vec<Multiaddr>>,
     /// Members' records and when each was last heard from.
     table: Mutex<BTreeMap<String, Seen>>,
+    /// Members' liveness (`fabric::swim`). Locked after `table`, never
+    /// before it.
+    swim: Mutex<fabric::swim::Membership>,
+    /// The record last published, and when (it is published again when it
+    /// changes, or after `RECORD_REFRESH`).
+    published: Mutex<Option<(NodeRecord, Instant)>>,
+    /// Probes in flight (at most `liveness::PROBES_IN_FLIGHT`).
+    probing: std::sync::atomic::AtomicUsize,
     /// Connected peers: when, where, and (once proven) which member.
     peers: Mutex<HashMap<PeerId, PeerInfo>>,
     /// When each known address was last dialed.
@@ -121,6 +132,9 @@ struct Seen {
     /// refuses at once): unhealthy now, not `unhealthy_after_ms` later,
     /// until it is heard from again.
     lost: bool,
+    /// Heard from directly since this node started (not only read from the
+    /// peers file or another member's view).
+    heard: bool,
 }
 
 struct PeerInfo {
@@ -146,6 +160,7 @@ impl FleetRuntime {
     pub fn open(
         data_dir: &std::path::Path,
         settings: FleetSettings,
+        node_id: &str,
         name: String,
         home: mpsc::Sender<Asked>,
     ) -> anyhow::Result<FleetRuntime> {
@@ -166,6 +181,7 @@ impl FleetRuntime {
         if settings.owner_key.is_some() || owner_file.exists() {
             let _ = owner.set(owner::Owner::read(&owner_file)?);
         }
+        let suspect_for = settings.unhealthy_after_ms;
         Ok(FleetRuntime {
             settings,
             name,
@@ -175,6 +191,11 @@ impl FleetRuntime {
             fabric: OnceLock::new(),
             listening: Mutex::new(vec![]),
             table: Mutex::new(BTreeMap::new()),
+            // The start time as the first incarnation: a restarted node
+            // outranks whatever was said of its last life.
+            swim: Mutex::new(fabric::swim::Membership::new(node_id, now_ms(), suspect_for)),
+            published: Mutex::new(None),
+            probing: Default::default(),
             peers: Mutex::new(HashMap::new()),
             dialed: Mutex::new(HashMap::new()),
             peers_file: data_dir.join("fleet-peers.json"),
@@ -401,6 +422,7 @@ impl Fleet {
             },
             addrs,
             sent_at: now_ms(),
+            incarnation: self.fleet.swim.lock().map(|m| m.incarnation()).unwrap_or(0),
         }
     }
 
@@ -443,6 +465,14 @@ impl Fleet {
                         .unwrap_or_else(|| Instant::now() - Duration::from_secs(3600))
                 };
                 let delay_ms = fresh.then(|| now_ms().saturating_sub(r.sent_at));
+                let heard = fresh || t.get(&r.node_id).is_some_and(|s| s.heard);
+                if let Ok(mut m) = self.fleet.swim.lock() {
+                    m.add(&r.node_id, now_ms());
+                    if fresh {
+                        // The member itself speaks: its incarnation counts.
+                        m.alive_from(&r.node_id, r.incarnation, now_ms());
+                    }
+                }
                 t.insert(
                     r.node_id.clone(),
                     Seen {
@@ -450,6 +480,7 @@ impl Fleet {
                         last_seen,
                         delay_ms,
                         lost: false,
+                        heard,
                     },
                 );
             } else if newer && let Some(s) = t.get_mut(&r.node_id) {
@@ -500,11 +531,18 @@ impl Fleet {
         }
     }
 
-    /// The health rule: a member heard from (heartbeat or ping) within
-    /// `unhealthy_after_ms`, and not lost since (its connection closed and
-    /// it refused a dial).
+    /// The health rule: a member heard from directly since this node
+    /// started, not down by the liveness protocol (a suspicion it did not
+    /// refute within `unhealthy_after_ms`), and not lost since (its
+    /// connection closed and it refused a dial).
     fn healthy(&self, s: &Seen) -> bool {
-        !s.lost && s.last_seen.elapsed() < Duration::from_millis(self.fleet.settings.unhealthy_after_ms)
+        s.heard
+            && !s.lost
+            && self
+                .fleet
+                .swim
+                .lock()
+                .is_ok_and(|m| m.status(&s.record.node_id) != Some(fabric::swim::Status::Down))
     }
 
     /// Where `agent.create {node: "auto"}` goes: the name of the healthy

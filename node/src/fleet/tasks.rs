@@ -1,5 +1,6 @@
 //! The fleet's background work: fabric events turned into membership
-//! decisions, the heartbeat tick (publish, deadlines, redials), and the
+//! decisions, the period's tick (record, liveness probe, deadlines,
+//! redials), and the
 //! saved peers file.
 
 use super::{PeerInfo, REDIAL_EVERY};
@@ -73,6 +74,7 @@ pub(super) async fn run_events(node: Weak<super::Fleet>, mut events: tokio::sync
                 Gossip::Revoked(ids) => {
                     tokio::spawn(async move { node.revoked_by_member(ids).await });
                 }
+                Gossip::Suspect(update) => node.heard_suspicion(&from, &update),
             },
             FabricEvent::BadGossip { from, error } => tracing::warn!(%from, %error, "garbled gossip"),
             FabricEvent::Pong { peer, .. } => {
@@ -82,13 +84,15 @@ pub(super) async fn run_events(node: Weak<super::Fleet>, mut events: tokio::sync
                 {
                     s.last_seen = Instant::now();
                     s.lost = false;
+                    s.heard = true;
                 }
             }
         }
     }
 }
 
-/// Heartbeats, the membership deadline, and redials of known members.
+/// Each period: the record (when due), a liveness probe, the membership
+/// deadline, and redials of known members.
 pub(super) async fn run_ticks(node: Weak<super::Fleet>) {
     let every = match node.upgrade() {
         Some(n) => Duration::from_millis(n.fleet.settings.heartbeat_ms.max(100)),
@@ -106,10 +110,8 @@ pub(super) async fn run_ticks(node: Weak<super::Fleet>) {
         if node.catalog.lock().await.fleet.left.is_some() {
             continue;
         }
-        let record = node.fleet_record().await;
-        if let Err(e) = fabric.publish(&Gossip::Heartbeat(record)).await {
-            tracing::debug!(error = %e, "heartbeat not published");
-        }
+        node.publish_record(false).await;
+        node.liveness_period(every);
         // Peers that proved nothing in time are dropped and blocked (by a
         // member: a node still joining judges nobody).
         if node.catalog.lock().await.fleet.me.is_none() {
