@@ -437,7 +437,14 @@ async fn run(
                     SwarmEvent::Behaviour(BehaviourEvent::Ping(ping::Event { peer, result: Ok(rtt), .. })) => {
                         Some(FabricEvent::Pong { peer, rtt })
                     }
-                    SwarmEvent::OutgoingConnectionError { peer_id: Some(peer), .. } => Some(FabricEvent::Unreachable { peer }),
+                    SwarmEvent::OutgoingConnectionError { peer_id, error, .. } => {
+                        tracing::info!(?peer_id, %error, "a dial failed");
+                        peer_id.map(|peer| FabricEvent::Unreachable { peer })
+                    }
+                    SwarmEvent::IncomingConnectionError { send_back_addr, error, .. } => {
+                        tracing::info!(from = %send_back_addr, %error, "an incoming connection failed");
+                        None
+                    }
                     _ => None,
                 };
                 if let Some(ev) = out

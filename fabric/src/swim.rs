@@ -228,14 +228,8 @@ impl Membership {
     pub fn outgoing(&mut self, to: &str) -> Probe {
         let limit = self.retransmits();
         let mut deltas: Vec<Update> = self
-            .members
-            .get(to)
-            .filter(|e| e.status != Status::Alive)
-            .map(|e| Update {
-                node: to.to_string(),
-                status: e.status,
-                incarnation: e.incarnation,
-            })
+            .update_of(to)
+            .filter(|u| u.status != Status::Alive)
             .into_iter()
             .collect();
         self.queue.sort_by_key(|q| q.sent);

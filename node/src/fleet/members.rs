@@ -477,8 +477,10 @@ impl super::Fleet {
         let deadline = Instant::now() + JOIN_WITHIN;
         let answer = loop {
             for a in &invite.addrs {
-                if let Ok(addr) = a.parse::<Multiaddr>() {
-                    let _ = fabric.dial(addr).await;
+                if let Ok(addr) = a.parse::<Multiaddr>()
+                    && let Err(e) = fabric.dial(addr).await
+                {
+                    tracing::info!(error = %e, "dialing the inviter failed");
                 }
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -521,6 +523,7 @@ impl super::Fleet {
             p.entry(inviter).or_insert(PeerInfo {
                 since: Instant::now(),
                 member: None,
+                joining: false,
             });
         }
         self.greet(inviter).await;

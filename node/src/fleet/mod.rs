@@ -140,6 +140,10 @@ struct Seen {
 struct PeerInfo {
     since: Instant,
     member: Option<String>,
+    /// It asked to join: its join is being answered, so the deadline to
+    /// prove membership does not block it meanwhile (a busy inviter or a
+    /// slow joiner is not a stranger; a refused join blocks it anyway).
+    joining: bool,
 }
 
 /// Redial a known member's address at most this often.

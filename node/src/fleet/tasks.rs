@@ -25,6 +25,7 @@ pub(super) async fn run_events(node: Weak<super::Fleet>, mut events: tokio::sync
                         PeerInfo {
                             since: Instant::now(),
                             member: None,
+                            joining: false,
                         },
                     );
                 }
@@ -45,6 +46,12 @@ pub(super) async fn run_events(node: Weak<super::Fleet>, mut events: tokio::sync
             }
             FabricEvent::Unreachable { peer } => node.lost(peer),
             FabricEvent::Request { peer, request, reply } => {
+                if matches!(request, Request::Join { .. })
+                    && let Ok(mut p) = node.fleet.peers.lock()
+                    && let Some(i) = p.get_mut(&peer)
+                {
+                    i.joining = true;
+                }
                 tokio::spawn(async move {
                     let judged = !matches!(request, Request::Sync(_));
                     let response = node.answer(peer, request).await;
@@ -124,7 +131,7 @@ pub(super) async fn run_ticks(node: Weak<super::Fleet>) {
             .lock()
             .map(|p| {
                 p.iter()
-                    .filter(|(_, i)| i.member.is_none() && i.since.elapsed() > prove)
+                    .filter(|(_, i)| i.member.is_none() && !i.joining && i.since.elapsed() > prove)
                     .map(|(id, _)| *id)
                     .collect()
             })
