@@ -438,11 +438,11 @@ async fn run(
                         Some(FabricEvent::Pong { peer, rtt })
                     }
                     SwarmEvent::OutgoingConnectionError { peer_id, error, .. } => {
-                        tracing::info!(?peer_id, %error, "a dial failed");
+                        tracing::debug!(?peer_id, %error, "a dial failed");
                         peer_id.map(|peer| FabricEvent::Unreachable { peer })
                     }
                     SwarmEvent::IncomingConnectionError { send_back_addr, error, .. } => {
-                        tracing::info!(from = %send_back_addr, %error, "an incoming connection failed");
+                        tracing::debug!(from = %send_back_addr, %error, "an incoming connection failed");
                         None
                     }
                     _ => None,

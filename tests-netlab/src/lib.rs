@@ -182,7 +182,7 @@ impl LabNode {
         }
         let child = Command::new("ip")
             .args(&args)
-            .env("RUST_LOG", "warn,node::fleet=info,fabric=info,node::mail=info")
+            .env("RUST_LOG", "warn,node::fleet=info,fabric=debug,node::mail=info")
             .stdout(log.try_clone()?)
             .stderr(log)
             .stdin(Stdio::null())

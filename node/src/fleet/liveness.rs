@@ -178,27 +178,27 @@ impl super::Fleet {
 
     /// A member's probe: applied, then acknowledged with this node's deltas.
     pub(super) fn answer_probe(&self, peer: &PeerId, probe: &Probe) -> Response {
-        let Some(node) = self.fleet.member_of(peer) else {
-            return Response::Refused {
-                reason: "prove membership first".into(),
-            };
-        };
-        match self.heard_probe(&node, probe) {
-            Ok(()) => Response::Ack(self.outgoing(&node)),
+        match self.take_probe(peer, probe) {
+            Ok(node) => Response::Ack(self.outgoing(&node)),
             Err(reason) => Response::Refused { reason },
         }
     }
 
+    /// A member's probe taken in: the member, or why it is refused.
+    fn take_probe(&self, peer: &PeerId, probe: &Probe) -> Result<String, String> {
+        let node = self
+            .fleet
+            .member_of(peer)
+            .ok_or_else(|| "prove membership first".to_string())?;
+        self.heard_probe(&node, probe).map(|()| node)
+    }
+
     /// A member asks this node to probe `target` for it.
     pub(super) async fn answer_probe_for(&self, peer: &PeerId, target: &str, probe: &Probe) -> Response {
-        let Some(asker) = self.fleet.member_of(peer) else {
-            return Response::Refused {
-                reason: "prove membership first".into(),
-            };
+        let asker = match self.take_probe(peer, probe) {
+            Ok(asker) => asker,
+            Err(reason) => return Response::Refused { reason },
         };
-        if let Err(reason) = self.heard_probe(&asker, probe) {
-            return Response::Refused { reason };
-        }
         let period = Duration::from_millis(self.fleet.settings.heartbeat_ms.max(100));
         if self
             .ask_probe(target, Request::Probe(self.outgoing(target)), period)

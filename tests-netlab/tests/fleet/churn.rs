@@ -64,6 +64,19 @@ async fn sweep_until(lab: &Lab, healthy: bool, since: Instant, limit: Duration) 
     );
 }
 
+/// After `what` (begun at `since`): every other member sees the victim
+/// `healthy` (or down) within `within`, and none is seen unhealthy on the way.
+async fn expect_everywhere(lab: &Lab, healthy: bool, since: Instant, limit: Duration, within: Duration, what: &str) {
+    let state = if healthy { "healthy" } else { "down" };
+    let (took, flaps) = sweep_until(lab, healthy, since, limit).await;
+    eprintln!("{VICTIM} {state} on all {} others {took:?} after {what}", SIZE - 1);
+    assert!(flaps.is_empty(), "others flapped after {what}: {flaps:?}");
+    assert!(
+        took <= within,
+        "{VICTIM} was {state} everywhere only {took:?} after {what}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_killed_or_cut_off_among_25_is_down_everywhere_and_back_without_flapping() {
     let names: Vec<String> = (1..=SIZE).map(|i| format!("n{i}")).collect();
@@ -75,45 +88,19 @@ async fn a_member_killed_or_cut_off_among_25_is_down_everywhere_and_back_without
     tokio::time::sleep(Duration::from_secs(3)).await;
 
     lab.node_mut(VICTIM).kill9();
-    let (down, flaps) = sweep_until(&lab, false, Instant::now(), Duration::from_secs(15)).await;
-    eprintln!("{VICTIM} down on all {} others {down:?} after the kill", SIZE - 1);
-    assert!(flaps.is_empty(), "others flapped while {VICTIM} went down: {flaps:?}");
-    assert!(
-        down <= WITHIN,
-        "{VICTIM} was marked down everywhere only after {down:?}"
-    );
-
-    let restarted = Instant::now();
+    let since = Instant::now();
+    expect_everywhere(&lab, false, since, Duration::from_secs(15), WITHIN, "the kill").await;
+    let since = Instant::now();
     let at = lab.index(VICTIM);
     lab.start(at, None).expect("the victim restarts");
-    let (back, flaps) = sweep_until(&lab, true, restarted, Duration::from_secs(20)).await;
-    eprintln!("{VICTIM} healthy on all {} others {back:?} after its restart", SIZE - 1);
-    assert!(flaps.is_empty(), "others flapped while {VICTIM} came back: {flaps:?}");
-    assert!(
-        back <= WITHIN,
-        "{VICTIM} was healthy everywhere again only after {back:?}"
-    );
+    expect_everywhere(&lab, true, since, Duration::from_secs(20), WITHIN, "its restart").await;
 
     // Cut off: nothing closes, nothing refuses; only probes can tell.
     tokio::time::sleep(Duration::from_secs(2)).await;
     lab.node(VICTIM).partition().expect("cut the victim off");
-    let (down, flaps) = sweep_until(&lab, false, Instant::now(), Duration::from_secs(30)).await;
-    eprintln!(
-        "{VICTIM} (cut off) down on all {} others {down:?} after the cut",
-        SIZE - 1
-    );
-    assert!(flaps.is_empty(), "others flapped while {VICTIM} was cut off: {flaps:?}");
-    assert!(
-        down <= CUT_WITHIN,
-        "{VICTIM} was marked down everywhere only after {down:?}"
-    );
-    let healed = Instant::now();
+    let since = Instant::now();
+    expect_everywhere(&lab, false, since, Duration::from_secs(30), CUT_WITHIN, "the cut").await;
+    let since = Instant::now();
     lab.node(VICTIM).heal().expect("heal the victim");
-    let (back, flaps) = sweep_until(&lab, true, healed, Duration::from_secs(30)).await;
-    eprintln!("{VICTIM} healthy on all {} others {back:?} after the heal", SIZE - 1);
-    assert!(flaps.is_empty(), "others flapped when {VICTIM} came back: {flaps:?}");
-    assert!(
-        back <= CUT_WITHIN,
-        "{VICTIM} was healthy everywhere again only after {back:?}"
-    );
+    expect_everywhere(&lab, true, since, Duration::from_secs(30), CUT_WITHIN, "the heal").await;
 }
