@@ -104,19 +104,42 @@ impl crate::push::Follow for PushFollow {
                 "params": { "fleet": true, "kinds": [m::EVENT_SUPERVISION_NEEDS_YOU, m::EVENT_FLEET_CHANGED] },
             })
             .to_string();
-            match handle_text(app, &conn, &ask).await.and_then(|r| r.error) {
-                None => {}
+            let opened = handle_text(app, &conn, &ask).await;
+            let missing = match opened.as_ref().and_then(|r| r.error.as_ref()) {
+                None => opened
+                    .as_ref()
+                    .and_then(|r| r.result.as_ref())
+                    .and_then(|v| v["unreachable"].as_array())
+                    .map_or(0, Vec::len),
                 Some(e) if e.code == ErrorCode::Unauthenticated.code() || e.code == ErrorCode::Forbidden.code() => {
-                    return Err(Refused::Token(e.message));
+                    return Err(Refused::Token(e.message.clone()));
                 }
-                Some(e) => return Err(Refused::Now(e.message)),
-            }
+                Some(e) => return Err(Refused::Now(e.message.clone())),
+            };
+            // Listed after the subscription opened, so a hold raised before
+            // it is here and one raised since is relayed (or both: the
+            // follower pushes a hold once).
+            let list = json!({
+                "jsonrpc": "2.0", "id": 2, "method": m::SUPERVISION_HOLDS, "params": { "fleet": true },
+            })
+            .to_string();
+            let held = handle_text(app, &conn, &list)
+                .await
+                .and_then(|r| r.result)
+                .and_then(|mut v| v.get_mut("holds").map(Value::take))
+                .and_then(|v| match v {
+                    Value::Array(a) => Some(a),
+                    _ => None,
+                })
+                .unwrap_or_default();
             // Notifications may flow: the subscription's answer is in.
             conn.open_gates();
             Ok(crate::push::Following {
                 notes,
                 cut,
                 token: verified,
+                held,
+                missing,
                 guard: Box::new(CloseOnDrop(conn)),
             })
         })

@@ -50,6 +50,13 @@ pub const ANSWER_TTL: Duration = Duration::from_secs(15 * 60);
 /// A follower whose subscription could not be opened tries again after this
 /// (doubling to a minute).
 const REOPEN_FIRST: Duration = Duration::from_secs(1);
+/// A follower that could not reach every member opens its subscription
+/// again after this, so a member that was briefly away is followed again
+/// (and its outstanding holds pushed).
+const REOPEN_PARTIAL: Duration = Duration::from_secs(10);
+/// Hold ids a follower remembers having pushed (so reopening does not push
+/// them again); the oldest is forgotten first.
+const REMEMBERED: usize = 512;
 
 /// `[push]` in warren.toml.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -114,6 +121,12 @@ pub struct Following {
     pub notes: mpsc::Receiver<String>,
     pub cut: watch::Receiver<Option<String>>,
     pub token: Arc<capabilities::Verified>,
+    /// The holds outstanding fleet-wide when it opened (each naming its
+    /// `node`), as far as the token may observe them: one raised before
+    /// the subscription (or while it was being opened again) is pushed too.
+    pub held: Vec<Value>,
+    /// How many members could not be followed when it opened.
+    pub missing: usize,
     /// Ends the subscription when dropped.
     pub guard: Box<dyn Send + Sync>,
 }
@@ -147,6 +160,37 @@ pub struct Push {
 }
 
 /// Why a follower's subscription ended.
+/// What one open subscription relays with.
+struct Heard<'a> {
+    row: &'a PushRow,
+    kinds: &'a [String],
+    verified: &'a capabilities::Verified,
+    tx: &'a mpsc::Sender<Value>,
+}
+
+/// The hold ids a follower has pushed, at most `REMEMBERED` (oldest out).
+#[derive(Default)]
+struct Remembered {
+    ids: std::collections::HashSet<String>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl Remembered {
+    /// Whether `id` is new (and now remembered).
+    fn insert(&mut self, id: &str) -> bool {
+        if !self.ids.insert(id.to_string()) {
+            return false;
+        }
+        self.order.push_back(id.to_string());
+        if self.order.len() > REMEMBERED
+            && let Some(old) = self.order.pop_front()
+        {
+            self.ids.remove(&old);
+        }
+        true
+    }
+}
+
 enum Ended {
     /// For good: the subscription is dropped.
     Gone(String),
@@ -374,8 +418,9 @@ impl Push {
         let deliverer = tokio::spawn(self.clone().deliver_all(row.clone(), ep, keys, rx));
         let _stop_with_me = AbortOnDrop(deliverer.abort_handle());
         let mut wait = REOPEN_FIRST;
+        let mut pushed = Remembered::default();
         loop {
-            let ended = self.listen(&row, &kinds, &tx).await;
+            let ended = self.listen(&row, &kinds, &tx, &mut pushed).await;
             match ended {
                 Ended::Gone(why) => return self.drop_subscription(&row.id, &why).await,
                 Ended::Reopen => wait = REOPEN_FIRST,
@@ -388,8 +433,16 @@ impl Push {
         }
     }
 
-    /// One fleet-wide subscription with the row's token, until it ends.
-    async fn listen(&self, row: &PushRow, kinds: &[String], tx: &mpsc::Sender<Value>) -> Ended {
+    /// One fleet-wide subscription with the row's token, until it ends:
+    /// first the holds outstanding when it opened, then each needs-you as
+    /// it comes. A hold already pushed is not pushed again.
+    async fn listen(
+        &self,
+        row: &PushRow,
+        kinds: &[String],
+        tx: &mpsc::Sender<Value>,
+        pushed: &mut Remembered,
+    ) -> Ended {
         let Some(follow) = self.follow.get() else {
             return Ended::Again("not started".into());
         };
@@ -397,13 +450,34 @@ impl Push {
             mut notes,
             mut cut,
             token: verified,
+            held,
+            missing,
             guard,
         } = match follow.follow(&row.token).await {
             Ok(f) => f,
             Err(Refused::Token(why)) => return Ended::Gone(why),
             Err(Refused::Now(why)) => return Ended::Again(why),
         };
-        tracing::debug!(subscription = %row.id, "push: following needs-yous fleet-wide");
+        tracing::debug!(subscription = %row.id, outstanding = held.len(), missing, "push: following needs-yous fleet-wide");
+        let heard = Heard {
+            row,
+            kinds,
+            verified: &verified,
+            tx,
+        };
+        for hold in held {
+            let node = hold["node"].as_str().unwrap_or(&self.own_name).to_string();
+            let event = json!({ "reason": "outstanding", "hold": hold });
+            self.relay(&heard, &node, &event, pushed);
+        }
+        // Without every member, open again after a while to follow them all.
+        let partial = async {
+            match missing {
+                0 => std::future::pending().await,
+                _ => tokio::time::sleep(REOPEN_PARTIAL).await,
+            }
+        };
+        tokio::pin!(partial);
         let ended = loop {
             tokio::select! {
                 note = notes.recv() => {
@@ -415,31 +489,39 @@ impl Push {
                         _ => continue,
                     }
                     let p = &v["params"];
-                    let event = &p["event"];
-                    let kind = payload::kind_of(event);
-                    if !kinds.is_empty() && !kinds.iter().any(|k| k == kind) {
-                        continue;
-                    }
                     let node = p["node"].as_str().unwrap_or(&self.own_name);
-                    let mut body = payload::build(kind, node, event, now_ms());
-                    if let Some(hold) = event.pointer("/hold/id").and_then(Value::as_str)
-                        && let Some(t) = self.answer_token(&verified, &row.token, hold)
-                    {
-                        body["answer_token"] = json!(t);
-                    }
-                    if tx.try_send(body).is_err() {
-                        tracing::warn!(subscription = %row.id, "push queue full: a needs-you was not pushed");
-                        self.note(&row.id, |s| s.failed += 1);
-                    }
+                    self.relay(&heard, node, &p["event"], pushed);
                 }
                 _ = cut.changed() => {
                     let why = cut.borrow().clone().unwrap_or_default();
                     break Ended::Again(why);
                 }
+                _ = &mut partial => break Ended::Reopen,
             }
         };
         drop(guard);
         ended
+    }
+
+    /// One needs-you on `node` queued for delivery, when the subscription
+    /// wants its kind and it is not a hold pushed already.
+    fn relay(&self, heard: &Heard<'_>, node: &str, event: &Value, pushed: &mut Remembered) {
+        let kind = payload::kind_of(event);
+        if !heard.kinds.is_empty() && !heard.kinds.iter().any(|k| k == kind) {
+            return;
+        }
+        let hold = event.pointer("/hold/id").and_then(Value::as_str);
+        if hold.is_some_and(|h| !pushed.insert(h)) {
+            return;
+        }
+        let mut body = payload::build(kind, node, event, now_ms());
+        if let Some(t) = hold.and_then(|h| self.answer_token(heard.verified, &heard.row.token, h)) {
+            body["answer_token"] = json!(t);
+        }
+        if heard.tx.try_send(body).is_err() {
+            tracing::warn!(subscription = %heard.row.id, "push queue full: a needs-you was not pushed");
+            self.note(&heard.row.id, |s| s.failed += 1);
+        }
     }
 
     /// The token narrowed to answering `hold`, when the token may answer holds.
@@ -580,4 +662,22 @@ impl Drop for AbortOnDrop {
 fn store_error(e: node_store::store::StoreError) -> RpcError {
     tracing::error!(error = %e, "push store");
     RpcError::new(ErrorCode::Internal, "internal error")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hold_is_pushed_once_and_the_oldest_is_forgotten_first() {
+        let mut r = Remembered::default();
+        assert!(r.insert("h-0"));
+        assert!(!r.insert("h-0"), "pushed already");
+        for i in 1..=REMEMBERED {
+            assert!(r.insert(&format!("h-{i}")));
+        }
+        assert_eq!(r.order.len(), REMEMBERED);
+        assert!(r.insert("h-0"), "the oldest was forgotten");
+        assert!(!r.insert(&format!("h-{REMEMBERED}")), "the newest is kept");
+    }
 }

@@ -1,7 +1,8 @@
 //! Web Push across the fleet: a phone subscribed on n1 is pushed a hold of
 //! an agent on n2 (n1 follows every member's needs-yous with the phone's
-//! token), and the push's answer token answers that hold through n1 and
-//! does nothing else.
+//! token): one outstanding when it subscribed, then one raised while it is
+//! subscribed. The push's answer token answers its hold through n1 and does
+//! nothing else.
 
 use fake_model::push::FakePush;
 
@@ -21,12 +22,6 @@ async fn a_hold_on_n2_is_pushed_by_n1_and_answered_with_its_answer_token() {
         .expect("fake push service");
     let keys = oracle::oracle("keys", None);
     let token = lab.owner_token(0, &["node:observe", "node:supervise"]).expect("token");
-    let mut phone = n1.ws(&token).await.expect("phone on n1");
-    phone
-        .call("push.subscribe", oracle::subscription(&service.url("/p/phone"), &keys))
-        .await
-        .expect("push.subscribe on n1");
-
     n2.call("agent.create", json!({ "name": "asker", "harness": "fake" }))
         .await
         .expect("asker on n2");
@@ -37,6 +32,19 @@ async fn a_hold_on_n2_is_pushed_by_n1_and_answered_with_its_answer_token() {
     )
     .await
     .expect("send");
+    // The hold is raised before the phone subscribes: it is outstanding, so
+    // it is pushed when the subscription opens.
+    wait_for("the hold on n2", Duration::from_secs(20), || async {
+        let h = n2.call("supervision.holds", json!({})).await.ok()?;
+        (!h["holds"].as_array()?.is_empty()).then_some(())
+    })
+    .await
+    .expect("a hold on n2");
+    let mut phone = n1.ws(&token).await.expect("phone on n1");
+    phone
+        .call("push.subscribe", oracle::subscription(&service.url("/p/phone"), &keys))
+        .await
+        .expect("push.subscribe on n1");
     let pushed = service
         .next_to("/p/phone", Duration::from_secs(20))
         .await
@@ -74,4 +82,28 @@ async fn a_hold_on_n2_is_pushed_by_n1_and_answered_with_its_answer_token() {
             .any(|e| e["trigger"] == "answer" && e["decision"] == "deny"),
         "the deny is audited on n2: {audit}"
     );
+
+    // A hold raised now, while the subscription is open, is pushed as it
+    // comes; the one answered is not pushed again.
+    n2.call("agent.create", json!({ "name": "second", "harness": "fake" }))
+        .await
+        .expect("second on n2");
+    let conv = n2.idle_conversation("second").await.expect("second idle");
+    n2.call(
+        "conversation.sendMessage",
+        json!({ "conversation": conv, "text": "/fake tool bash rm -rf /srv" }),
+    )
+    .await
+    .expect("send again");
+    let pushed = service
+        .next_to("/p/phone", Duration::from_secs(20))
+        .await
+        .unwrap_or_else(|| panic!("no second push from n1 within 20 s\n{}", n1.log()));
+    let payload = &oracle::open(&pushed, &keys)["payload"];
+    assert_eq!(
+        (payload["kind"].as_str(), payload["agent"].as_str()),
+        (Some("hold"), Some("second")),
+        "{payload}"
+    );
+    assert_eq!(payload["hold"]["summary"], "rm -rf /srv", "{payload}");
 }
