@@ -241,7 +241,10 @@ fn build(cfg: &FabricConfig) -> Result<Swarm<Behaviour>, FabricError> {
         .mesh_n_high(8)
         .mesh_outbound_min(1)
         .gossip_lazy(3)
-        .heartbeat_interval(Duration::from_millis(500))
+        // A message goes along the mesh at once; the heartbeat only mends
+        // the mesh and offers what was seen to a few others. Once a second
+        // keeps an idle member's cost low.
+        .heartbeat_interval(Duration::from_secs(1))
         .history_length(5)
         .history_gossip(3)
         .validation_mode(gossipsub::ValidationMode::Strict)

@@ -1,6 +1,7 @@
 //! The fleet's figures on real network namespaces as it grows (`cargo bench
 //! -p tests-netlab --bench fabric [-- SIZES...]`, as root; default 10 25 50
-//! members, joined one after another): for each size, the time from the
+//! members, joined one after another, each with the shipped `[fleet]`
+//! liveness timing): for each size, the time from the
 //! last member's start until every member sees every other healthy, idle CPU per node, a routed
 //! `agent.get` (p50/p99, with the direct call beside it), a fleet-wide
 //! `agent.list` (p99), gossip (heartbeat) delay p99, how long a revocation
@@ -18,7 +19,7 @@ mod common;
 use common::{healthy_count, pct, sorted, time_calls};
 
 const CONVERGE_WITHIN: Duration = Duration::from_secs(120);
-const IDLE_WINDOW: Duration = Duration::from_secs(10);
+const IDLE_WINDOW: Duration = Duration::from_secs(30);
 const CALLS: usize = 500;
 const LISTS: usize = 100;
 const REVOCATIONS: usize = 10;
@@ -33,14 +34,13 @@ fn cpu_ticks(n: &LabNode) -> Option<u64> {
 }
 
 /// Each node's share of one core over `IDLE_WINDOW` (percent), sorted.
-async fn idle_cpu(lab: &Lab) -> Vec<f64> {
-    let before: Vec<Option<u64>> = lab.nodes.iter().map(cpu_ticks).collect();
+async fn idle_cpu(nodes: &[LabNode]) -> Vec<f64> {
+    let before: Vec<Option<u64>> = nodes.iter().map(cpu_ticks).collect();
     let at = Instant::now();
     tokio::time::sleep(IDLE_WINDOW).await;
     let secs = at.elapsed().as_secs_f64();
     let ticks_per_sec = 100.0; // USER_HZ on Linux
-    let used: Vec<f64> = lab
-        .nodes
+    let used: Vec<f64> = nodes
         .iter()
         .zip(before)
         .filter_map(|(n, b)| Some((cpu_ticks(n)? - b?) as f64 / ticks_per_sec / secs * 100.0))
@@ -70,6 +70,16 @@ async fn converge(lab: &Lab, size: usize, since: Instant) -> Option<Duration> {
     Some(since.elapsed())
 }
 
+/// What `args` print in namespace `ns` (empty when it cannot run).
+fn in_ns(ns: &str, args: &[&str]) -> String {
+    std::process::Command::new("ip")
+        .args(["netns", "exec", ns])
+        .args(args)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
 /// Why members did not converge: how many each still-waiting member sees
 /// healthy, and the first one's view and the end of its log.
 async fn report_waiting(waiting: &[&LabNode], size: usize) {
@@ -87,6 +97,13 @@ async fn report_waiting(waiting: &[&LabNode], size: usize) {
             .and_then(|p| std::fs::read_dir(format!("/proc/{p}/fd")).ok())
             .map_or(0, |d| d.count());
         println!("  {} holds {ss} TCP connections and {fds} open files", n.name);
+        // A listener whose accept queue fills (Recv-Q) is one the process
+        // does not accept from.
+        println!(
+            "  {}'s listeners (state, accept queue, backlog, address):\n{}",
+            n.name,
+            in_ns(&n.ns, &["ss", "-ltnH"])
+        );
         if let Ok(v) = n.call("fleet.nodes", json!({})).await {
             let not: Vec<String> = v["nodes"]
                 .as_array()
@@ -118,8 +135,17 @@ async fn run(size: usize) -> bool {
     let names: Vec<String> = (1..=size).map(|i| format!("n{i}")).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let mut lab = Lab::new(&refs).expect("lab (run as root)");
+    // The shipped liveness timing, not the lab's faster one for tests.
+    for i in 0..size {
+        for key in ["heartbeat_ms", "unhealthy_after_ms", "prove_within_ms"] {
+            lab.set_fleet(i, key, None).expect("warren.toml");
+        }
+    }
     lab.make_owner(0).expect("owner key");
     lab.start(0, None).expect("n1 up");
+    // What a node spends alone (its own housekeeping), before any member.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let alone = idle_cpu(&lab.nodes[..1]).await.first().copied().unwrap_or(f64::NAN);
     // Members are added one after another (each join done before the next
     // node starts), as an operator grows a fleet; 50 processes joining at
     // once on two cores is a storm of its own, not what is measured here.
@@ -140,6 +166,26 @@ async fn run(size: usize) -> bool {
                 node.name,
                 node.log()
             );
+            println!("  {}'s sockets:\n{}", node.name, in_ns(&node.ns, &["ss", "-tanH"]));
+            println!("  n1's sockets:\n{}", in_ns(&lab.nodes[0].ns, &["ss", "-tanH"]));
+            let probe = format!(
+                "exec 3<>/dev/tcp/{}/{} && echo a plain TCP connection to n1 opened",
+                lab.nodes[0].ip,
+                tests_netlab::FABRIC_PORT
+            );
+            println!(
+                "  from {}: {}",
+                node.name,
+                in_ns(&node.ns, &["timeout", "3", "bash", "-c", &probe])
+            );
+            if let Some(pid) = lab.nodes[0].pid() {
+                let states = std::process::Command::new("sh")
+                    .args(["-c", &format!("for t in /proc/{pid}/task/*; do echo \"$(cut -d' ' -f3 $t/stat) $(cat $t/wchan) $(cat $t/comm)\"; done | sort | uniq -c")])
+                    .output()
+                    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                    .unwrap_or_default();
+                println!("  n1's threads (count, state, wait, name):\n{states}");
+            }
             report_waiting(&[&lab.nodes[0]], size).await;
             return false;
         }
@@ -152,7 +198,7 @@ async fn run(size: usize) -> bool {
         return false;
     };
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let cpu = idle_cpu(&lab).await;
+    let cpu = idle_cpu(&lab.nodes).await;
     let rss: Vec<f64> = sorted(
         lab.nodes
             .iter()
@@ -229,6 +275,7 @@ async fn run(size: usize) -> bool {
         cpu.last().copied().unwrap_or(f64::NAN),
         IDLE_WINDOW.as_secs()
     );
+    println!("  the first node alone:  {alone:.2}% of a core before any other joined");
     println!(
         "  agent.get routed:      p50 {:.3} ms  p99 {:.3} ms  (direct p50 {:.3} ms  p99 {:.3} ms; {CALLS} calls)",
         pct(&r, 0.5),

@@ -81,6 +81,25 @@ pub fn warren_exe() -> PathBuf {
 }
 
 /// Removes namespaces and links of labs whose test process is gone.
+/// The kernel keeps one ARP table for every namespace, at most
+/// `gc_thresh3` entries (1,024 by default): a full mesh of 32 namespaces
+/// fills it (each knows every other), and past that new connections fail
+/// for want of an ARP entry ("neighbor table overflow" in the kernel log).
+/// Raised (never lowered) to fit `nodes` namespaces and a few labs more.
+fn room_for_neighbours(nodes: usize) -> anyhow::Result<()> {
+    let dir = Path::new("/proc/sys/net/ipv4/neigh/default");
+    let mesh = nodes * nodes;
+    for (name, want) in [("gc_thresh2", 2 * mesh + 512), ("gc_thresh3", 4 * mesh + 1024)] {
+        let path = dir.join(name);
+        let now: usize = std::fs::read_to_string(&path)?.trim().parse()?;
+        if now < want {
+            std::fs::write(&path, want.to_string())
+                .map_err(|e| anyhow::anyhow!("raising {} to {want}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
 pub fn reap_leftovers() {
     let Ok(list) = sh(&["ip", "netns", "list"]) else { return };
     for line in list.lines() {
@@ -265,6 +284,7 @@ impl Lab {
             bail!("the netlab needs root (network namespaces, veth, nft); run as root");
         }
         reap_leftovers();
+        room_for_neighbours(names.len())?;
         let n = LABS.fetch_add(1, Ordering::SeqCst);
         let id = format!("{PREFIX}{:05x}{n:x}", std::process::id() & 0xfffff);
         let subnet = take_subnet()?;
@@ -450,28 +470,37 @@ impl Lab {
         format!("10.77.{}.1", self.subnet)
     }
 
-    /// Appends `toml` to node `i`'s warren.toml (before it starts).
     /// Sets node `i`'s `[fleet] listen` (multiaddrs, comma separated); `{ip}`
     /// stands for the node's address.
     pub fn set_listen(&self, i: usize, listen: &str) -> anyhow::Result<()> {
-        let node = &self.nodes[i];
-        let path = node.dir.join("warren.toml");
+        let listen = listen.replace("{ip}", &self.nodes[i].ip);
+        self.set_fleet(i, "listen", Some(&format!("{listen:?}")))
+    }
+
+    /// Sets node `i`'s `[fleet] KEY = VALUE` (VALUE as TOML writes it), in
+    /// place of the lab's own line for that key; `None` removes the line, so
+    /// the node's default holds.
+    pub fn set_fleet(&self, i: usize, key: &str, value: Option<&str>) -> anyhow::Result<()> {
+        let path = self.nodes[i].dir.join("warren.toml");
         let was = std::fs::read_to_string(&path)?;
-        let line = format!("listen = {:?}", listen.replace("{ip}", &node.ip));
+        let prefix = format!("{key} = ");
+        anyhow::ensure!(
+            was.lines().any(|l| l.starts_with(&prefix)),
+            "the lab's warren.toml has no [fleet] {key} line to set"
+        );
         let now: Vec<String> = was
             .lines()
-            .map(|l| {
-                if l.starts_with("listen = \"/") {
-                    line.clone()
-                } else {
-                    l.to_string()
-                }
+            .filter_map(|l| match (l.starts_with(&prefix), value) {
+                (false, _) => Some(l.to_string()),
+                (true, Some(v)) => Some(format!("{key} = {v}")),
+                (true, None) => None,
             })
             .collect();
         std::fs::write(&path, now.join("\n") + "\n")?;
         Ok(())
     }
 
+    /// Appends `toml` to node `i`'s warren.toml (before it starts).
     pub fn configure(&self, i: usize, toml: &str) -> anyhow::Result<()> {
         use std::io::Write;
         let path = self.nodes[i].dir.join("warren.toml");
