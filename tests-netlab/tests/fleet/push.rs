@@ -11,6 +11,28 @@ use super::*;
 #[path = "../../../warren/tests/push/oracle.rs"]
 mod oracle;
 
+/// A new agent `name` on `node` runs `bash COMMAND`, which is held.
+async fn ask(node: &tests_netlab::LabNode, name: &str, command: &str) {
+    node.call("agent.create", json!({ "name": name, "harness": "fake" }))
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let conv = node.idle_conversation(name).await.expect("idle");
+    node.call(
+        "conversation.sendMessage",
+        json!({ "conversation": conv, "text": format!("/fake tool bash {command}") }),
+    )
+    .await
+    .expect("send");
+}
+
+/// The next push to the phone, within 20 s.
+async fn next_push(service: &mut FakePush, n1: &tests_netlab::LabNode) -> fake_model::push::Pushed {
+    service
+        .next_to("/p/phone", Duration::from_secs(20))
+        .await
+        .unwrap_or_else(|| panic!("no push from n1 within 20 s\n{}", n1.log()))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hold_on_n2_is_pushed_by_n1_and_answered_with_its_answer_token() {
     let lab = three_node_fleet_with("[push]\nallow_private = true\n").await;
@@ -22,16 +44,7 @@ async fn a_hold_on_n2_is_pushed_by_n1_and_answered_with_its_answer_token() {
         .expect("fake push service");
     let keys = oracle::oracle("keys", None);
     let token = lab.owner_token(0, &["node:observe", "node:supervise"]).expect("token");
-    n2.call("agent.create", json!({ "name": "asker", "harness": "fake" }))
-        .await
-        .expect("asker on n2");
-    let conv = n2.idle_conversation("asker").await.expect("asker idle");
-    n2.call(
-        "conversation.sendMessage",
-        json!({ "conversation": conv, "text": "/fake tool bash git push --force" }),
-    )
-    .await
-    .expect("send");
+    ask(n2, "asker", "git push --force").await;
     // The hold is raised before the phone subscribes: it is outstanding, so
     // it is pushed when the subscription opens.
     wait_for("the hold on n2", Duration::from_secs(20), || async {
@@ -45,10 +58,7 @@ async fn a_hold_on_n2_is_pushed_by_n1_and_answered_with_its_answer_token() {
         .call("push.subscribe", oracle::subscription(&service.url("/p/phone"), &keys))
         .await
         .expect("push.subscribe on n1");
-    let pushed = service
-        .next_to("/p/phone", Duration::from_secs(20))
-        .await
-        .unwrap_or_else(|| panic!("no push from n1 within 20 s\n{}", n1.log()));
+    let pushed = next_push(&mut service, n1).await;
     let payload = &oracle::open(&pushed, &keys)["payload"];
     assert_eq!(
         (payload["kind"].as_str(), payload["node"].as_str()),
@@ -85,21 +95,8 @@ async fn a_hold_on_n2_is_pushed_by_n1_and_answered_with_its_answer_token() {
 
     // A hold raised now, while the subscription is open, is pushed as it
     // comes; the one answered is not pushed again.
-    n2.call("agent.create", json!({ "name": "second", "harness": "fake" }))
-        .await
-        .expect("second on n2");
-    let conv = n2.idle_conversation("second").await.expect("second idle");
-    n2.call(
-        "conversation.sendMessage",
-        json!({ "conversation": conv, "text": "/fake tool bash rm -rf /srv" }),
-    )
-    .await
-    .expect("send again");
-    let pushed = service
-        .next_to("/p/phone", Duration::from_secs(20))
-        .await
-        .unwrap_or_else(|| panic!("no second push from n1 within 20 s\n{}", n1.log()));
-    let payload = &oracle::open(&pushed, &keys)["payload"];
+    ask(n2, "second", "rm -rf /srv").await;
+    let payload = &oracle::open(&next_push(&mut service, n1).await, &keys)["payload"];
     assert_eq!(
         (payload["kind"].as_str(), payload["agent"].as_str()),
         (Some("hold"), Some("second")),
