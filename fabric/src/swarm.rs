@@ -71,7 +71,7 @@ impl FabricConfig {
             listen,
             topic,
             request_timeout: Duration::from_secs(5),
-            ping_interval: Duration::from_secs(30),
+            ping_interval: Duration::from_secs(120),
             max_connections: 128,
             max_per_peer: 2,
         }
@@ -309,8 +309,8 @@ fn build(cfg: &FabricConfig) -> Result<Swarm<Behaviour>, FabricError> {
             })
         })
         .map_err(|e| setup(&e))?
-        // Members keep their connections: ping traffic alone is not enough
-        // to keep an idle connection, so idle ones live a minute.
+        // Members keep their connections: ping traffic alone does not keep
+        // a connection, so an idle one lives `IDLE_CONNECTION`.
         .with_swarm_config(|c| c.with_idle_connection_timeout(IDLE_CONNECTION))
         .build();
     for addr in &cfg.listen {

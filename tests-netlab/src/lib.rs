@@ -85,16 +85,22 @@ pub fn warren_exe() -> PathBuf {
 /// `gc_thresh3` entries (1,024 by default): a full mesh of 32 namespaces
 /// fills it (each knows every other), and past that new connections fail
 /// for want of an ARP entry ("neighbor table overflow" in the kernel log).
-/// Raised (never lowered) to fit `nodes` namespaces and a few labs more.
+/// A lab too large for the limit raises it (never lowers it); a small one
+/// leaves the host's settings alone.
 fn room_for_neighbours(nodes: usize) -> anyhow::Result<()> {
     let dir = Path::new("/proc/sys/net/ipv4/neigh/default");
-    let mesh = nodes * nodes;
-    for (name, want) in [("gc_thresh2", 2 * mesh + 512), ("gc_thresh3", 4 * mesh + 1024)] {
-        let path = dir.join(name);
-        let now: usize = std::fs::read_to_string(&path)?.trim().parse()?;
-        if now < want {
-            std::fs::write(&path, want.to_string())
-                .map_err(|e| anyhow::anyhow!("raising {} to {want}: {e}", path.display()))?;
+    let read = |name: &str| -> anyhow::Result<usize> { Ok(std::fs::read_to_string(dir.join(name))?.trim().parse()?) };
+    // Each namespace knows every other, and the host a few more.
+    let want = nodes * nodes + 256;
+    if read("gc_thresh3")? >= want {
+        return Ok(());
+    }
+    // The hard limit, then the soft one (past which entries are collected
+    // sooner) at half of it.
+    for (name, value) in [("gc_thresh3", want), ("gc_thresh2", want / 2)] {
+        if read(name)? < value {
+            std::fs::write(dir.join(name), value.to_string())
+                .map_err(|e| anyhow::anyhow!("a lab of {nodes} needs {name} >= {value}: {e}"))?;
         }
     }
     Ok(())

@@ -19,7 +19,10 @@ const INDIRECT_HELPERS: usize = 3;
 pub(super) const PROBES_IN_FLIGHT: usize = 2;
 /// The record is published again after this long even when unchanged (a
 /// member that missed it also gets it in the view exchanged on connection).
-pub(super) const RECORD_REFRESH: Duration = Duration::from_secs(30);
+///
+/// Every member receives (and forwards) every record, so the refresh's cost
+/// grows with the fleet: it is rare, changes go out at once anyway.
+pub(super) const RECORD_REFRESH: Duration = Duration::from_secs(120);
 
 impl super::Fleet {
     /// One period: suspicions that ran out go down, and one member is probed.
