@@ -127,10 +127,7 @@ impl crate::push::Follow for PushFollow {
                 .await
                 .and_then(|r| r.result)
                 .and_then(|mut v| v.get_mut("holds").map(Value::take))
-                .and_then(|v| match v {
-                    Value::Array(a) => Some(a),
-                    _ => None,
-                })
+                .and_then(|holds| serde_json::from_value::<Vec<Value>>(holds).ok())
                 .unwrap_or_default();
             // Notifications may flow: the subscription's answer is in.
             conn.open_gates();

@@ -159,7 +159,6 @@ pub struct Push {
     status: Mutex<HashMap<String, Status>>,
 }
 
-/// Why a follower's subscription ended.
 /// What one open subscription relays with.
 struct Heard<'a> {
     row: &'a PushRow,
@@ -191,6 +190,7 @@ impl Remembered {
     }
 }
 
+/// Why a follower's subscription ended.
 enum Ended {
     /// For good: the subscription is dropped.
     Gone(String),
