@@ -37,7 +37,7 @@ impl Codec for FleetCodec {
     {
         let read = self.0.read_request(protocol, io).await;
         if let Err(e) = &read {
-            tracing::warn!(error = %e, "a fabric request could not be read (garbled or over {MAX_FRAME_BYTES} bytes): refused");
+            tracing::warn!(error = %e, "a fabric request could not be read (garbled, cut short by an asker that gave up, or over {MAX_FRAME_BYTES} bytes): refused");
         }
         read
     }

@@ -1,13 +1,15 @@
 //! The fabric between warren nodes: one libp2p mesh per fleet. Pure parts:
-//! join codes (`invite`), membership certificates (`cert`) and the messages
-//! (`wire`); the IO part is the swarm task behind a bounded handle (`swarm`).
-//! The node decides who is a member; the fabric keeps non-members out of
-//! gossip and answers only their identify and ping.
+//! join codes (`invite`), membership certificates (`cert`), the messages
+//! (`wire`), liveness (`swim`) and pulls that lose nothing (`pull`); the IO
+//! part is the swarm task behind a bounded handle (`swarm`). The node
+//! decides who is a member; the fabric keeps non-members out of gossip and
+//! answers only their identify and ping.
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
 pub mod cert;
 pub mod codec;
 pub mod invite;
+pub mod pull;
 pub mod swarm;
 pub mod swim;
 pub mod wire;

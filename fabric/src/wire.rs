@@ -58,8 +58,14 @@ pub enum Request {
     /// client's own token. `stream`: it opens a subscription whose
     /// notifications the caller then pulls.
     Api { token: String, text: String, stream: bool },
-    /// The next notifications of a forwarded subscription (a long poll).
-    Pull { stream: u64 },
+    /// The next notifications of a forwarded subscription (a long poll):
+    /// batch `next`, which acknowledges the one before (`pull`); 0 from an
+    /// asker that does not number its pulls.
+    Pull {
+        stream: u64,
+        #[serde(default)]
+        next: u64,
+    },
     /// The caller is done with a forwarded subscription.
     Cancel { stream: u64 },
     /// Does the asked node home this agent, conversation or hold?
@@ -130,10 +136,13 @@ pub enum Response {
         stream: Option<u64>,
     },
     /// Notifications of a forwarded subscription, oldest first (at most
-    /// `MAX_NOTES`); `ended` says why it will give no more.
+    /// `MAX_NOTES`); `ended` says why it will give no more; `batch`: the
+    /// number they go under (0 for none, or for an unnumbered pull).
     Notes {
         notes: Vec<String>,
         ended: Option<String>,
+        #[serde(default)]
+        batch: u64,
     },
     Located(bool),
     /// A removal was heard.

@@ -214,12 +214,18 @@ impl super::Fleet {
             .any(|r| r.node_id == name || self.member_name(&r.node_id) == name)
     }
 
-    /// The next notifications of a forwarded subscription.
-    pub async fn pull(&self, node_id: &str, stream: u64) -> NodeResult<(Vec<String>, Option<String>)> {
+    /// The next notifications of a forwarded subscription: the batch `next`
+    /// names, which moves on once it is taken (start it at 1). An answer
+    /// lost on the way is given again by the next pull, so none is missed.
+    pub async fn pull(&self, node_id: &str, stream: u64, next: &mut u64) -> NodeResult<(Vec<String>, Option<String>)> {
         let peer = self.home_peer(node_id)?;
         let fabric = self.fleet.fabric()?.clone();
-        match fabric.request_within(peer, Request::Pull { stream }, PULL_WITHIN).await {
-            Ok(Response::Notes { notes, ended }) => Ok((notes, ended)),
+        let asked = Request::Pull { stream, next: *next };
+        match fabric.request_within(peer, asked, PULL_WITHIN).await {
+            Ok(Response::Notes { notes, ended, batch }) => {
+                *next = fabric::pull::taken(*next, batch);
+                Ok((notes, ended))
+            }
             Ok(other) => Err(NodeError::Internal(format!("a pull was answered with {other:?}"))),
             Err(e) => Err(NodeError::Unreachable {
                 node: self.member_name(node_id),

@@ -355,11 +355,12 @@ impl Monitors {
             }
         }
         let mut failing_since: Option<Instant> = None;
+        let mut next = 1;
         loop {
             if !self.watches.lock().is_ok_and(|w| w.contains_key(attachment)) {
                 return Ok(());
             }
-            match self.fleet.pull(home, stream).await {
+            match self.fleet.pull(home, stream, &mut next).await {
                 Ok((notes, ended)) => {
                     failing_since = None;
                     for n in notes {

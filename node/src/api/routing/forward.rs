@@ -411,8 +411,9 @@ pub(super) async fn pull_into(
         stream,
     };
     let mut failing_since: Option<Instant> = None;
+    let mut next = 1;
     loop {
-        match fleet.pull(&home, stream).await {
+        match fleet.pull(&home, stream, &mut next).await {
             Ok((notes, ended)) => {
                 failing_since = None;
                 for n in notes {

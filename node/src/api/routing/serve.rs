@@ -5,7 +5,8 @@
 //! authorized exactly as a local call is. A forwarded subscription keeps that
 //! connection: its notifications wait in the connection's bounded queue (a
 //! full queue cuts it off, as for a slow local client) until the caller
-//! pulls them. The home also tells members whether it homes an agent,
+//! pulls them, in numbered batches: a batch whose answer was lost on the way
+//! is given again, so a broken connection loses none (`fabric::pull`). The home also tells members whether it homes an agent,
 //! conversation or held dialog, and takes the mail members' agents send to its
 //! own. It is an actor: the fleet hands it members'
 //! requests through a bounded queue, each answered in a task of its own.
@@ -16,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use console_api::{ErrorCode, Id, Response as RpcResponse, RpcError};
+use fabric::pull::{Batches, Step};
 use fabric::wire::MAX_NOTES;
 use fabric::{PeerId, Request, Response};
 use futures_util::future::BoxFuture;
@@ -60,8 +62,16 @@ struct Stream {
     /// The member that opened it (only it may pull or cancel).
     peer: PeerId,
     conn: Arc<Conn>,
-    queue: tokio::sync::Mutex<(mpsc::Receiver<String>, watch::Receiver<Option<String>>)>,
+    queue: tokio::sync::Mutex<Queue>,
     last_pull: Mutex<Instant>,
+}
+
+/// A subscription's notifications, its cut-off reason, and the batches
+/// given (one pull at a time).
+struct Queue {
+    rx: mpsc::Receiver<String>,
+    kill: watch::Receiver<Option<String>>,
+    batches: Batches,
 }
 
 /// A JSON-RPC error answer to `text` (its id, when it has one).
@@ -118,7 +128,7 @@ impl Home {
     async fn answer(&self, peer: PeerId, request: Request) -> Response {
         match request {
             Request::Api { token, text, stream } => self.api(peer, &token, &text, stream).await,
-            Request::Pull { stream } => self.pull(peer, stream).await,
+            Request::Pull { stream, next } => self.pull(peer, stream, next).await,
             Request::Cancel { stream } => self.cancel(peer, stream),
             Request::Locate(what) => Response::Located(super::homes(&self.node, &self.supervisor, &what).await),
             // A member's agent wrote to one of ours (the member was checked
@@ -202,20 +212,26 @@ impl Home {
             Arc::new(Stream {
                 peer,
                 conn,
-                queue: tokio::sync::Mutex::new((rx, kill)),
+                queue: tokio::sync::Mutex::new(Queue {
+                    rx,
+                    kill,
+                    batches: Batches::default(),
+                }),
                 last_pull: Mutex::new(Instant::now()),
             }),
         );
         Response::Api { text, stream: Some(id) }
     }
 
-    /// The next notifications of a forwarded subscription: those queued, or
-    /// the first within `PULL_WAIT`, bounded in count and bytes.
-    async fn pull(&self, peer: PeerId, id: u64) -> Response {
+    /// Batch `next` of a forwarded subscription: the one given before when
+    /// its answer was lost, else the notifications queued, or the first
+    /// within `PULL_WAIT`, bounded in count and bytes.
+    async fn pull(&self, peer: PeerId, id: u64, next: u64) -> Response {
         let stream = self.open.lock().ok().and_then(|o| o.get(&id).cloned());
         let ended = |why: &str| Response::Notes {
             notes: vec![],
             ended: Some(why.to_string()),
+            batch: 0,
         };
         let Some(stream) = stream.filter(|s| s.peer == peer) else {
             return ended("no such subscription: it ended, or was not pulled for 30 s");
@@ -224,7 +240,34 @@ impl Home {
             *t = Instant::now();
         }
         let mut queue = stream.queue.lock().await;
-        let (rx, kill) = &mut *queue;
+        match queue.batches.on_pull(next) {
+            Step::Again(batch, notes) => {
+                tracing::info!(
+                    stream = id,
+                    batch,
+                    "a pull's answer was lost on the way: its batch is given again"
+                );
+                return Response::Notes {
+                    notes,
+                    ended: None,
+                    batch,
+                };
+            }
+            Step::Stale => {
+                return Response::Notes {
+                    notes: vec![],
+                    ended: None,
+                    batch: 0,
+                };
+            }
+            Step::OutOfStep => {
+                drop(queue);
+                self.take(id);
+                return ended(&format!("a pull asked for batch {next}, which was never given"));
+            }
+            Step::Fresh => {}
+        }
+        let Queue { rx, kill, batches } = &mut *queue;
         let mut notes = vec![];
         let mut bytes = 0;
         let cut = |kill: &watch::Receiver<Option<String>>| kill.borrow().clone();
@@ -258,11 +301,16 @@ impl Home {
             }
         }
         let reason = cut(kill);
+        let batch = batches.give(next, &notes);
         drop(queue);
         if reason.is_some() {
             self.take(id);
         }
-        Response::Notes { notes, ended: reason }
+        Response::Notes {
+            notes,
+            ended: reason,
+            batch,
+        }
     }
 
     fn cancel(&self, peer: PeerId, id: u64) -> Response {
@@ -277,6 +325,7 @@ impl Home {
         Response::Notes {
             notes: vec![],
             ended: Some("cancelled".into()),
+            batch: 0,
         }
     }
 }
