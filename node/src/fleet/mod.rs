@@ -418,11 +418,8 @@ impl Fleet {
             agents,
             live_conversations: live,
             capacity: fabric::Capacity {
-                cpus: std::thread::available_parallelism()
-                    .map(|n| n.get() as u32)
-                    .unwrap_or(1),
-                memory_mb: memory_mb(),
                 guests: live,
+                ..host_capacity().clone()
             },
             addrs,
             sent_at: now_ms(),
@@ -656,6 +653,20 @@ fn listen_addrs(spec: &str) -> Result<Vec<Multiaddr>, String> {
             }
         })
         .collect()
+}
+
+/// This host's CPUs and memory, read once: the record is built every period
+/// and they do not change under a running node (reading them costs file
+/// reads of `/proc` and the cgroup tree each time).
+fn host_capacity() -> &'static fabric::Capacity {
+    static HOST: std::sync::OnceLock<fabric::Capacity> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| fabric::Capacity {
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1),
+        memory_mb: memory_mb(),
+        guests: 0,
+    })
 }
 
 fn memory_mb() -> u64 {

@@ -61,8 +61,11 @@ pub(super) async fn run_events(node: Weak<super::Fleet>, mut events: tokio::sync
                     }
                     // A member that refused a peer's hello or join drops and
                     // blocks it (a node still joining judges nobody).
+                    if !(refused && judged) {
+                        return;
+                    }
                     let member = node.catalog.lock().await.fleet.me.is_some();
-                    if refused && judged && member && node.fleet.member_of(&peer).is_none() {
+                    if member && node.fleet.member_of(&peer).is_none() {
                         tokio::time::sleep(Duration::from_millis(200)).await;
                         node.refuse_peer(peer, "it proved no membership").await;
                     }

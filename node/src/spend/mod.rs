@@ -319,6 +319,10 @@ impl Spend {
                 .collect();
             (names, conv_of)
         };
+        // No agent, no session store: nothing to read (and no thread to wake).
+        if names.is_empty() {
+            return Ok(());
+        }
         let mut agents = Vec::with_capacity(names.len());
         for agent in names {
             let saved = match index.saved.remove(&agent) {

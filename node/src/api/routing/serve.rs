@@ -6,10 +6,11 @@
 //! connection: its notifications wait in the connection's bounded queue (a
 //! full queue cuts it off, as for a slow local client) until the caller
 //! pulls them, in numbered batches: a batch whose answer was lost on the way
-//! is given again, so a broken connection loses none (`fabric::pull`). The home also tells members whether it homes an agent,
-//! conversation or held dialog, and takes the mail members' agents send to its
-//! own. It is an actor: the fleet hands it members'
-//! requests through a bounded queue, each answered in a task of its own.
+//! is given again, so a broken connection loses none (`fabric::pull`). The
+//! home also tells members whether it homes an agent, conversation or held
+//! dialog, and takes the mail members' agents send to its own. It is an
+//! actor: the fleet hands it members' requests through a bounded queue, each
+//! answered in a task of its own.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
