@@ -126,8 +126,7 @@ impl crate::push::Follow for PushFollow {
             let held = handle_text(app, &conn, &list)
                 .await
                 .and_then(|r| r.result)
-                .and_then(|mut v| v.get_mut("holds").map(Value::take))
-                .and_then(|holds| serde_json::from_value::<Vec<Value>>(holds).ok())
+                .and_then(|mut v| v.get_mut("holds").and_then(Value::as_array_mut).map(std::mem::take))
                 .unwrap_or_default();
             // Notifications may flow: the subscription's answer is in.
             conn.open_gates();

@@ -311,6 +311,10 @@ impl Spend {
     async fn spend_tick(&self, index: &mut Index) -> Result<(), String> {
         let (names, conv_of) = {
             let cat = self.catalog.lock().await;
+            // No agent, no session store: nothing to read (and no thread to wake).
+            if cat.agents.is_empty() {
+                return Ok(());
+            }
             let names: Vec<String> = cat.agents.keys().cloned().collect();
             let conv_of: HashMap<String, String> = cat
                 .conversations
@@ -319,10 +323,6 @@ impl Spend {
                 .collect();
             (names, conv_of)
         };
-        // No agent, no session store: nothing to read (and no thread to wake).
-        if names.is_empty() {
-            return Ok(());
-        }
         let mut agents = Vec::with_capacity(names.len());
         for agent in names {
             let saved = match index.saved.remove(&agent) {
