@@ -38,11 +38,11 @@ impl LearnedRule {
         if prefix.is_empty() {
             return false;
         }
-        let Ok(segments) = shell::split(command) else {
+        let Ok(script) = shell::parse(command) else {
             return false;
         };
-        !segments.is_empty()
-            && segments.iter().all(|seg| {
+        !script.is_empty()
+            && script.segments().all(|seg| {
                 let words: Vec<&str> = seg.words.iter().map(|w| w.text.as_ref()).collect();
                 seg.redirects.is_empty()
                     && words.len() >= prefix.len()
@@ -57,7 +57,8 @@ impl LearnedRule {
 /// refuses (`$(...)`, backticks, globs, ...). Otherwise why not, as a phrase
 /// that follows "the command": e.g. "has more than one command (&&, ||, ;, | or &)".
 pub fn simple_command_words(command: &str) -> Result<Vec<String>, String> {
-    let segments = shell::split(command).map_err(|r| format!("has {r}"))?;
+    let script = shell::parse(command).map_err(|r| format!("has {r}"))?;
+    let segments: Vec<_> = script.segments().collect();
     match segments.as_slice() {
         [] => Err("is empty".into()),
         [one] if !one.redirects.is_empty() => Err("has a redirection".into()),

@@ -25,13 +25,13 @@ pub(crate) struct Judged<'s> {
 /// A segment as a map key: equal when the segments are equal, hashed by
 /// their shape and outer words only (cheap; equality decides).
 #[derive(Eq)]
-struct Key<'s>(&'s Segment<'s>);
+struct Key<'s>(Segment<'s>);
 
 impl PartialEq for Key<'_> {
     fn eq(&self, other: &Self) -> bool {
         // The walk asks again for the very segment it judged from another
         // directory: no need to compare it word by word with itself.
-        std::ptr::eq(self.0, other.0) || self.0 == other.0
+        self.0.same(&other.0) || self.0 == other.0
     }
 }
 
@@ -56,7 +56,7 @@ impl<'s> Judged<'s> {
     /// `judge(seg, cwd)`, or the replay of its earlier success.
     pub(crate) fn judge(
         &self,
-        seg: &'s Segment<'s>,
+        seg: Segment<'s>,
         cwd: &Path,
         ctx: &Ctx<'_>,
         judge: impl FnOnce() -> Result<(), NotScoped>,
@@ -148,9 +148,9 @@ mod tests {
             let judged = super::Judged::default();
             let judge = |seg, at: &Path| {
                 if memo {
-                    judged.judge(seg, at, &ctx, || crate::scope::segment(seg, &ctx, at))
+                    judged.judge(seg, at, &ctx, || crate::scope::segment(&seg, &ctx, at))
                 } else {
-                    crate::scope::segment(seg, &ctx, at)
+                    crate::scope::segment(&seg, &ctx, at)
                 }
             };
             crate::scope::flow::walk(&script, Path::new("/w"), &ctx, &judge).map_err(|e| e.0)

@@ -98,7 +98,7 @@ fn cd_targets(dir: &Word, state: &State, ctx: &Ctx<'_>) -> Result<Vec<State>, No
 }
 
 /// The one directory argument of a `cd` the judge can follow.
-fn cd_dir<'s>(seg: &'s Segment<'_>) -> Result<&'s Word<'s>, NotScoped> {
+fn cd_dir<'s>(seg: Segment<'s>) -> Result<&'s Word<'s>, NotScoped> {
     match &seg.words[1..] {
         [dir] if !dir.text.starts_with('-') && !dir.text.is_empty() => Ok(dir),
         [] => Err(no("cd: ~ is under ~, the agent's home, which is never repo-scoped")),
@@ -113,18 +113,18 @@ fn is_cd(seg: &Segment) -> bool {
 /// Runs one pipeline from one state; adds the states after it to `next`
 /// (see [`push_state`]), in order.
 fn pipeline<'s>(
-    p: &'s Pipeline<'s>,
+    p: Pipeline<'s>,
     state: &State,
     ctx: &Ctx<'_>,
-    judge: &dyn Fn(&'s Segment<'s>, &Path) -> Result<(), NotScoped>,
+    judge: &dyn Fn(Segment<'s>, &Path) -> Result<(), NotScoped>,
     next: &mut Vec<State>,
 ) -> Result<(), NotScoped> {
-    for seg in &p.commands {
+    for seg in p.commands() {
         judge(seg, &state.physical)?;
     }
-    match p.commands.as_slice() {
+    match p.lone() {
         // A lone `cd` changes the shell's directory, or fails and leaves it.
-        [seg] if is_cd(seg) => {
+        Some(seg) if is_cd(&seg) => {
             let dir = cd_dir(seg)?;
             for after in cd_targets(dir, state, ctx)? {
                 push_state(next, after)?;
@@ -139,8 +139,8 @@ fn pipeline<'s>(
         }
         // In a pipeline each command runs in a subshell: a `cd` there
         // only has to stay in scope itself.
-        commands => {
-            for seg in commands.iter().filter(|s| is_cd(s)) {
+        _ => {
+            for seg in p.commands().filter(is_cd) {
                 cd_targets(cd_dir(seg)?, state, ctx)?;
             }
             push_state(
@@ -161,7 +161,7 @@ pub(crate) fn walk<'s>(
     script: &'s Script<'s>,
     start: &Path,
     ctx: &Ctx<'_>,
-    judge: &dyn Fn(&'s Segment<'s>, &Path) -> Result<(), NotScoped>,
+    judge: &dyn Fn(Segment<'s>, &Path) -> Result<(), NotScoped>,
 ) -> Result<(), NotScoped> {
     let physical = resolve_path(start, ctx.resolver).ok_or_else(|| no("the working directory cannot be resolved"))?;
     let mut states = vec![State {
@@ -172,7 +172,7 @@ pub(crate) fn walk<'s>(
     // The states after each pipeline are built here, then swapped in (one
     // buffer for the whole walk).
     let mut next = Vec::new();
-    for list in &script.lists {
+    for list in script.lists() {
         // Only a background job needs the states from before it.
         let before = list.background.then(|| states.clone());
         for (connector, p) in list.pipelines() {
@@ -220,7 +220,7 @@ mod tests {
         let scope = Scope::new("/w");
         let ctx = Ctx::new(&scope, fs, Mode::Command);
         let seen = RefCell::new(Vec::new());
-        let judge = |seg: &Segment, cwd: &Path| -> Result<(), NotScoped> {
+        let judge = |seg: Segment, cwd: &Path| -> Result<(), NotScoped> {
             if seg.words[0].text != "cd" {
                 seen.borrow_mut()
                     .push((seg.words[0].text.to_string(), cwd.display().to_string()));

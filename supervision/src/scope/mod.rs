@@ -42,7 +42,7 @@ pub(crate) fn segment(seg: &Segment, ctx: &Ctx<'_>, cwd: &Path) -> Result<(), No
     if !prog.is_ascii() {
         return Err(no(format!("{prog} is not an allowlisted program (non-ASCII name)")));
     }
-    for redirect in &seg.redirects {
+    for redirect in seg.redirects {
         let target = &redirect.target;
         if !target.tilde && matches!(target.text.as_ref(), "/dev/null" | "/dev/stdout" | "/dev/stderr") {
             continue;
@@ -68,13 +68,13 @@ fn script_with(
     ctx: &Ctx<'_>,
 ) -> Result<(), NotScoped> {
     let script = script.as_ref().map_err(|r| no(format!("the command uses {r}")))?;
-    if script.lists.is_empty() {
+    if script.is_empty() {
         return Err(no("an empty command"));
     }
     let dir = ctx.scope.working_dir(cwd, ctx.resolver).map_err(NotScoped)?;
     let judged = crate::memo::Judged::default();
     flow::walk(script, &dir, ctx, &|seg, at| {
-        judged.judge(seg, at, ctx, || segment(seg, ctx, at))
+        judged.judge(seg, at, ctx, || segment(&seg, ctx, at))
     })?;
     ctx.check_runs()
 }

@@ -208,6 +208,9 @@ pub(super) struct Lexer<'a> {
     digits_only: bool,
     /// The whole command has been read.
     done: bool,
+    /// Plain words and operators are read at once ([`Lexer::plain_token`]); off only to
+    /// test that path against the character-by-character reading.
+    plain_words: bool,
 }
 
 impl<'a> Lexer<'a> {
@@ -381,10 +384,61 @@ impl<'a> Lexer<'a> {
 
     /// The next token, or `None` at the end of the command.
     pub(super) fn next_tok(&mut self) -> Result<Option<Tok<'a>>, Refusal> {
+        if self.plain_words
+            && self.ready.is_empty()
+            && !self.in_word
+            && let Some(tok) = self.plain_token()
+        {
+            return Ok(Some(tok));
+        }
         while self.ready.is_empty() && !self.done {
             self.step()?;
         }
         Ok(self.ready.pop_front())
+    }
+
+    /// The common cases at once, between words: a control operator (`&&`,
+    /// `||`, `|`, `|&`, `;`, a newline), or a word that is one run of
+    /// ordinary bytes ended by a blank, a newline, `;`, `&`, `|` or the end
+    /// (most words are), lent by the command. `None` (with any blanks before
+    /// it skipped, which is all [`Lexer::step`] does with them between words)
+    /// leaves anything else to the character-by-character reading.
+    fn plain_token(&mut self) -> Option<Tok<'a>> {
+        let src = self.chars.src;
+        let bytes = src.as_bytes();
+        let mut at = self.chars.pos;
+        while matches!(bytes.get(at), Some(b' ' | b'\t')) {
+            at += 1;
+        }
+        self.chars.pos = at;
+        let op = match (bytes.get(at), bytes.get(at + 1)) {
+            (Some(b'&'), Some(b'&')) => Some((2, Op::And)),
+            (Some(b'|'), Some(b'|')) => Some((2, Op::Or)),
+            (Some(b'|'), Some(b'&')) => Some((2, Op::Pipe)),
+            (Some(b'|'), _) => Some((1, Op::Pipe)),
+            // `;;` and `;&` are refused by the reading below.
+            (Some(b';'), next) if !matches!(next, Some(b';' | b'&')) => Some((1, Op::Semi)),
+            (Some(b'\n'), _) => Some((1, Op::Newline)),
+            _ => None,
+        };
+        if let Some((len, op)) = op {
+            self.chars.pos = at + len;
+            return Some(Tok::Op(op));
+        }
+        let from = at;
+        while bytes.get(at).copied().is_some_and(ordinary) {
+            at += 1;
+        }
+        let ended = matches!(bytes.get(at), None | Some(b' ' | b'\t' | b'\n' | b';' | b'&' | b'|'));
+        if from == at || !ended {
+            return None;
+        }
+        self.chars.pos = at;
+        Some(Tok::Word(Word {
+            text: Cow::Borrowed(&src[from..at]),
+            tilde: false,
+            quoted: false,
+        }))
     }
 
     /// Reads one character (and what it starts).
@@ -500,5 +554,15 @@ pub(super) fn tokens(command: &str) -> Lexer<'_> {
         quoted: false,
         digits_only: true,
         done: false,
+        plain_words: true,
+    }
+}
+
+/// [`tokens`] read a character at a time throughout (no plain-word path).
+#[cfg(test)]
+pub(super) fn tokens_char_by_char(command: &str) -> Lexer<'_> {
+    Lexer {
+        plain_words: false,
+        ..tokens(command)
     }
 }

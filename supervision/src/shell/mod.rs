@@ -23,18 +23,19 @@ pub(crate) struct Redirect<'a> {
     pub(crate) write: bool,
 }
 
-/// One simple command: its words (the program first) and its redirections.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Segment<'a> {
-    pub(crate) words: Vec<Word<'a>>,
-    pub(crate) redirects: Vec<Redirect<'a>>,
+/// One simple command: its words (the program first) and its
+/// redirections, lent by the [`Script`] that holds them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Segment<'s> {
+    pub(crate) words: &'s [Word<'s>],
+    pub(crate) redirects: &'s [Redirect<'s>],
 }
 
-/// Simple commands joined by `|` or `|&`. With more than one, each runs in
-/// its own subshell: a `cd` there moves nothing after the pipeline.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Pipeline<'a> {
-    pub(crate) commands: Vec<Segment<'a>>,
+impl Segment<'_> {
+    /// True when both are the very same command of one script (not only equal).
+    pub(crate) fn same(&self, other: &Segment<'_>) -> bool {
+        std::ptr::eq(self.words, other.words) && std::ptr::eq(self.redirects, other.redirects)
+    }
 }
 
 /// How an and-or chain continues.
@@ -46,41 +47,129 @@ pub(crate) enum Connector {
     Or,
 }
 
+/// Where a simple command's words and redirections end in the script's arrays
+/// (each starts where the one before ended).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SegmentEnds {
+    words: usize,
+    redirects: usize,
+}
+
+/// Where a pipeline's simple commands end, and the connector before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct PipelineEnd {
+    segments: usize,
+    connector: Option<Connector>,
+}
+
+/// Where an and-or chain's pipelines end, and whether it ended with `&`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ListEnd {
+    pipelines: usize,
+    background: bool,
+}
+
+/// A whole command line: and-or chains of pipelines of simple commands.
+/// Held flat (every word in one array, every redirection in another, and
+/// where each command, pipeline and chain ends), so a long line costs a few
+/// allocations rather than several per command; read through the views
+/// [`List`], [`Pipeline`] and [`Segment`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Script<'a> {
+    words: Vec<Word<'a>>,
+    redirects: Vec<Redirect<'a>>,
+    segments: Vec<SegmentEnds>,
+    pipelines: Vec<PipelineEnd>,
+    lists: Vec<ListEnd>,
+}
+
+/// Simple commands joined by `|` or `|&`. With more than one, each runs in
+/// its own subshell: a `cd` there moves nothing after the pipeline.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pipeline<'s> {
+    script: &'s Script<'s>,
+    /// Its simple commands' indices: `from..to`.
+    from: usize,
+    to: usize,
+}
+
+impl<'s> Pipeline<'s> {
+    /// Its simple commands, in order.
+    pub(crate) fn commands(&self) -> impl ExactSizeIterator<Item = Segment<'s>> + Clone + 's {
+        let script = self.script;
+        (self.from..self.to).map(move |i| script.segment(i))
+    }
+
+    /// Its only command, when it has one.
+    pub(crate) fn lone(&self) -> Option<Segment<'s>> {
+        (self.to == self.from + 1).then(|| self.script.segment(self.from))
+    }
+}
+
 /// Pipelines joined by `&&` and `||`, ended by `;`, a newline or `&`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct AndOr<'a> {
-    pub(crate) first: Pipeline<'a>,
-    pub(crate) rest: Vec<(Connector, Pipeline<'a>)>,
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct List<'s> {
+    script: &'s Script<'s>,
+    /// Its pipelines' indices: `from..to`.
+    from: usize,
+    to: usize,
     /// Ended by `&`: it runs in the background, in a subshell of its own.
     pub(crate) background: bool,
 }
 
-impl<'a> AndOr<'a> {
-    /// Every simple command, in order, given up.
-    fn into_segments(self) -> impl Iterator<Item = Segment<'a>> {
-        std::iter::once(self.first)
-            .chain(self.rest.into_iter().map(|(_, p)| p))
-            .flat_map(|p| p.commands)
+impl<'s> List<'s> {
+    /// Every pipeline in order, each with the connector that precedes it
+    /// (none before the first).
+    pub(crate) fn pipelines(&self) -> impl Iterator<Item = (Option<Connector>, Pipeline<'s>)> + 's {
+        let script = self.script;
+        (self.from..self.to).map(move |i| {
+            let from = if i == 0 { 0 } else { script.pipelines[i - 1].segments };
+            let end = script.pipelines[i];
+            (
+                end.connector,
+                Pipeline {
+                    script,
+                    from,
+                    to: end.segments,
+                },
+            )
+        })
     }
-
-    /// Every pipeline in order, each with the connector that precedes it.
-    pub(crate) fn pipelines(&self) -> impl Iterator<Item = (Option<Connector>, &Pipeline<'a>)> {
-        std::iter::once((None, &self.first)).chain(self.rest.iter().map(|(c, p)| (Some(*c), p)))
-    }
-}
-
-/// A whole command line: and-or chains in order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Script<'a> {
-    pub(crate) lists: Vec<AndOr<'a>>,
 }
 
 impl<'a> Script<'a> {
+    /// The `i`th simple command.
+    fn segment<'s>(&'s self, i: usize) -> Segment<'s> {
+        let from = if i == 0 {
+            SegmentEnds { words: 0, redirects: 0 }
+        } else {
+            self.segments[i - 1]
+        };
+        let end = self.segments[i];
+        Segment {
+            words: &self.words[from.words..end.words],
+            redirects: &self.redirects[from.redirects..end.redirects],
+        }
+    }
+
     /// Every simple command, in order.
-    pub(crate) fn segments(&self) -> impl Iterator<Item = &Segment<'a>> {
-        self.lists
-            .iter()
-            .flat_map(|l| l.pipelines().flat_map(|(_, p)| p.commands.iter()))
+    pub(crate) fn segments<'s>(&'s self) -> impl ExactSizeIterator<Item = Segment<'s>> + 's {
+        (0..self.segments.len()).map(move |i| self.segment(i))
+    }
+
+    /// Every and-or chain, in order.
+    pub(crate) fn lists<'s>(&'s self) -> impl Iterator<Item = List<'s>> + 's {
+        (0..self.lists.len()).map(move |i| List {
+            script: self,
+            from: if i == 0 { 0 } else { self.lists[i - 1].pipelines },
+            to: self.lists[i].pipelines,
+            background: self.lists[i].background,
+        })
+    }
+
+    /// True when it has no command at all (a blank line).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.lists.is_empty()
     }
 }
 
@@ -97,9 +186,8 @@ struct Parser<'a> {
     peeked: Option<Tok<'a>>,
     /// The lexer refused the command (its refusal is the answer).
     lex_failed: bool,
-    /// The words of the command being read, gathered here and then moved
-    /// into it at once (one allocation of the right size, however many).
-    words: Vec<Word<'a>>,
+    /// What has been read so far.
+    script: Script<'a>,
 }
 
 impl<'a> Parser<'a> {
@@ -121,9 +209,8 @@ impl<'a> Parser<'a> {
         self.lexer.next_tok().inspect_err(|_| self.lex_failed = true)
     }
 
-    fn simple(&mut self) -> Result<Segment<'a>, Refusal> {
-        let mut seg = Segment::default();
-        self.words.clear();
+    fn simple(&mut self) -> Result<(), Refusal> {
+        let first = self.script.words.len();
         loop {
             // Taken at once (a word is moved once, not peeked then taken);
             // an operator, which ends the command, is put back.
@@ -134,10 +221,10 @@ impl<'a> Parser<'a> {
                     break;
                 }
                 Some(Tok::Word(w)) => {
-                    if self.words.is_empty() && !w.quoted && RESERVED.contains(&&*w.text) {
+                    if self.script.words.len() == first && !w.quoted && RESERVED.contains(&&*w.text) {
                         return Err(Refusal::Compound);
                     }
-                    self.words.push(w);
+                    self.script.words.push(w);
                 }
                 Some(Tok::Redir { write, dup }) => {
                     let Some(Tok::Word(target)) = self.next()? else {
@@ -146,16 +233,19 @@ impl<'a> Parser<'a> {
                     let descriptor = target.text == "-"
                         || (!target.text.is_empty() && target.text.bytes().all(|b| b.is_ascii_digit()));
                     if !(dup && descriptor) {
-                        seg.redirects.push(Redirect { target, write });
+                        self.script.redirects.push(Redirect { target, write });
                     }
                 }
             }
         }
-        if self.words.is_empty() {
+        if self.script.words.len() == first {
             return Err(Refusal::EmptySegment);
         }
-        seg.words = self.words.drain(..).collect();
-        Ok(seg)
+        self.script.segments.push(SegmentEnds {
+            words: self.script.words.len(),
+            redirects: self.script.redirects.len(),
+        });
+        Ok(())
     }
 
     /// Newlines are allowed after `|`, `&&` and `||`.
@@ -166,19 +256,22 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn pipeline(&mut self) -> Result<Pipeline<'a>, Refusal> {
-        let mut commands = vec![self.simple()?];
+    fn pipeline(&mut self, connector: Option<Connector>) -> Result<(), Refusal> {
+        self.simple()?;
         while let Some(Tok::Op(Op::Pipe)) = self.peek()? {
             self.next()?;
             self.skip_newlines()?;
-            commands.push(self.simple()?);
+            self.simple()?;
         }
-        Ok(Pipeline { commands })
+        self.script.pipelines.push(PipelineEnd {
+            segments: self.script.segments.len(),
+            connector,
+        });
+        Ok(())
     }
 
-    fn and_or(&mut self) -> Result<AndOr<'a>, Refusal> {
-        let first = self.pipeline()?;
-        let mut rest = Vec::new();
+    fn and_or(&mut self) -> Result<(), Refusal> {
+        self.pipeline(None)?;
         loop {
             let connector = match self.peek()? {
                 Some(Tok::Op(Op::And)) => Connector::And,
@@ -187,34 +280,28 @@ impl<'a> Parser<'a> {
             };
             self.next()?;
             self.skip_newlines()?;
-            rest.push((connector, self.pipeline()?));
+            self.pipeline(Some(connector))?;
         }
-        Ok(AndOr {
-            first,
-            rest,
-            background: false,
-        })
+        Ok(())
     }
 
-    fn script(&mut self) -> Result<Script<'a>, Refusal> {
-        let mut script = Script::default();
+    fn script(&mut self) -> Result<(), Refusal> {
         loop {
             // Blank lines (and `;` right after a newline-free list, below) are harmless.
             self.skip_newlines()?;
             if self.peek()?.is_none() {
-                return Ok(script);
+                return Ok(());
             }
-            let mut list = self.and_or()?;
-            match self.next()? {
-                None => {
-                    script.lists.push(list);
-                    return Ok(script);
-                }
-                Some(Tok::Op(Op::Semi | Op::Newline)) => {}
-                Some(Tok::Op(Op::Amp)) => list.background = true,
+            self.and_or()?;
+            let background = match self.next()? {
+                None | Some(Tok::Op(Op::Semi | Op::Newline)) => false,
+                Some(Tok::Op(Op::Amp)) => true,
                 Some(_) => return Err(Refusal::EmptySegment),
-            }
-            script.lists.push(list);
+            };
+            self.script.lists.push(ListEnd {
+                pipelines: self.script.pipelines.len(),
+                background,
+            });
         }
     }
 }
@@ -228,11 +315,11 @@ pub(crate) fn parse(command: &str) -> Result<Script<'_>, Refusal> {
     let mut parser = Parser {
         lexer: lex::tokens(command),
         peeked: None,
-        words: Vec::new(),
         lex_failed: false,
+        script: Script::default(),
     };
     let refused = match parser.script() {
-        Ok(script) => return Ok(script),
+        Ok(()) => return Ok(parser.script),
         Err(refused) => refused,
     };
     // The tokens are read as the grammar asks for them, but what the lexer
@@ -250,15 +337,6 @@ pub(crate) fn parse(command: &str) -> Result<Script<'_>, Refusal> {
     Err(refused)
 }
 
-/// Every simple command of `command`, in order (see [`parse`]).
-pub(crate) fn split(command: &str) -> Result<Vec<Segment<'_>>, Refusal> {
-    Ok(parse(command)?
-        .lists
-        .into_iter()
-        .flat_map(AndOr::into_segments)
-        .collect())
-}
-
 /// A parsed command line as plain data, for comparing this grammar with a
 /// reference parser: each list (and whether it runs in the background) as
 /// its pipelines (with the connector before each), each pipeline as its
@@ -274,8 +352,7 @@ pub type ShapeCommand = (Vec<(String, bool)>, Vec<(String, bool)>);
 pub fn shape(command: &str) -> Result<Shape, String> {
     let script = parse(command).map_err(|r| r.to_string())?;
     Ok(script
-        .lists
-        .iter()
+        .lists()
         .map(|list| {
             let pipes = list
                 .pipelines()
@@ -285,8 +362,7 @@ pub fn shape(command: &str) -> Result<Shape, String> {
                         Connector::Or => "||",
                     });
                     let commands = p
-                        .commands
-                        .iter()
+                        .commands()
                         .map(|seg| {
                             (
                                 seg.words.iter().map(|w| (w.text.to_string(), w.tilde)).collect(),

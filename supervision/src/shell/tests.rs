@@ -2,6 +2,38 @@
 
 use super::*;
 
+/// A simple command taken out of its script.
+#[derive(Debug, PartialEq)]
+struct Owned {
+    words: Vec<Word<'static>>,
+    redirects: Vec<Redirect<'static>>,
+}
+
+fn owned(w: &Word<'_>) -> Word<'static> {
+    Word {
+        text: w.text.to_string().into(),
+        ..*w
+    }
+}
+
+/// Every simple command of `cmd`, in order.
+fn split(cmd: &str) -> Result<Vec<Owned>, Refusal> {
+    Ok(parse(cmd)?
+        .segments()
+        .map(|seg| Owned {
+            words: seg.words.iter().map(owned).collect(),
+            redirects: seg
+                .redirects
+                .iter()
+                .map(|r| Redirect {
+                    target: owned(&r.target),
+                    write: r.write,
+                })
+                .collect(),
+        })
+        .collect())
+}
+
 fn words(cmd: &str) -> Vec<Vec<String>> {
     split(cmd)
         .unwrap()
@@ -29,20 +61,45 @@ fn splits_on_every_operator() {
 
 #[test]
 fn structure_is_kept() {
-    let s = parse("cd a && cat x || ls; grep y | wc -l & pwd").unwrap();
-    assert_eq!(s.lists.len(), 3);
-    let first = &s.lists[0];
-    assert_eq!(first.rest.len(), 2);
-    assert_eq!(first.rest[0].0, Connector::And);
-    assert_eq!(first.rest[1].0, Connector::Or);
-    assert!(!first.background);
-    assert_eq!(s.lists[1].first.commands.len(), 2);
-    assert!(s.lists[1].background);
-    assert!(!s.lists[2].background);
+    // Each list as its pipelines: the connector before each, and how many commands.
+    // (the connector before each pipeline, its number of commands) per list, and `&`.
+    type Lists = Vec<(Vec<(Option<Connector>, usize)>, bool)>;
+    let shape = |cmd: &str| -> Lists {
+        let s = parse(cmd).unwrap();
+        s.lists()
+            .map(|l| {
+                (
+                    l.pipelines().map(|(c, p)| (c, p.commands().len())).collect(),
+                    l.background,
+                )
+            })
+            .collect()
+    };
+    let (and, or) = (Some(Connector::And), Some(Connector::Or));
+    assert_eq!(
+        shape("cd a && cat x || ls; grep y | wc -l & pwd"),
+        vec![
+            (vec![(None, 1), (and, 1), (or, 1)], false),
+            (vec![(None, 2)], true),
+            (vec![(None, 1)], false),
+        ]
+    );
     // A newline may follow `&&`, `||` and `|`.
-    let s = parse("cargo build &&\n cargo test |\n wc -l").unwrap();
-    assert_eq!(s.lists.len(), 1);
-    assert_eq!(s.lists[0].rest[0].1.commands.len(), 2);
+    assert_eq!(
+        shape("cargo build &&\n cargo test |\n wc -l"),
+        vec![(vec![(None, 1), (and, 2)], false)]
+    );
+    // A lone command is a pipeline's only one.
+    let s = parse("ls | wc; pwd").unwrap();
+    let lone: Vec<_> = s
+        .lists()
+        .flat_map(|l| {
+            l.pipelines()
+                .map(|(_, p)| p.lone().map(|c| c.words.len()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(lone, vec![None, Some(1)]);
 }
 
 #[test]
@@ -143,7 +200,55 @@ fn quoted_specials_are_literal() {
     assert_eq!(words("cat if"), vec![vec!["cat", "if"]]);
 }
 
+/// Every token of `lexer` (and the refusal that ends them, if one does).
+fn all_tokens(mut lexer: lex::Lexer<'_>) -> Vec<Result<Tok<'_>, Refusal>> {
+    let mut out = vec![];
+    loop {
+        match lexer.next_tok() {
+            Ok(Some(tok)) => out.push(Ok(tok)),
+            Ok(None) => return out,
+            Err(e) => {
+                out.push(Err(e));
+                return out;
+            }
+        }
+    }
+}
+
+#[test]
+fn plain_words_end_where_the_shell_ends_them() {
+    let cases: &[(&str, Vec<Vec<&str>>)] = &[
+        ("ab;cd", vec![vec!["ab"], vec!["cd"]]),
+        ("ab|cd", vec![vec!["ab"], vec!["cd"]]),
+        ("ab&&cd||ef", vec![vec!["ab"], vec!["cd"], vec!["ef"]]),
+        ("ab\tcd\nef", vec![vec!["ab", "cd"], vec!["ef"]]),
+        ("a#b c", vec![vec!["a#b", "c"]]),
+        ("a=b c", vec![vec!["a=b", "c"]]),
+        ("a~b c:d", vec![vec!["a~b", "c:d"]]),
+        ("ab'c d' e", vec![vec!["abc d", "e"]]),
+        ("ab\\ c", vec![vec!["ab c"]]),
+        ("x 12>y z", vec![vec!["x", "z"]]),
+        ("  x  ", vec![vec!["x"]]),
+    ];
+    for (cmd, want) in cases {
+        assert_eq!(&words(cmd), want, "{cmd:?}");
+    }
+    let redirected = split("x 12>y z").unwrap();
+    assert_eq!(redirected[0].redirects[0].target.text, "y");
+    assert!(
+        split("ab\rcd").is_err(),
+        "a carriage return after a plain run is refused"
+    );
+}
+
 proptest::proptest! {
+    /// The plain-word path reads every command exactly as the
+    /// character-by-character reading does (tokens, and refusals).
+    #[test]
+    fn plain_words_are_read_as_characters_are(s in "[ab2 \t\n;&|<>='\"\\\\#~:$!*.\r-]{0,24}") {
+        proptest::prop_assert_eq!(all_tokens(lex::tokens(&s)), all_tokens(lex::tokens_char_by_char(&s)));
+    }
+
     #[test]
     fn never_panics(s in "\\PC{0,40}") {
         let _ = parse(&s);
