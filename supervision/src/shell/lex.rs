@@ -210,7 +210,7 @@ pub(super) struct Lexer<'a> {
     done: bool,
     /// Plain words and operators are read at once ([`Lexer::plain_token`]); off only to
     /// test that path against the character-by-character reading.
-    plain_words: bool,
+    plain_tokens: bool,
 }
 
 impl<'a> Lexer<'a> {
@@ -384,7 +384,7 @@ impl<'a> Lexer<'a> {
 
     /// The next token, or `None` at the end of the command.
     pub(super) fn next_tok(&mut self) -> Result<Option<Tok<'a>>, Refusal> {
-        if self.plain_words
+        if self.plain_tokens
             && self.ready.is_empty()
             && !self.in_word
             && let Some(tok) = self.plain_token()
@@ -554,15 +554,15 @@ pub(super) fn tokens(command: &str) -> Lexer<'_> {
         quoted: false,
         digits_only: true,
         done: false,
-        plain_words: true,
+        plain_tokens: true,
     }
 }
 
-/// [`tokens`] read a character at a time throughout (no plain-word path).
+/// [`tokens`] read a character at a time throughout (no plain-token path).
 #[cfg(test)]
 pub(super) fn tokens_char_by_char(command: &str) -> Lexer<'_> {
     Lexer {
-        plain_words: false,
+        plain_tokens: false,
         ..tokens(command)
     }
 }
