@@ -49,21 +49,21 @@ pub(crate) enum Connector {
 
 /// Where a simple command's words and redirections end in the script's arrays
 /// (each starts where the one before ended).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct SegmentEnds {
     words: usize,
     redirects: usize,
 }
 
 /// Where a pipeline's simple commands end, and the connector before it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct PipelineEnd {
     segments: usize,
     connector: Option<Connector>,
 }
 
 /// Where an and-or chain's pipelines end, and whether it ended with `&`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct ListEnd {
     pipelines: usize,
     background: bool,
@@ -123,13 +123,12 @@ impl<'s> List<'s> {
     pub(crate) fn pipelines(&self) -> impl Iterator<Item = (Option<Connector>, Pipeline<'s>)> + 's {
         let script = self.script;
         (self.from..self.to).map(move |i| {
-            let from = if i == 0 { 0 } else { script.pipelines[i - 1].segments };
-            let end = script.pipelines[i];
+            let (before, end) = bounds(&script.pipelines, i);
             (
                 end.connector,
                 Pipeline {
                     script,
-                    from,
+                    from: before.segments,
                     to: end.segments,
                 },
             )
@@ -137,15 +136,17 @@ impl<'s> List<'s> {
     }
 }
 
+/// The `i`th entry of `ends` and the one before it (all zero before the
+/// first): the item's start and end.
+fn bounds<T: Copy + Default>(ends: &[T], i: usize) -> (T, T) {
+    let before = i.checked_sub(1).map_or_else(T::default, |b| ends[b]);
+    (before, ends[i])
+}
+
 impl<'a> Script<'a> {
     /// The `i`th simple command.
     fn segment<'s>(&'s self, i: usize) -> Segment<'s> {
-        let from = if i == 0 {
-            SegmentEnds { words: 0, redirects: 0 }
-        } else {
-            self.segments[i - 1]
-        };
-        let end = self.segments[i];
+        let (from, end) = bounds(&self.segments, i);
         Segment {
             words: &self.words[from.words..end.words],
             redirects: &self.redirects[from.redirects..end.redirects],
@@ -159,11 +160,14 @@ impl<'a> Script<'a> {
 
     /// Every and-or chain, in order.
     pub(crate) fn lists<'s>(&'s self) -> impl Iterator<Item = List<'s>> + 's {
-        (0..self.lists.len()).map(move |i| List {
-            script: self,
-            from: if i == 0 { 0 } else { self.lists[i - 1].pipelines },
-            to: self.lists[i].pipelines,
-            background: self.lists[i].background,
+        (0..self.lists.len()).map(move |i| {
+            let (before, end) = bounds(&self.lists, i);
+            List {
+                script: self,
+                from: before.pipelines,
+                to: end.pipelines,
+                background: end.background,
+            }
         })
     }
 

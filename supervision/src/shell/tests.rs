@@ -61,8 +61,7 @@ fn splits_on_every_operator() {
 
 #[test]
 fn structure_is_kept() {
-    // Each list as its pipelines: the connector before each, and how many commands.
-    // (the connector before each pipeline, its number of commands) per list, and `&`.
+    // Each list as (the connector before each pipeline, its number of commands), and `&`.
     type Lists = Vec<(Vec<(Option<Connector>, usize)>, bool)>;
     let shape = |cmd: &str| -> Lists {
         let s = parse(cmd).unwrap();

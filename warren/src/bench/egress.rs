@@ -184,6 +184,7 @@ pub(super) async fn bench_egress(args: &BenchArgs) -> anyhow::Result<()> {
         "egress latency: a fresh connection to its first answer ({samples} each): direct p50 {d50:.3} ms p99 {d99:.3} ms; proxied p50 {p50:.3} ms p99 {p99:.3} ms; added p99 {:.3} ms (target <= 2 ms)",
         p99 - d99
     );
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     for (paced, what) in [(false, "over loopback, unpaced"), (true, "from a 1 Gbit/s source")] {
         let (mut d, mut p) = (vec![], vec![]);
         for _ in 0..3 {
@@ -195,7 +196,6 @@ pub(super) async fn bench_egress(args: &BenchArgs) -> anyhow::Result<()> {
         let ((d, dc), (p, pc)) = (best(&d), best(&p));
         // However well the work overlaps, a download cannot go faster than
         // every core spending all its time on it.
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
         let ceiling = 100.0 * (cores * 1024.0 / pc) / d;
         let bound = if ceiling < 100.0 {
             format!("; at that CPU cost {cores} cores allow at most {ceiling:.0}%")
